@@ -1,0 +1,69 @@
+//! How a game ends.
+
+use crate::side::Side;
+use serde::{Deserialize, Serialize};
+
+/// Why a game ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// A piece entered the HQ where the enemy flag stood.
+    FlagCaptured,
+    /// The side to move had no legal move when its turn started.
+    NoLegalMoves,
+    /// The no-combat limit (100 plies by default) passed without a fight: draw.
+    NoCombatLimit,
+    /// Both players agreed to a draw.
+    AgreedDraw,
+    /// A player resigned.
+    Resigned,
+    /// A player ran out of time for the third time.
+    Timeouts,
+    /// A player stayed disconnected past the allowed time.
+    Disconnected,
+    /// A player left during deployment without confirming: the game is cancelled, no result.
+    SeatLost,
+}
+
+impl EndReason {
+    /// The snake_case wire name (`flag_captured`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::FlagCaptured => "flag_captured",
+            EndReason::NoLegalMoves => "no_legal_moves",
+            EndReason::NoCombatLimit => "no_combat_100",
+            EndReason::AgreedDraw => "agreed_draw",
+            EndReason::Resigned => "resigned",
+            EndReason::Timeouts => "timeouts",
+            EndReason::Disconnected => "disconnected",
+            EndReason::SeatLost => "seat_lost",
+        }
+    }
+}
+
+/// The result of a game: the winner (`None` for a draw or a cancelled game) and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Who won; `None` when nobody did.
+    pub winner: Option<Side>,
+    /// Why the game ended.
+    pub reason: EndReason,
+}
+
+impl Outcome {
+    /// `side` won.
+    pub const fn win(side: Side, reason: EndReason) -> Outcome {
+        Outcome {
+            winner: Some(side),
+            reason,
+        }
+    }
+
+    /// Nobody won.
+    pub const fn draw(reason: EndReason) -> Outcome {
+        Outcome {
+            winner: None,
+            reason,
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Views: the only way information leaves a game.
+//!
+//! [`view`] shows a game's state and [`project`] shows one event as a given viewer may see them.
+//! A player sees the kinds of its own pieces; an opponent piece is its node and its random id,
+//! nothing more; a spectator sees no kind at all; after the end, everyone sees everything. Fights
+//! are told as who survived and who was removed. The types here have no field that could carry a
+//! hidden kind other than the `Option<PieceKind>` the visibility rule fills.
+
+use crate::deployment::Deployment;
+use crate::game::{Event, FlagReveal, Game, Phase};
+use crate::outcome::Outcome;
+use crate::piece::{PieceId, PieceKind};
+use crate::position::{Move, Piece};
+use crate::rules::Rules;
+use crate::side::Side;
+use crate::topology::Node;
+use serde::{Deserialize, Serialize};
+
+/// Who is looking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Viewer {
+    /// The south player.
+    South,
+    /// The north player.
+    North,
+    /// Anyone else: sees no kind until the end.
+    Spectator,
+}
+
+impl Viewer {
+    /// The player's side; `None` for a spectator.
+    pub fn side(self) -> Option<Side> {
+        match self {
+            Viewer::South => Some(Side::South),
+            Viewer::North => Some(Side::North),
+            Viewer::Spectator => None,
+        }
+    }
+
+    /// The viewer seated on `side`.
+    pub fn player(side: Side) -> Viewer {
+        match side {
+            Side::South => Viewer::South,
+            Side::North => Viewer::North,
+        }
+    }
+
+    /// All three viewers.
+    pub const ALL: [Viewer; 3] = [Viewer::South, Viewer::North, Viewer::Spectator];
+}
+
+/// A piece as a viewer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ViewPiece {
+    /// Where it stands.
+    pub node: Node,
+    /// Whose it is (always visible: the halves are public).
+    pub side: Side,
+    /// Its public id.
+    pub id: PieceId,
+    /// Its kind, only where the viewer may know it.
+    pub kind: Option<PieceKind>,
+}
+
+/// A game's state as one viewer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameView {
+    /// Who is looking.
+    pub viewer: Viewer,
+    /// The rule set.
+    pub rules: Rules,
+    /// The phase.
+    pub phase: Phase,
+    /// Who moves first.
+    pub first_mover: Side,
+    /// Whose turn it is (in play).
+    pub to_move: Option<Side>,
+    /// Plies played.
+    pub plies: u32,
+    /// Plies since the last fight.
+    pub plies_without_combat: u16,
+    /// Timeouts of south and north.
+    pub timeouts: [u8; 2],
+    /// Who has a draw offer pending.
+    pub draw_offer: Option<Side>,
+    /// Whether south and north have confirmed their deployments.
+    pub confirmed: [bool; 2],
+    /// The viewer's own draft or confirmed deployment during the deployment phase.
+    pub own_deployment: Option<Deployment>,
+    /// The pieces on the board (empty during deployment).
+    pub pieces: Vec<ViewPiece>,
+    /// The result, once ended.
+    pub outcome: Option<Outcome>,
+}
+
+/// A fight as a viewer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ViewCombat {
+    /// The attacked piece's id.
+    pub defender: PieceId,
+    /// The attacked piece's kind, where the viewer may know it.
+    pub defender_kind: Option<PieceKind>,
+    /// Whether the attacker survived.
+    pub attacker_survives: bool,
+    /// Whether the defender survived.
+    pub defender_survives: bool,
+}
+
+/// An event as a viewer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ViewEvent {
+    /// The game exists.
+    Created {
+        /// The rule set.
+        rules: Rules,
+        /// Who moves first.
+        first_mover: Side,
+    },
+    /// The viewer's own draft changed (never shown to anyone else before the end).
+    DeploymentDrafted {
+        /// The draft.
+        deployment: Deployment,
+    },
+    /// A side confirmed its deployment.
+    DeploymentConfirmed {
+        /// Who.
+        side: Side,
+        /// The deployment, to its owner (and to all after the end).
+        deployment: Option<Deployment>,
+        /// Whether the server confirmed it at the deadline.
+        by_deadline: bool,
+    },
+    /// Play started.
+    PlayStarted {
+        /// The board as the viewer sees it.
+        pieces: Vec<ViewPiece>,
+    },
+    /// A move.
+    Moved {
+        /// Who moved.
+        side: Side,
+        /// From where to where.
+        mv: Move,
+        /// The moving piece's id.
+        piece: PieceId,
+        /// Its kind, where the viewer may know it.
+        kind: Option<PieceKind>,
+        /// The fight, if any.
+        combat: Option<ViewCombat>,
+        /// Flags shown to all by this move (`flag-reveal`).
+        flag_reveal: Vec<FlagReveal>,
+    },
+    /// A side lost its turn to the clock.
+    TimedOut {
+        /// Who.
+        side: Side,
+        /// Its timeouts so far.
+        count: u8,
+    },
+    /// A draw offer.
+    DrawOffered {
+        /// Who offered.
+        side: Side,
+    },
+    /// A declined draw offer.
+    DrawDeclined {
+        /// Who declined.
+        side: Side,
+    },
+    /// A lapsed draw offer.
+    DrawLapsed {
+        /// Who had offered.
+        side: Side,
+    },
+    /// A resignation.
+    Resigned {
+        /// Who.
+        side: Side,
+    },
+    /// The end, with the whole final board revealed.
+    Ended {
+        /// The result.
+        outcome: Outcome,
+        /// Every piece left, with its kind.
+        pieces: Vec<ViewPiece>,
+    },
+}
+
+/// Whether `viewer` may know the kind of a piece of `owner`. `revealed_flag` says whether this
+/// piece is a flag shown under `flag-reveal`.
+fn may_know(viewer: Viewer, owner: Side, ended: bool, revealed_flag: bool) -> bool {
+    ended || viewer.side() == Some(owner) || revealed_flag
+}
+
+fn view_piece(node: Node, piece: Piece, visible: bool) -> ViewPiece {
+    ViewPiece {
+        node,
+        side: piece.side,
+        id: piece.id,
+        kind: visible.then_some(piece.kind),
+    }
+}
+
+/// The game as `viewer` may see it.
+pub fn view(game: &Game, viewer: Viewer) -> GameView {
+    let ended = game.phase() == Phase::Ended;
+    let position = game.position();
+    let flag = game.rules().parse_kind("F");
+    let pieces = position
+        .pieces()
+        .map(|(node, piece)| {
+            let revealed_flag = Some(piece.kind) == flag && game.flag_revealed(piece.side);
+            view_piece(
+                node,
+                piece,
+                may_know(viewer, piece.side, ended, revealed_flag),
+            )
+        })
+        .collect();
+    GameView {
+        viewer,
+        rules: *game.rules(),
+        phase: game.phase(),
+        first_mover: game.first_mover(),
+        to_move: (game.phase() == Phase::Play).then(|| game.to_move()),
+        plies: game.plies(),
+        plies_without_combat: position.plies_without_combat(),
+        timeouts: [game.timeouts(Side::South), game.timeouts(Side::North)],
+        draw_offer: game.draw_offer(),
+        confirmed: [game.confirmed(Side::South), game.confirmed(Side::North)],
+        own_deployment: match (game.phase(), viewer.side()) {
+            (Phase::Deployment, Some(side)) => game.deployment(side).cloned(),
+            _ => None,
+        },
+        pieces,
+        outcome: game.outcome(),
+    }
+}
+
+/// One event as `viewer` may see it; `None` when the viewer must not see it at all (another
+/// side's draft). `game_ended` is whether the game is over *now* (a replay after the end shows
+/// everything).
+pub fn project(event: &Event, viewer: Viewer, game_ended: bool) -> Option<ViewEvent> {
+    let sees = |owner: Side| may_know(viewer, owner, game_ended, false);
+    Some(match event {
+        Event::Created { rules, first_mover } => ViewEvent::Created {
+            rules: *rules,
+            first_mover: *first_mover,
+        },
+        Event::DeploymentDrafted { deployment } => {
+            if !sees(deployment.side) {
+                return None;
+            }
+            ViewEvent::DeploymentDrafted {
+                deployment: deployment.clone(),
+            }
+        }
+        Event::DeploymentConfirmed {
+            side,
+            deployment,
+            by_deadline,
+        } => ViewEvent::DeploymentConfirmed {
+            side: *side,
+            deployment: sees(*side).then(|| deployment.clone()),
+            by_deadline: *by_deadline,
+        },
+        Event::PlayStarted { pieces } => ViewEvent::PlayStarted {
+            pieces: pieces
+                .iter()
+                .map(|&(node, piece)| view_piece(node, piece, sees(piece.side)))
+                .collect(),
+        },
+        Event::Moved {
+            mv,
+            piece,
+            combat,
+            flag_reveal,
+        } => ViewEvent::Moved {
+            side: piece.side,
+            mv: *mv,
+            piece: piece.id,
+            kind: sees(piece.side).then_some(piece.kind),
+            combat: combat.map(|c| ViewCombat {
+                defender: c.defender.id,
+                defender_kind: sees(c.defender.side).then_some(c.defender.kind),
+                attacker_survives: c.attacker_survives,
+                defender_survives: c.defender_survives,
+            }),
+            flag_reveal: flag_reveal.clone(),
+        },
+        Event::TimedOut { side, count } => ViewEvent::TimedOut {
+            side: *side,
+            count: *count,
+        },
+        Event::DrawOffered { side } => ViewEvent::DrawOffered { side: *side },
+        Event::DrawDeclined { side } => ViewEvent::DrawDeclined { side: *side },
+        Event::DrawLapsed { side } => ViewEvent::DrawLapsed { side: *side },
+        Event::Resigned { side } => ViewEvent::Resigned { side: *side },
+        Event::Ended { outcome, pieces } => ViewEvent::Ended {
+            outcome: *outcome,
+            pieces: pieces
+                .iter()
+                .map(|&(node, piece)| view_piece(node, piece, true))
+                .collect(),
+        },
+    })
+}
