@@ -190,7 +190,7 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum GameError {
     /// The command does not fit the game's phase.
-    #[error("the game is in its {actual:?} phase; this needs the {needed:?} phase")]
+    #[error("the game is in its {} phase; this needs the {} phase", actual.name(), needed.name())]
     WrongPhase {
         /// The phase the command needs.
         needed: Phase,
@@ -234,6 +234,17 @@ pub enum GameError {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl Phase {
+    /// The lowercase name used in messages and on the wire (`deployment`, `play`, `ended`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Deployment => "deployment",
+            Phase::Play => "play",
+            Phase::Ended => "ended",
+        }
+    }
 }
 
 impl GameError {
