@@ -1,0 +1,269 @@
+//! Game storage: every game is an append-only log of engine events plus a snapshot of the engine
+//! state at the latest version, kept either in Postgres ([`postgres::PostgresStore`]) or in memory
+//! ([`memory::MemoryStore`], the one-box default and a test aid). Both implement [`GameStore`] and
+//! pass the same conformance suite ([`conformance`]).
+//!
+//! The contract every implementation keeps:
+//! - **Optimistic concurrency.** [`GameStore::append`] writes only if the game is still at the
+//!   version the caller judged against; otherwise it fails with [`StoreError::VersionConflict`] and
+//!   writes nothing. Two session replicas racing on one game cannot both win.
+//! - **Idempotent commands.** An append may carry a command key and its encoded answer, stored in
+//!   the same transaction; a second append with the same key fails with
+//!   [`StoreError::DuplicateCommand`] carrying the first answer, and writes nothing.
+//! - **Atomicity.** The events, the snapshot, the version and the command record change together
+//!   or not at all.
+//! - **Change notification.** After an append commits, [`GameStore::watch`] receivers for that game
+//!   see the new version (across processes for Postgres, via LISTEN/NOTIFY).
+//! - **Missing games.** [`GameStore::load`] answers `None` for a game that does not exist; every
+//!   other per-game operation fails with [`StoreError::NotFound`], so "no news" and "no game" are
+//!   never confused.
+//! - **Order of checks.** For an append: the game must exist, then a known command key answers
+//!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
+//!   version must match.
+
+pub mod conformance;
+pub mod memory;
+pub mod notifier;
+pub mod postgres;
+
+use async_trait::async_trait;
+use hidden_front_rules::{Event, Game, Phase, Side};
+use serde::{Deserialize, Serialize};
+use std::time::SystemTime;
+use thiserror::Error;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// Time limits of a game (seconds), stored with it so clocks can be re-armed after any restart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TimeControl {
+    /// `online`, `relaxed` or `custom`.
+    pub name: String,
+    /// Time to confirm a deployment once both seats are filled.
+    pub deployment_seconds: u32,
+    /// Time for each move.
+    pub move_seconds: u32,
+    /// Time a disconnected player has to come back.
+    pub reconnect_seconds: u32,
+}
+
+impl TimeControl {
+    /// The online rules: 90 s to deploy, 30 s a move, 60 s to come back.
+    pub fn online() -> TimeControl {
+        TimeControl {
+            name: "online".into(),
+            deployment_seconds: 90,
+            move_seconds: 30,
+            reconnect_seconds: 60,
+        }
+    }
+
+    /// The looser control for invites and games against the computer.
+    pub fn relaxed() -> TimeControl {
+        TimeControl {
+            name: "relaxed".into(),
+            deployment_seconds: 300,
+            move_seconds: 120,
+            reconnect_seconds: 300,
+        }
+    }
+}
+
+/// What a game is, besides its state: who sits where, under which rules and clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameMeta {
+    /// The game's id.
+    pub game_id: Uuid,
+    /// The rule set's name (`hidden-front`, ...).
+    pub rules: String,
+    /// The clock settings.
+    pub time_control: TimeControl,
+    /// Player id in the south seat.
+    pub south_player: String,
+    /// Player id in the north seat.
+    pub north_player: String,
+}
+
+impl GameMeta {
+    /// The player seated on `side`.
+    pub fn player(&self, side: Side) -> &str {
+        match side {
+            Side::South => &self.south_player,
+            Side::North => &self.north_player,
+        }
+    }
+}
+
+/// A stored game: its metadata, its version (sequence number of its last event) and the engine
+/// state at that version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameRecord {
+    /// Who, what rules, what clock.
+    pub meta: GameMeta,
+    /// Sequence number of the last event (the first event is 1).
+    pub version: u64,
+    /// The engine state after the last event.
+    pub game: Game,
+}
+
+/// One event of a game's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Position in the log, from 1.
+    pub seq: u64,
+    /// The event, with full information.
+    pub event: Event,
+}
+
+/// A game in a player's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameSummary {
+    /// The game's metadata.
+    pub meta: GameMeta,
+    /// Its current phase.
+    pub phase: Phase,
+    /// Its version.
+    pub version: u64,
+}
+
+/// The result of [`GameStore::create`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// The game's id: the new one, or the one an earlier call with the same key created.
+    pub game_id: Uuid,
+    /// Whether an earlier call with the same key had already created it (nothing was written).
+    pub replayed: bool,
+}
+
+/// A command's key and its encoded answer, stored with the events it caused.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandRecord<'a> {
+    /// The client's idempotency key (unique per game).
+    pub key: &'a str,
+    /// The answer to give to any retry (opaque bytes, e.g. an encoded protobuf message).
+    pub response: &'a [u8],
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// No game with this id.
+    #[error("game {0} not found")]
+    NotFound(Uuid),
+    /// The game is no longer at the version the caller expected; nothing was written.
+    #[error("game {game_id} is at version {actual}, not {expected}")]
+    VersionConflict {
+        /// The game.
+        game_id: Uuid,
+        /// The version the caller expected.
+        expected: u64,
+        /// The version it is at.
+        actual: u64,
+    },
+    /// A command with this key was already applied; here is its first answer. Nothing was written.
+    #[error("command {key:?} was already applied to game {game_id}")]
+    DuplicateCommand {
+        /// The game.
+        game_id: Uuid,
+        /// The key.
+        key: String,
+        /// The stored answer of the first attempt.
+        response: Vec<u8>,
+    },
+    /// A game with this id exists already.
+    #[error("game {0} already exists")]
+    AlreadyExists(Uuid),
+    /// Stored data that does not decode (a bug or a tampered database).
+    #[error("stored data for game {game_id} is corrupt: {reason}")]
+    Corrupt {
+        /// The game.
+        game_id: Uuid,
+        /// What failed to decode.
+        reason: String,
+    },
+    /// The database failed or is unreachable.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].
+#[async_trait]
+pub trait GameStore: Send + Sync + 'static {
+    /// Creates a game with its first events (`events[0]` gets seq 1) and the state after them.
+    /// Idempotent on `creation_key`: a second call with the same key writes nothing and returns
+    /// the first game's id with `replayed: true`.
+    async fn create(
+        &self,
+        creation_key: &str,
+        meta: &GameMeta,
+        events: &[Event],
+        game: &Game,
+    ) -> Result<Created, StoreError>;
+
+    /// The game's metadata, version and state; `None` if there is no such game.
+    async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError>;
+
+    /// Appends `events` (seqs `expected_version + 1 ..`) and replaces the snapshot with `game`,
+    /// atomically, if and only if the game is at `expected_version` and `command` (if any) was
+    /// never applied to this game; returns the new version. See the crate docs for the errors.
+    ///
+    /// With no events the version stays, the snapshot is replaced and the command recorded (an
+    /// answer worth remembering that changed nothing); watchers are not woken. Such an append
+    /// does not exclude a concurrent one, so use it only for answers, never to change state.
+    async fn append(
+        &self,
+        game_id: Uuid,
+        expected_version: u64,
+        events: &[Event],
+        game: &Game,
+        command: Option<CommandRecord<'_>>,
+    ) -> Result<u64, StoreError>;
+
+    /// The stored answer of a command already applied to the game, if any.
+    async fn command_response(
+        &self,
+        game_id: Uuid,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Events with `seq >= from_seq`, in order, at most `limit` of them (`from_seq` 0 reads from
+    /// the start; past the end is an empty list).
+    async fn events(
+        &self,
+        game_id: Uuid,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// A receiver of the game's latest version: it changes after every committed append, also
+    /// appends made by other processes on the same database. It starts at the current version,
+    /// marked as seen, so `changed()` waits for the next append; rapid appends may coalesce into
+    /// one wake-up (read the log from your last seq up to the version shown).
+    async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError>;
+
+    /// Records a gateway's report of a player's connection, holding until `lease_until`, and
+    /// returns whether south and north count as connected now (any unexpired report saying
+    /// connected). A gateway's report replaces its earlier one for the same side; a report with
+    /// `lease_until <= now` counts for nothing.
+    async fn report_presence(
+        &self,
+        game_id: Uuid,
+        side: Side,
+        gateway_id: &str,
+        connected: bool,
+        lease_until: SystemTime,
+    ) -> Result<[bool; 2], StoreError>;
+
+    /// Whether south and north count as connected at `now`.
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError>;
+
+    /// The games a player is seated in (either side), newest first by creation, at most `limit`.
+    async fn games_of_player(
+        &self,
+        player: &str,
+        limit: usize,
+    ) -> Result<Vec<GameSummary>, StoreError>;
+}
