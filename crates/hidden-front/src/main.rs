@@ -1,9 +1,10 @@
 //! The `hidden-front` binary: one executable for every Hidden Front tool, each a subcommand
-//! (`hidden-front rules <verb>` today; `serve`, `migrate`, `token`, `play` and `bench` slot in
-//! beside it as further [`Command`] variants).
+//! (`rules`, `serve`, `migrate`; `token`, `play` and `bench` slot in beside them as further
+//! [`Command`] variants).
 
 mod rules_cli;
 mod rules_json;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -26,12 +27,25 @@ enum Command {
     /// The rules engine over JSON Lines: legal moves, applying moves, deployments.
     #[command(long_about = rules_cli::RULES_HELP)]
     Rules(rules_cli::RulesArgs),
+    /// Runs services (all of them by default) until SIGINT or SIGTERM.
+    Serve(serve::ServeArgs),
+    /// Applies database migrations to the Postgres at DATABASE_URL.
+    Migrate(serve::MigrateArgs),
+}
+
+/// The async runtime for the service commands (the rules CLI needs none).
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Rules(args) => rules_cli::run(args)?,
+        Command::Serve(args) => runtime()?.block_on(serve::serve(args))?,
+        Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,
     }
     Ok(())
 }

@@ -1,0 +1,19 @@
+//! The session service: the referee. It alone holds every game's full state; it judges every
+//! command with the rules engine and keeps every game as an event log in a [`GameStore`].
+//!
+//! A command is: (1) answer from the idempotency record if this key was seen; (2) load the game
+//! (from the process cache, or the store); (3) judge it with the engine; (4) append the events,
+//! the new snapshot and the command's answer in one store transaction guarded by the version the
+//! judgement was made against. If another replica won the race, reload and judge again (unless the
+//! caller pinned an expected version: then the answer is `ABORTED`). Nothing is applied by halves:
+//! the engine refuses without changing anything, and the store writes all or nothing.
+//!
+//! Answers and errors leave through the engine's view functions only: a command's events are
+//! projected for the acting side, and `GetGame` for the asking viewer. `WatchGame` is the one
+//! full-information stream, for internal consumers (the gateway projects it per player).
+
+mod errors;
+mod service;
+
+pub use errors::{game_error_status, store_error_status};
+pub use service::{SessionConfig, SessionService};

@@ -1,0 +1,807 @@
+//! The `SessionService` gRPC implementation.
+
+use crate::errors::{game_error_status, store_error_status, wire_status};
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
+use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
+use hidden_front_store::{CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl};
+use hidden_front_wire as wire;
+use prost::Message;
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+/// How many times a command is judged again after losing a race to another replica.
+const MAX_ATTEMPTS: usize = 8;
+/// Longest idempotency key accepted.
+const MAX_KEY_LEN: usize = 128;
+/// Longest player id accepted.
+const MAX_PLAYER_LEN: usize = 128;
+/// Events fetched per store read while streaming.
+const WATCH_PAGE: usize = 256;
+
+/// Settings of the session service.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// How long a presence report holds when the reporter gives no lease.
+    pub default_presence_lease: Duration,
+    /// Games kept in the process cache (a cache miss only costs a store read).
+    pub cache_capacity: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            default_presence_lease: Duration::from_secs(30),
+            cache_capacity: 10_000,
+        }
+    }
+}
+
+/// The referee service: judges commands with the engine and keeps games in a [`GameStore`].
+pub struct SessionService {
+    store: Arc<dyn GameStore>,
+    cache: Mutex<HashMap<Uuid, GameRecord>>,
+    config: SessionConfig,
+}
+
+/// A parsed [`pb::CommandContext`].
+struct Context {
+    game_id: Uuid,
+    side: Side,
+    key: String,
+    expected_version: Option<u64>,
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::WatchGameResponse, Status>> + Send>>;
+
+fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
+    if text.is_empty() {
+        return Err(Status::invalid_argument(format!("{field} is required")));
+    }
+    Uuid::parse_str(text).map_err(|_| {
+        Status::invalid_argument(format!("{field}: {text:?} is not a game id (a UUID)"))
+    })
+}
+
+fn parse_context(context: Option<pb::CommandContext>) -> Result<Context, Status> {
+    let context = context.ok_or_else(|| Status::invalid_argument("context is required"))?;
+    let game_id = parse_game_id("context.game_id", &context.game_id)?;
+    let side = wire::side_from_proto("context.side", context.side).map_err(wire_status)?;
+    if context.idempotency_key.is_empty() {
+        return Err(Status::invalid_argument(
+            "context.idempotency_key is required: a unique key per command makes retries safe",
+        ));
+    }
+    if context.idempotency_key.len() > MAX_KEY_LEN {
+        return Err(Status::invalid_argument(format!(
+            "context.idempotency_key is longer than {MAX_KEY_LEN} bytes"
+        )));
+    }
+    Ok(Context {
+        game_id,
+        side,
+        key: format!("{}:{}", side.name(), context.idempotency_key),
+        expected_version: context.expected_version,
+    })
+}
+
+/// A fresh random source per command, seeded from the OS (through UUID v4's generator).
+fn fresh_rng() -> GameRng {
+    let (a, b) = Uuid::new_v4().as_u64_pair();
+    GameRng::from_seed(a ^ b.rotate_left(32))
+}
+
+fn time_control_from_proto(tc: Option<pb::TimeControl>) -> Result<TimeControl, Status> {
+    let Some(tc) = tc else {
+        return Ok(TimeControl::online());
+    };
+    match tc.name.as_str() {
+        "" | "online" => Ok(TimeControl::online()),
+        "relaxed" => Ok(TimeControl::relaxed()),
+        "custom" => {
+            for (field, value) in [
+                ("time_control.deployment_seconds", tc.deployment_seconds),
+                ("time_control.move_seconds", tc.move_seconds),
+                ("time_control.reconnect_seconds", tc.reconnect_seconds),
+            ] {
+                if !(1..=86_400).contains(&value) {
+                    return Err(Status::invalid_argument(format!(
+                        "{field} must be between 1 and 86400 seconds, got {value}"
+                    )));
+                }
+            }
+            Ok(TimeControl {
+                name: "custom".into(),
+                deployment_seconds: tc.deployment_seconds,
+                move_seconds: tc.move_seconds,
+                reconnect_seconds: tc.reconnect_seconds,
+            })
+        }
+        other => Err(Status::invalid_argument(format!(
+            "time_control.name {other:?} is not one of online, relaxed, custom"
+        ))),
+    }
+}
+
+/// The wire form of a time control.
+pub(crate) fn time_control_to_proto(tc: &TimeControl) -> pb::TimeControl {
+    pb::TimeControl {
+        name: tc.name.clone(),
+        deployment_seconds: tc.deployment_seconds,
+        move_seconds: tc.move_seconds,
+        reconnect_seconds: tc.reconnect_seconds,
+    }
+}
+
+fn validate_player(field: &str, player: &str) -> Result<(), Status> {
+    if player.trim().is_empty() {
+        return Err(Status::invalid_argument(format!("{field} is required")));
+    }
+    if player.len() > MAX_PLAYER_LEN {
+        return Err(Status::invalid_argument(format!(
+            "{field} is longer than {MAX_PLAYER_LEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+impl SessionService {
+    /// A session service over `store`.
+    pub fn new(store: Arc<dyn GameStore>, config: SessionConfig) -> SessionService {
+        SessionService {
+            store,
+            cache: Mutex::new(HashMap::new()),
+            config,
+        }
+    }
+
+    fn cached(&self, game_id: Uuid) -> Option<GameRecord> {
+        self.cache
+            .lock()
+            .expect("session cache lock")
+            .get(&game_id)
+            .cloned()
+    }
+
+    fn remember(&self, record: GameRecord) {
+        let mut cache = self.cache.lock().expect("session cache lock");
+        if cache.len() >= self.config.cache_capacity && !cache.contains_key(&record.meta.game_id) {
+            // Ended games are the cheapest to forget; otherwise forget an arbitrary one.
+            let victim = cache
+                .iter()
+                .find(|(_, r)| r.game.phase() == Phase::Ended)
+                .or_else(|| cache.iter().next())
+                .map(|(id, _)| *id);
+            if let Some(id) = victim {
+                cache.remove(&id);
+            }
+        }
+        cache.insert(record.meta.game_id, record);
+    }
+
+    fn forget(&self, game_id: Uuid) {
+        self.cache
+            .lock()
+            .expect("session cache lock")
+            .remove(&game_id);
+    }
+
+    async fn load(&self, game_id: Uuid, fresh: bool) -> Result<GameRecord, Status> {
+        if !fresh && let Some(record) = self.cached(game_id) {
+            return Ok(record);
+        }
+        let record = self
+            .store
+            .load(game_id)
+            .await
+            .map_err(|e| store_error_status(&e))?
+            .ok_or_else(|| Status::not_found(format!("game {game_id} not found")))?;
+        self.remember(record.clone());
+        Ok(record)
+    }
+
+    /// The answer stored for a key, marked as replayed.
+    fn replayed(bytes: &[u8]) -> Result<pb::CommandResult, Status> {
+        let mut result = pb::CommandResult::decode(bytes)
+            .map_err(|_| Status::internal("stored command answer cannot be decoded"))?;
+        result.replayed = true;
+        Ok(result)
+    }
+
+    /// Runs one command through the judge-and-append loop described in the crate docs.
+    /// `make` turns the loaded game into the engine command (it may refuse, e.g. a bad square).
+    async fn execute(
+        &self,
+        ctx: &Context,
+        make: impl Fn(&GameRecord) -> Result<Command, Status>,
+    ) -> Result<pb::CommandResult, Status> {
+        let store_status = |e: StoreError| store_error_status(&e);
+        for attempt in 0..MAX_ATTEMPTS {
+            if let Some(answer) = self.stored_answer(ctx).await? {
+                return Ok(answer);
+            }
+            // The first attempt may judge against the cache; every later one reads the store.
+            let fresh = attempt > 0;
+            let record = self.load(ctx.game_id, fresh).await?;
+            let (game, events) = match self.judge(ctx, &record, &make) {
+                Ok(verdict) => verdict,
+                // The cache may be behind another replica: judge again on the stored game
+                // before refusing.
+                Err(_) if !fresh => continue,
+                Err(refusal) => return self.refuse(ctx, refusal).await,
+            };
+            let result = self.result_for(&record, &game, &events, Viewer::player(ctx.side));
+            let bytes = result.encode_to_vec();
+            match self
+                .store
+                .append(
+                    ctx.game_id,
+                    record.version,
+                    &events,
+                    &game,
+                    Some(CommandRecord {
+                        key: &ctx.key,
+                        response: &bytes,
+                    }),
+                )
+                .await
+            {
+                Ok(version) => {
+                    self.remember(GameRecord {
+                        meta: record.meta,
+                        version,
+                        game,
+                    });
+                    return Ok(result);
+                }
+                Err(StoreError::VersionConflict { .. }) => {
+                    self.forget(ctx.game_id);
+                    if let Some(expected) = ctx.expected_version {
+                        let refusal = Status::aborted(format!(
+                            "the game moved past the expected version {expected}: reload and retry"
+                        ));
+                        return self.refuse(ctx, refusal).await;
+                    }
+                }
+                Err(StoreError::DuplicateCommand { response, .. }) => {
+                    self.forget(ctx.game_id);
+                    return Self::replayed(&response);
+                }
+                Err(e) => {
+                    self.forget(ctx.game_id);
+                    return Err(store_status(e));
+                }
+            }
+        }
+        Err(Status::aborted(
+            "the game changed too often while this command was judged; retry with the same key",
+        ))
+    }
+
+    /// The stored answer to this command, if an earlier attempt with its key was applied.
+    async fn stored_answer(&self, ctx: &Context) -> Result<Option<pb::CommandResult>, Status> {
+        match self
+            .store
+            .command_response(ctx.game_id, &ctx.key)
+            .await
+            .map_err(|e| store_error_status(&e))?
+        {
+            Some(bytes) => Ok(Some(Self::replayed(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Before refusing, one last look for an earlier attempt of the same command that committed
+    /// meanwhile (a retry racing its original): its answer wins over the refusal.
+    async fn refuse(&self, ctx: &Context, refusal: Status) -> Result<pb::CommandResult, Status> {
+        match self.stored_answer(ctx).await? {
+            Some(answer) => Ok(answer),
+            None => Err(refusal),
+        }
+    }
+
+    /// Checks the expected version and judges the command on `record`'s game: the game after
+    /// it and the events it caused, or the refusal.
+    fn judge(
+        &self,
+        ctx: &Context,
+        record: &GameRecord,
+        make: &impl Fn(&GameRecord) -> Result<Command, Status>,
+    ) -> Result<(Game, Vec<hidden_front_rules::Event>), Status> {
+        if let Some(expected) = ctx.expected_version
+            && expected != record.version
+        {
+            return Err(Status::aborted(format!(
+                "the game is at version {}, not the expected {expected}: reload and retry",
+                record.version
+            )));
+        }
+        let command = make(record)?;
+        let mut game = record.game.clone();
+        let events = game
+            .handle(&command, &mut fresh_rng())
+            .map_err(|e| game_error_status(&e))?;
+        Ok((game, events))
+    }
+
+    /// The answer to a command: its events as `viewer` sees them, with their sequence numbers.
+    fn result_for(
+        &self,
+        record: &GameRecord,
+        after: &Game,
+        events: &[hidden_front_rules::Event],
+        viewer: Viewer,
+    ) -> pb::CommandResult {
+        let ended = after.phase() == Phase::Ended;
+        let rules = after.rules();
+        let game_id = record.meta.game_id.to_string();
+        pb::CommandResult {
+            version: record.version + events.len() as u64,
+            events: events
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| {
+                    project(e, viewer, ended).map(|v| {
+                        wire::game_event(rules, &game_id, record.version + 1 + i as u64, &v)
+                    })
+                })
+                .collect(),
+            replayed: false,
+        }
+    }
+
+    async fn command(
+        &self,
+        context: Option<pb::CommandContext>,
+        make: impl Fn(&GameRecord, Side) -> Result<Command, Status>,
+    ) -> Result<pb::CommandResult, Status> {
+        let ctx = parse_context(context)?;
+        let side = ctx.side;
+        self.execute(&ctx, |record| make(record, side)).await
+    }
+
+    fn rules_of(record: &GameRecord) -> Rules {
+        *record.game.rules()
+    }
+
+    async fn apply_timer(
+        &self,
+        request: pb::ApplyTimerRequest,
+    ) -> Result<pb::ApplyTimerResponse, Status> {
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
+        let kind = pb::TimerKind::try_from(request.kind)
+            .ok()
+            .filter(|k| *k != pb::TimerKind::Unspecified)
+            .ok_or_else(|| {
+                Status::invalid_argument(
+                    "kind must be TIMER_KIND_DEPLOYMENT, TIMER_KIND_MOVE or TIMER_KIND_RECONNECT",
+                )
+            })?;
+        let record = self.load(game_id, true).await?;
+        let stale = pb::ApplyTimerResponse {
+            applied: false,
+            version: record.version,
+        };
+        let game = &record.game;
+        let command = match kind {
+            pb::TimerKind::Deployment => {
+                if record.version != request.armed_version || game.phase() != Phase::Deployment {
+                    return Ok(stale);
+                }
+                let present = self
+                    .store
+                    .presence(game_id, SystemTime::now())
+                    .await
+                    .map_err(|e| store_error_status(&e))?;
+                Command::DeploymentDeadline { present }
+            }
+            pb::TimerKind::Move => {
+                if record.version != request.armed_version
+                    || game.phase() != Phase::Play
+                    || game.to_move() != side
+                {
+                    return Ok(stale);
+                }
+                Command::Timeout { side }
+            }
+            pb::TimerKind::Reconnect => {
+                // A reconnect deadline holds across moves (the clock keeps running while the
+                // player is away), so it is fenced by presence, not by version: it applies only
+                // if the player is still away and the game still running.
+                let present = self
+                    .store
+                    .presence(game_id, SystemTime::now())
+                    .await
+                    .map_err(|e| store_error_status(&e))?;
+                if game.phase() != Phase::Play || present[side.index()] {
+                    return Ok(stale);
+                }
+                Command::Disconnected { side }
+            }
+            pb::TimerKind::Unspecified => unreachable!("filtered above"),
+        };
+        let ctx = Context {
+            game_id,
+            side,
+            key: format!(
+                "timer:{}:{}:{}",
+                kind.as_str_name(),
+                request.armed_version,
+                side.name()
+            ),
+            expected_version: Some(record.version),
+        };
+        match self.execute(&ctx, |_| Ok(command.clone())).await {
+            Ok(result) => Ok(pb::ApplyTimerResponse {
+                applied: !result.replayed,
+                version: result.version,
+            }),
+            // Lost a race with a move: the timer is stale by definition.
+            Err(status) if status.code() == tonic::Code::Aborted => {
+                let version = self.load(game_id, true).await?.version;
+                Ok(pb::ApplyTimerResponse {
+                    applied: false,
+                    version,
+                })
+            }
+            Err(status) => Err(status),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl SessionApi for SessionService {
+    async fn create_game(
+        &self,
+        request: Request<pb::CreateGameRequest>,
+    ) -> Result<Response<pb::CreateGameResponse>, Status> {
+        let request = request.into_inner();
+        validate_player("south_player", &request.south_player)?;
+        validate_player("north_player", &request.north_player)?;
+        if request.south_player == request.north_player {
+            return Err(Status::invalid_argument(
+                "south_player and north_player must be different players",
+            ));
+        }
+        if request.idempotency_key.len() > MAX_KEY_LEN {
+            return Err(Status::invalid_argument(format!(
+                "idempotency_key is longer than {MAX_KEY_LEN} bytes"
+            )));
+        }
+        let rules_name = if request.rules.is_empty() {
+            hidden_front_rules::rules::DEFAULT_RULES
+        } else {
+            request.rules.as_str()
+        };
+        let rules = Rules::parse(rules_name)
+            .map_err(|e| Status::invalid_argument(format!("rules: {e}")))?;
+        let time_control = time_control_from_proto(request.time_control)?;
+        let mut rng = fresh_rng();
+        let first_mover = if rng.below(2) == 0 {
+            Side::South
+        } else {
+            Side::North
+        };
+        let (game, events) = Game::create(rules, first_mover, &mut rng);
+        let meta = GameMeta {
+            game_id: Uuid::now_v7(),
+            rules: rules.name(),
+            time_control,
+            south_player: request.south_player,
+            north_player: request.north_player,
+        };
+        let key = if request.idempotency_key.is_empty() {
+            Uuid::new_v4().to_string()
+        } else {
+            request.idempotency_key
+        };
+        let created = self
+            .store
+            .create(&key, &meta, &events, &game)
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        let record = self.load(created.game_id, created.replayed).await?;
+        tracing::info!(game_id = %created.game_id, rules = %record.meta.rules, replayed = created.replayed, "game created");
+        Ok(Response::new(pb::CreateGameResponse {
+            game_id: created.game_id.to_string(),
+            version: if created.replayed {
+                record.version
+            } else {
+                events.len() as u64
+            },
+            first_mover: wire::side_to_proto(record.game.first_mover()) as i32,
+            replayed: created.replayed,
+        }))
+    }
+
+    async fn reshuffle_deployment(
+        &self,
+        request: Request<pb::ReshuffleDeploymentRequest>,
+    ) -> Result<Response<pb::ReshuffleDeploymentResponse>, Status> {
+        let result = self
+            .command(request.into_inner().context, |_, side| {
+                Ok(Command::Reshuffle { side })
+            })
+            .await?;
+        Ok(Response::new(pb::ReshuffleDeploymentResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn swap_pieces(
+        &self,
+        request: Request<pb::SwapPiecesRequest>,
+    ) -> Result<Response<pb::SwapPiecesResponse>, Status> {
+        let request = request.into_inner();
+        let (a, b) = (request.square_a, request.square_b);
+        let result = self
+            .command(request.context, |record, side| {
+                let rules = Self::rules_of(record);
+                Ok(Command::Swap {
+                    side,
+                    a: wire::square_from_proto(&rules, "square_a", &a).map_err(wire_status)?,
+                    b: wire::square_from_proto(&rules, "square_b", &b).map_err(wire_status)?,
+                })
+            })
+            .await?;
+        Ok(Response::new(pb::SwapPiecesResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn set_deployment(
+        &self,
+        request: Request<pb::SetDeploymentRequest>,
+    ) -> Result<Response<pb::SetDeploymentResponse>, Status> {
+        let request = request.into_inner();
+        let deployment = request
+            .deployment
+            .ok_or_else(|| Status::invalid_argument("deployment is required"))?;
+        let result = self
+            .command(request.context, |record, side| {
+                if deployment.side != pb::Side::Unspecified as i32
+                    && deployment.side != wire::side_to_proto(side) as i32
+                {
+                    return Err(Status::invalid_argument(
+                        "deployment.side must be the acting side (or unspecified)",
+                    ));
+                }
+                let rules = Self::rules_of(record);
+                Ok(Command::SetDeployment {
+                    deployment: wire::deployment_from_proto(&rules, side, &deployment.placements)
+                        .map_err(wire_status)?,
+                })
+            })
+            .await?;
+        Ok(Response::new(pb::SetDeploymentResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn confirm_deployment(
+        &self,
+        request: Request<pb::ConfirmDeploymentRequest>,
+    ) -> Result<Response<pb::ConfirmDeploymentResponse>, Status> {
+        let result = self
+            .command(request.into_inner().context, |_, side| {
+                Ok(Command::Confirm { side })
+            })
+            .await?;
+        Ok(Response::new(pb::ConfirmDeploymentResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn submit_move(
+        &self,
+        request: Request<pb::SubmitMoveRequest>,
+    ) -> Result<Response<pb::SubmitMoveResponse>, Status> {
+        let request = request.into_inner();
+        let mv = request.r#move;
+        let result = self
+            .command(request.context, |record, side| {
+                let rules = Self::rules_of(record);
+                Ok(Command::Move {
+                    side,
+                    mv: wire::move_from_proto(&rules, mv.as_ref()).map_err(wire_status)?,
+                })
+            })
+            .await?;
+        Ok(Response::new(pb::SubmitMoveResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn offer_draw(
+        &self,
+        request: Request<pb::OfferDrawRequest>,
+    ) -> Result<Response<pb::OfferDrawResponse>, Status> {
+        let result = self
+            .command(request.into_inner().context, |_, side| {
+                Ok(Command::OfferDraw { side })
+            })
+            .await?;
+        Ok(Response::new(pb::OfferDrawResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn answer_draw(
+        &self,
+        request: Request<pb::AnswerDrawRequest>,
+    ) -> Result<Response<pb::AnswerDrawResponse>, Status> {
+        let request = request.into_inner();
+        let accept = request.accept;
+        let result = self
+            .command(request.context, |_, side| {
+                Ok(Command::AnswerDraw { side, accept })
+            })
+            .await?;
+        Ok(Response::new(pb::AnswerDrawResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn resign(
+        &self,
+        request: Request<pb::ResignRequest>,
+    ) -> Result<Response<pb::ResignResponse>, Status> {
+        let result = self
+            .command(request.into_inner().context, |_, side| {
+                Ok(Command::Resign { side })
+            })
+            .await?;
+        Ok(Response::new(pb::ResignResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn apply_timer(
+        &self,
+        request: Request<pb::ApplyTimerRequest>,
+    ) -> Result<Response<pb::ApplyTimerResponse>, Status> {
+        Ok(Response::new(
+            SessionService::apply_timer(self, request.into_inner()).await?,
+        ))
+    }
+
+    async fn report_presence(
+        &self,
+        request: Request<pb::ReportPresenceRequest>,
+    ) -> Result<Response<pb::ReportPresenceResponse>, Status> {
+        let request = request.into_inner();
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
+        if request.gateway_id.is_empty() || request.gateway_id.len() > MAX_KEY_LEN {
+            return Err(Status::invalid_argument(format!(
+                "gateway_id is required (at most {MAX_KEY_LEN} bytes)"
+            )));
+        }
+        let lease = match request.lease_seconds {
+            0 => self.config.default_presence_lease,
+            s if s <= 3600 => Duration::from_secs(u64::from(s)),
+            s => {
+                return Err(Status::invalid_argument(format!(
+                    "lease_seconds must be at most 3600, got {s}"
+                )));
+            }
+        };
+        // The game must exist: presence for unknown games would grow the table without bound.
+        self.load(game_id, false).await?;
+        let connected = self
+            .store
+            .report_presence(
+                game_id,
+                side,
+                &request.gateway_id,
+                request.connected,
+                SystemTime::now() + lease,
+            )
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        Ok(Response::new(pb::ReportPresenceResponse {
+            south_connected: connected[0],
+            north_connected: connected[1],
+        }))
+    }
+
+    async fn get_game(
+        &self,
+        request: Request<pb::GetGameRequest>,
+    ) -> Result<Response<pb::GetGameResponse>, Status> {
+        let request = request.into_inner();
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let viewer = wire::viewer_from_proto("viewer", request.viewer).map_err(wire_status)?;
+        let record = self.load(game_id, true).await?;
+        let id = game_id.to_string();
+        let game_view = wire::game_view(
+            &view(&record.game, viewer),
+            wire::Seats {
+                game_id: &id,
+                south_player: &record.meta.south_player,
+                north_player: &record.meta.north_player,
+            },
+            record.version,
+            time_control_to_proto(&record.meta.time_control),
+        );
+        Ok(Response::new(pb::GetGameResponse {
+            game: Some(game_view),
+        }))
+    }
+
+    type WatchGameStream = EventStream;
+
+    async fn watch_game(
+        &self,
+        request: Request<pb::WatchGameRequest>,
+    ) -> Result<Response<Self::WatchGameStream>, Status> {
+        let request = request.into_inner();
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let record = self.load(game_id, true).await?;
+        let rules = *record.game.rules();
+        if record.game.phase() == Phase::Ended && request.from_seq > record.version {
+            // Nothing more will ever come: an empty stream, not one held open forever.
+            return Ok(Response::new(Box::pin(tokio_stream::empty())));
+        }
+        let store = Arc::clone(&self.store);
+        let mut changes = store
+            .watch(game_id)
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(WATCH_PAGE);
+        let id = game_id.to_string();
+        let mut next = request.from_seq.max(1);
+        tokio::spawn(async move {
+            loop {
+                let page = match store.events(game_id, next, WATCH_PAGE).await {
+                    Ok(page) => page,
+                    Err(e) => {
+                        let _ = tx.send(Err(store_error_status(&e))).await;
+                        return;
+                    }
+                };
+                let mut ended = false;
+                for stored in &page {
+                    ended |= matches!(stored.event, hidden_front_rules::Event::Ended { .. });
+                    // Internal full-information stream: everything revealed.
+                    if let Some(v) = project(&stored.event, Viewer::Spectator, true) {
+                        let event = wire::game_event(&rules, &id, stored.seq, &v);
+                        if tx
+                            .send(Ok(pb::WatchGameResponse { event: Some(event) }))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    next = stored.seq + 1;
+                }
+                if ended {
+                    return;
+                }
+                if page.len() == WATCH_PAGE {
+                    continue;
+                }
+                // Wait until the log grows past what was sent (or the client goes away).
+                loop {
+                    if *changes.borrow_and_update() >= next {
+                        break;
+                    }
+                    tokio::select! {
+                        changed = changes.changed() => if changed.is_err() { return },
+                        () = tx.closed() => return,
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+}
