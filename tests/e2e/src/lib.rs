@@ -1,0 +1,39 @@
+//! End-to-end test harness for Hidden Front: the real `hidden-front` binary as a child process,
+//! real gRPC on loopback, real Postgres.
+//!
+//! The pieces:
+//! - [`TestDatabase`]: a fresh, uniquely named database on the Postgres given by `DATABASE_URL`
+//!   (default [`DEFAULT_DATABASE_URL`] only when the variable is unset), dropped afterwards.
+//!   An unreachable Postgres fails the test with instructions; these tests never skip.
+//! - [`Server`]: `hidden-front serve` on a free port against such a database; it can be
+//!   SIGKILLed and restarted on the same database, and its stderr is printed when a test fails.
+//! - [`client`]: a connected `SessionServiceClient` and thin helpers around its calls.
+//! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
+//!   own viewer, computes its own legal moves from that view with the rules engine and plays a
+//!   random one (deterministic seed).
+//!
+//! # The binary
+//! Cargo only offers `CARGO_BIN_EXE_<name>` to the binary's own package, so this harness finds
+//! `hidden-front` next to the test executable (`target/<profile>/hidden-front`, the parent of
+//! `target/<profile>/deps/`). Build it first: `cargo build -p hidden-front` (the workspace test
+//! commands build it anyway). `HF_E2E_BIN` overrides the path.
+//!
+//! # Environment
+//! | variable | meaning |
+//! |---|---|
+//! | `DATABASE_URL` | Postgres where the tests may `CREATE DATABASE` (default `postgres://postgres@127.0.0.1:5432/postgres` when unset) |
+//! | `HF_E2E_BIN` | path of the `hidden-front` binary to test |
+//! | `HF_E2E_KEEP_DATABASE` | `1` keeps the test databases for inspection |
+
+pub mod client;
+mod database;
+pub mod player;
+mod server;
+
+pub use client::Client;
+pub use database::{DEFAULT_DATABASE_URL, TestDatabase};
+pub use player::{Player, Turn, own_legal_moves, play, play_to_end};
+pub use server::Server;
+
+/// The generated gRPC types (`hiddenfront.v1`).
+pub use hidden_front_proto::v1 as pb;

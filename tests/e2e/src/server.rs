@@ -1,0 +1,232 @@
+//! The real `hidden-front serve` process.
+
+use crate::client::{self, Client};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a server may take from spawn to its "listening" line (it migrates first).
+const START_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The line prefix `hidden-front serve` prints on stdout once it accepts connections.
+const LISTENING: &str = "hidden-front listening on ";
+
+/// One `hidden-front serve --listen 127.0.0.1:0 --database-url URL` process.
+///
+/// [`Server::kill`] sends SIGKILL (no graceful drain); [`Server::restart`] starts a new process
+/// on the same database (on a new port). Everything the processes wrote to stderr is kept and
+/// printed when the test fails (this value is dropped while panicking). Dropping kills the process.
+#[derive(Debug)]
+pub struct Server {
+    name: String,
+    database_url: String,
+    child: Option<Child>,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<u8>>>,
+    starts: u32,
+}
+
+impl Server {
+    /// Starts a server on `database_url` and waits (up to 30 s) until it listens. `name` labels
+    /// its log.
+    pub async fn start(name: &str, database_url: &str) -> Server {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (child, addr) = spawn_and_wait(name, database_url, &log, 1).await;
+        Server {
+            name: name.to_string(),
+            database_url: database_url.to_string(),
+            child: Some(child),
+            addr,
+            log,
+            starts: 1,
+        }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The label given at start.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A new client connected to this server.
+    pub async fn connect(&self) -> Client {
+        client::connect(self.addr).await
+    }
+
+    /// Kills the process with SIGKILL and reaps it. Does nothing if it is not running.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // std's Child::kill is SIGKILL on Unix: no shutdown handler runs.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the process if it runs, then starts a new one on the same database and waits until
+    /// it listens. Returns the new address.
+    pub async fn restart(&mut self) -> SocketAddr {
+        self.kill();
+        self.starts += 1;
+        let (child, addr) =
+            spawn_and_wait(&self.name, &self.database_url, &self.log, self.starts).await;
+        self.child = Some(child);
+        self.addr = addr;
+        addr
+    }
+
+    /// Everything the server's processes wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().expect("log lock")).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- stderr of hidden-front server {:?} -----\n{}----- end of stderr of {:?} -----",
+                self.name,
+                self.stderr(),
+                self.name
+            );
+        }
+    }
+}
+
+/// The `hidden-front` binary: `HF_E2E_BIN`, or `target/<profile>/hidden-front` next to the
+/// test executable (`target/<profile>/deps/<test>`).
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("HF_E2E_BIN") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "HF_E2E_BIN={} is not a file",
+            path.display()
+        );
+        return path;
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test executable lives in target/<profile>/deps");
+    let path = profile_dir.join(format!("hidden-front{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} does not exist: run `cargo build -p hidden-front` first (or set HF_E2E_BIN)",
+        path.display()
+    );
+    path
+}
+
+async fn spawn_and_wait(
+    name: &str,
+    database_url: &str,
+    log: &Arc<Mutex<Vec<u8>>>,
+    start: u32,
+) -> (Child, SocketAddr) {
+    let name = name.to_string();
+    let database_url = database_url.to_string();
+    let log = Arc::clone(log);
+    // Waiting for the line blocks a thread: keep it off the runtime's workers.
+    tokio::task::spawn_blocking(move || spawn_blocking(&name, &database_url, &log, start))
+        .await
+        .expect("starting the server panicked")
+}
+
+fn spawn_blocking(
+    name: &str,
+    database_url: &str,
+    log: &Arc<Mutex<Vec<u8>>>,
+    start: u32,
+) -> (Child, SocketAddr) {
+    let bin = binary();
+    log.lock()
+        .expect("log lock")
+        .extend_from_slice(format!("=== start #{start} of {} ===\n", bin.display()).as_bytes());
+    let mut child = Command::new(&bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
+        .arg(database_url)
+        // The tests rely on the defaults (all services, migrate on start, 64 KiB messages).
+        .env_remove("HF_SERVICES")
+        .env_remove("HF_LISTEN")
+        .env_remove("HF_MIGRATE_ON_START")
+        .env_remove("HF_MAX_MESSAGE_BYTES")
+        .env_remove("HF_LOG_FORMAT")
+        // Plain text logs (they are printed when a test fails).
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let sink = Arc::clone(log);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stderr.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sink.lock().expect("log lock").extend_from_slice(&buf[..n]),
+            }
+        }
+    });
+
+    // stdout lines go through a channel so that the wait has a deadline; the thread keeps
+    // draining stdout after the listening line so the server never blocks on a full pipe.
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    let echo = Arc::clone(log);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            echo.lock()
+                .expect("log lock")
+                .extend_from_slice(format!("[stdout] {line}\n").as_bytes());
+            let _ = tx.send(line);
+        }
+    });
+
+    let deadline = Instant::now() + START_DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(addr) = line.strip_prefix(LISTENING) {
+                    let addr: SocketAddr = addr.trim().parse().unwrap_or_else(|e| {
+                        panic!("server {name} printed an unreadable address {addr:?}: {e}")
+                    });
+                    return (child, addr);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait().ok();
+                panic!(
+                    "server {name} exited before listening ({status:?}; is {} up to date? \
+                     `cargo build -p hidden-front`); stderr:\n{}",
+                    bin.display(),
+                    String::from_utf8_lossy(&log.lock().expect("log lock"))
+                );
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "server {name} did not print {LISTENING:?} within {START_DEADLINE:?}; \
+                     stderr:\n{}",
+                    String::from_utf8_lossy(&log.lock().expect("log lock"))
+                );
+            }
+        }
+    }
+}
