@@ -271,6 +271,9 @@ pub fn game_view(
         outcome: view.outcome.map(outcome_to_proto),
         south_player: seats.south_player.to_string(),
         north_player: seats.north_player.to_string(),
+        // Presence is not part of the engine's view; the session fills it in.
+        south_connected: false,
+        north_connected: false,
     }
 }
 

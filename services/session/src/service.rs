@@ -719,8 +719,13 @@ impl SessionApi for SessionService {
         let game_id = parse_game_id("game_id", &request.game_id)?;
         let viewer = wire::viewer_from_proto("viewer", request.viewer).map_err(wire_status)?;
         let record = self.load(game_id, true).await?;
+        let connected = self
+            .store
+            .presence(game_id, SystemTime::now())
+            .await
+            .map_err(|e| store_error_status(&e))?;
         let id = game_id.to_string();
-        let game_view = wire::game_view(
+        let mut game_view = wire::game_view(
             &view(&record.game, viewer),
             wire::Seats {
                 game_id: &id,
@@ -730,8 +735,88 @@ impl SessionApi for SessionService {
             record.version,
             time_control_to_proto(&record.meta.time_control),
         );
+        game_view.south_connected = connected[0];
+        game_view.north_connected = connected[1];
         Ok(Response::new(pb::GetGameResponse {
             game: Some(game_view),
+        }))
+    }
+
+    async fn list_games(
+        &self,
+        request: Request<pb::ListGamesRequest>,
+    ) -> Result<Response<pb::ListGamesResponse>, Status> {
+        let request = request.into_inner();
+        validate_player("player", &request.player)?;
+        let limit = match request.limit {
+            0 => 50,
+            n if n <= 500 => n as usize,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "limit must be at most 500, got {n}"
+                )));
+            }
+        };
+        let summaries = self
+            .store
+            .games_of_player(&request.player, limit)
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        let mut games = Vec::with_capacity(summaries.len());
+        for summary in summaries {
+            if request.active_only && summary.phase == Phase::Ended {
+                continue;
+            }
+            let meta = &summary.meta;
+            let (seat, opponent) = if meta.south_player == request.player {
+                (Side::South, &meta.north_player)
+            } else {
+                (Side::North, &meta.south_player)
+            };
+            let outcome = if summary.phase == Phase::Ended {
+                self.load(meta.game_id, false)
+                    .await?
+                    .game
+                    .outcome()
+                    .map(wire::outcome_to_proto)
+            } else {
+                None
+            };
+            games.push(pb::GameSummary {
+                game_id: meta.game_id.to_string(),
+                seat: wire::side_to_proto(seat) as i32,
+                phase: wire::phase_to_proto(summary.phase) as i32,
+                opponent: opponent.clone(),
+                outcome,
+                rules: meta.rules.clone(),
+                version: summary.version,
+            });
+        }
+        Ok(Response::new(pb::ListGamesResponse { games }))
+    }
+
+    async fn list_legal_moves(
+        &self,
+        request: Request<pb::ListLegalMovesRequest>,
+    ) -> Result<Response<pb::ListLegalMovesResponse>, Status> {
+        let request = request.into_inner();
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
+        let record = self.load(game_id, true).await?;
+        let game = &record.game;
+        let rules = *game.rules();
+        let moves = if game.phase() == Phase::Play && game.to_move() == side {
+            game.position()
+                .legal_moves()
+                .iter()
+                .map(|mv| wire::move_to_proto(&rules, mv))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Response::new(pb::ListLegalMovesResponse {
+            version: record.version,
+            moves,
         }))
     }
 
@@ -772,8 +857,23 @@ impl SessionApi for SessionService {
                     // Internal full-information stream: everything revealed.
                     if let Some(v) = project(&stored.event, Viewer::Spectator, true) {
                         let event = wire::game_event(&rules, &id, stored.seq, &v);
+                        let engine_event_json = match serde_json::to_vec(&stored.event) {
+                            Ok(json) => json,
+                            Err(e) => {
+                                let _ = tx
+                                    .send(Err(Status::internal(format!(
+                                        "event {} cannot be encoded: {e}",
+                                        stored.seq
+                                    ))))
+                                    .await;
+                                return;
+                            }
+                        };
                         if tx
-                            .send(Ok(pb::WatchGameResponse { event: Some(event) }))
+                            .send(Ok(pb::WatchGameResponse {
+                                event: Some(event),
+                                engine_event_json,
+                            }))
                             .await
                             .is_err()
                         {
