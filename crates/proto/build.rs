@@ -1,5 +1,6 @@
-//! Compiles proto/hiddenfront/v1 with protox (pure Rust, no system `protoc`) and writes the
-//! descriptor set that gRPC reflection serves.
+//! Compiles proto/hiddenfront/v1 with protox (pure Rust, no system `protoc`), writes the
+//! descriptor set that gRPC reflection serves, and generates serde impls (pbjson) that follow the
+//! canonical proto3 JSON mapping, so the WebSocket API speaks literally the gRPC messages.
 
 use prost::Message;
 use std::path::PathBuf;
@@ -13,7 +14,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let fds = protox::compile(files, [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out.join("hiddenfront_descriptor.bin"), fds.encode_to_vec())?;
+    let encoded = fds.encode_to_vec();
+    std::fs::write(out.join("hiddenfront_descriptor.bin"), &encoded)?;
+    pbjson_build::Builder::new()
+        .register_descriptors(&encoded)?
+        .build(&[".hiddenfront"])?;
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)

@@ -5,6 +5,7 @@
 mod rules_cli;
 mod rules_json;
 mod serve;
+mod token;
 
 use clap::{Parser, Subcommand};
 
@@ -28,9 +29,11 @@ enum Command {
     #[command(long_about = rules_cli::RULES_HELP)]
     Rules(rules_cli::RulesArgs),
     /// Runs services (all of them by default) until SIGINT or SIGTERM.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Applies database migrations to the Postgres at DATABASE_URL.
     Migrate(serve::MigrateArgs),
+    /// Prints a player token (HS256, signed with the gateway's secret) for trying the gateway.
+    Token(token::TokenArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -44,8 +47,9 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Rules(args) => rules_cli::run(args)?,
-        Command::Serve(args) => runtime()?.block_on(serve::serve(args))?,
+        Command::Serve(args) => runtime()?.block_on(serve::serve(*args))?,
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,
+        Command::Token(args) => token::run(args)?,
     }
     Ok(())
 }

@@ -3,10 +3,16 @@
 //!
 //! Every setting comes from a flag or its environment variable (the README's configuration
 //! table). Without `DATABASE_URL` the games live in memory, and a loud line says nothing is
-//! durable. All services of one process share one gRPC port with health and reflection.
+//! durable. All services of one process share one gRPC port with health and reflection; when the
+//! gateway runs it also opens an HTTP listener (`--http-listen`) for the WebSocket API.
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use hidden_front_gateway::auth::{AuthConfig, Authenticator, PublicKeyAlgorithm};
+use hidden_front_gateway::ws::{self, WsConfig};
+use hidden_front_gateway::{Gateway, GatewayConfig, PlayerApi};
+use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
 use hidden_front_session::{SessionConfig, SessionService};
 use hidden_front_store::GameStore;
@@ -24,6 +30,8 @@ pub enum ServiceName {
     All,
     /// The referee: game state, commands, the event log.
     Session,
+    /// The public door: authentication, per-player filtered streams, presence.
+    Gateway,
 }
 
 /// Arguments of `hidden-front serve`.
@@ -55,6 +63,52 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(long, env = "HF_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Seconds to finish in-flight work after SIGTERM/SIGINT before exiting regardless.
+    #[arg(long, env = "HF_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
+    pub shutdown_grace_seconds: u64,
+    /// Where the gateway finds the session service (default: this process's own port).
+    #[arg(long, env = "HF_SESSION_URL")]
+    pub session_url: Option<String>,
+    /// HS256 secrets for player tokens, comma-separated (several allow rotation). Without any
+    /// secret or public key the gateway uses the development secret and says so loudly.
+    #[arg(
+        long,
+        env = "HF_JWT_SECRET",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub jwt_secret: Vec<String>,
+    /// Public keys for player tokens as `ALG:PATH` (e.g. `RS256:/keys/idp.pem`), comma-separated.
+    #[arg(long, env = "HF_JWT_PUBLIC_KEYS", value_delimiter = ',')]
+    pub jwt_public_keys: Vec<String>,
+    /// Required `iss` of player tokens.
+    #[arg(long, env = "HF_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Required `aud` of player tokens.
+    #[arg(long, env = "HF_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+    /// Accept guest tokens (`"guest": true`, as `hidden-front token` mints). Turn off in production.
+    #[arg(long, env = "HF_ALLOW_GUEST_TOKENS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub allow_guest_tokens: bool,
+    /// Open player streams one gateway process accepts at most.
+    #[arg(long, env = "HF_MAX_STREAMS", default_value_t = 50_000)]
+    pub max_streams: usize,
+    /// Events a player connection may fall behind (for 5 s) before it is cut off with a resume hint.
+    #[arg(long, env = "HF_STREAM_BUFFER", default_value_t = 256)]
+    pub stream_buffer: usize,
+    /// Milliseconds a connection may stay `--stream-buffer` events behind before it is cut off.
+    #[arg(long, env = "HF_STREAM_MAX_LAG_MS", default_value_t = 5000)]
+    pub stream_max_lag_ms: u64,
+    /// Player actions per second, sustained (a burst of twice as many is allowed).
+    #[arg(long, env = "HF_ACTIONS_PER_SECOND", default_value_t = 10)]
+    pub actions_per_second: u32,
+    /// Address of the HTTP listener (the WebSocket API, `GET /v1/ws`), opened when the gateway
+    /// runs (`127.0.0.1:0` picks a free port; the chosen address is printed).
+    #[arg(long, env = "HF_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
+    pub http_listen: SocketAddr,
+    /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
+    #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub ws_max_connections: usize,
 }
 
 /// Log line format.
@@ -161,17 +215,152 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let local = listener.local_addr()?;
-    // Tests and scripts read this line to find the port.
+    let run_gateway = args
+        .services
+        .iter()
+        .any(|s| matches!(s, ServiceName::All | ServiceName::Gateway));
+    let (player_api, gateway) = match run_gateway {
+        true => Some(gateway_service(&args, local)?),
+        false => None,
+    }
+    .unzip();
+    let router = router.add_optional_service(player_api);
+    // The gateway also answers on an HTTP listener: the WebSocket API.
+    let http = match gateway {
+        Some(gateway) => {
+            let listener = TcpListener::bind(args.http_listen)
+                .await
+                .with_context(|| format!("binding {} (--http-listen)", args.http_listen))?;
+            let addr = listener.local_addr()?;
+            Some((listener, addr, gateway))
+        }
+        None => None,
+    };
+    if run_gateway {
+        health_reporter
+            .set_serving::<PlayerServiceServer<PlayerApi>>()
+            .await;
+    }
+    // Tests and scripts read these lines to find the ports; the HTTP one comes first, so whoever
+    // stops reading at the gRPC line has seen both.
+    if let Some((_, addr, _)) = &http {
+        println!("hidden-front http listening on {addr}");
+        tracing::info!(address = %addr, "serving the WebSocket API on {}", ws::WS_PATH);
+    }
     println!("hidden-front listening on {local}");
     tracing::info!(address = %local, services = ?args.services, "serving");
+    // One signal stops both listeners and tells every player stream to reconnect elsewhere.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stream_gateway = http.as_ref().map(|(_, _, gateway)| gateway.clone());
+    let grace = Duration::from_secs(args.shutdown_grace_seconds);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        if let Some(gateway) = stream_gateway {
+            gateway.shutdown();
+        }
+        let _ = stop_tx.send(true);
+        // Whatever is still open after the grace period (an internal stream, a client that
+        // never reads) does not keep the process alive.
+        tokio::time::sleep(grace).await;
+        tracing::warn!(
+            grace_seconds = grace.as_secs(),
+            "grace period over; exiting"
+        );
+        std::process::exit(0);
+    });
+    let stopped = move || {
+        let mut stop = stop_rx.clone();
+        async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        }
+    };
     // Replies are small and latency-bound: never let Nagle's algorithm hold one back.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    router
-        .serve_with_incoming_shutdown(incoming, shutdown_signal())
-        .await
-        .context("serving gRPC")?;
+    let grpc = async {
+        router
+            .serve_with_incoming_shutdown(incoming, stopped())
+            .await
+            .context("serving gRPC")
+    };
+    let http = async {
+        let Some((listener, _, gateway)) = http else {
+            return Ok(());
+        };
+        let config = WsConfig {
+            max_connections: args.ws_max_connections,
+            max_message_bytes: args.max_message_bytes,
+            ..WsConfig::default()
+        };
+        ws::serve(listener, gateway, config, stopped())
+            .await
+            .context("serving HTTP (WebSocket API)")
+    };
+    tokio::try_join!(grpc, http)?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The gateway's gRPC service, talking to the session at `--session-url` or this process's port.
+fn gateway_service(
+    args: &ServeArgs,
+    local: SocketAddr,
+) -> anyhow::Result<(PlayerServiceServer<PlayerApi>, Gateway)> {
+    let mut auth = AuthConfig {
+        hs256_secrets: args
+            .jwt_secret
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect(),
+        issuer: args.jwt_issuer.clone(),
+        audience: args.jwt_audience.clone(),
+        allow_guest_tokens: args.allow_guest_tokens,
+        ..AuthConfig::default()
+    };
+    for entry in &args.jwt_public_keys {
+        let (alg, path) = entry
+            .split_once(':')
+            .with_context(|| format!("--jwt-public-keys entry {entry:?} is not ALG:PATH"))?;
+        let alg: PublicKeyAlgorithm = alg
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--jwt-public-keys entry {entry:?}: {e}"))?;
+        let pem = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the public key file {path}"))?;
+        auth.public_keys_pem.push((alg, pem));
+    }
+    if auth.hs256_secrets.is_empty() && auth.public_keys_pem.is_empty() {
+        eprintln!(
+            "WARNING: no HF_JWT_SECRET or HF_JWT_PUBLIC_KEYS: the gateway accepts tokens signed with \
+             the PUBLIC development secret (hidden-front token). Never run a public gateway like this."
+        );
+        auth.hs256_secrets = AuthConfig::dev().hs256_secrets;
+    }
+    let authenticator = Authenticator::new(auth).context("player token configuration")?;
+    let session_url = args
+        .session_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let channel = tonic::transport::Endpoint::from_shared(session_url.clone())
+        .with_context(|| format!("session URL {session_url:?}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .http2_keep_alive_interval(Duration::from_secs(20))
+        .connect_lazy();
+    let session = SessionServiceClient::new(channel).max_decoding_message_size(4 * 1024 * 1024);
+    let gateway = Gateway::new(
+        GatewayConfig {
+            max_streams: args.max_streams,
+            stream_buffer: args.stream_buffer,
+            max_lag: Duration::from_millis(args.stream_max_lag_ms),
+            actions_per_second: args.actions_per_second,
+            action_burst: args.actions_per_second.saturating_mul(2),
+            ..GatewayConfig::default()
+        },
+        authenticator,
+        session,
+    );
+    let api = PlayerServiceServer::new(PlayerApi::new(gateway.clone()))
+        .max_decoding_message_size(args.max_message_bytes);
+    Ok((api, gateway))
 }
 
 async fn shutdown_signal() {

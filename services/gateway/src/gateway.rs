@@ -1,0 +1,455 @@
+//! The gateway's operations, independent of the transport: the gRPC `PlayerService` and the
+//! WebSocket API both call these, so both have the same semantics.
+
+use crate::auth::{Authenticator, Player};
+use crate::hub::{Hubs, Seats};
+use crate::limits::{RateLimiter, StreamCap};
+use crate::presence::Presence;
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_rules::{Event, Side, Viewer, project};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use uuid::Uuid;
+
+/// Settings of the gateway.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// This gateway's id in presence reports (unique per process).
+    pub gateway_id: String,
+    /// How long a presence report holds without renewal.
+    pub presence_lease: Duration,
+    /// Open streams this process accepts at most.
+    pub max_streams: usize,
+    /// Events a connection may fall behind the game's log before it is cut off with a resume hint
+    /// (once it has also been behind for `max_lag`).
+    pub stream_buffer: usize,
+    /// How long a connection may stay `stream_buffer` events behind before it is cut off.
+    pub max_lag: Duration,
+    /// Actions a player may burst.
+    pub action_burst: u32,
+    /// Actions a player may sustain per second.
+    pub actions_per_second: u32,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            gateway_id: format!("gateway-{}", Uuid::new_v4()),
+            presence_lease: Duration::from_secs(30),
+            max_streams: 50_000,
+            stream_buffer: 256,
+            max_lag: Duration::from_secs(5),
+            action_burst: 20,
+            actions_per_second: 10,
+        }
+    }
+}
+
+/// A player's action in a game.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// A fresh random draft.
+    Reshuffle,
+    /// Exchange two pieces of the draft.
+    Swap(String, String),
+    /// A whole deployment.
+    Deploy(Vec<pb::Placement>),
+    /// Lock in the draft.
+    Confirm,
+    /// A move.
+    Play(Option<pb::Move>),
+    /// Offer a draw.
+    ProposeDraw,
+    /// Answer the opponent's offer.
+    RespondDraw(bool),
+    /// Resign.
+    Concede,
+}
+
+/// The public door: authenticates, checks seats, forwards to the session, streams views.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: GatewayConfig,
+    /// Flips to `true` when the process is shutting down: every stream is told to reconnect.
+    stopping: tokio::sync::watch::Sender<bool>,
+    auth: Authenticator,
+    session: SessionServiceClient<Channel>,
+    hubs: Hubs,
+    presence: Presence,
+    rate: RateLimiter,
+    streams: StreamCap,
+}
+
+fn parse_game_id(text: &str) -> Result<Uuid, Status> {
+    if text.is_empty() {
+        return Err(Status::invalid_argument("game_id is required"));
+    }
+    Uuid::parse_str(text)
+        .map_err(|_| Status::invalid_argument(format!("game_id: {text:?} is not a game id")))
+}
+
+fn seat_of(seats: &Seats, player: &Player) -> Option<Side> {
+    if seats.south_player == player.id {
+        Some(Side::South)
+    } else if seats.north_player == player.id {
+        Some(Side::North)
+    } else {
+        None
+    }
+}
+
+fn not_seated(game_id: Uuid) -> Status {
+    Status::permission_denied(format!(
+        "you are not seated in game {game_id}; set spectate to watch it"
+    ))
+}
+
+impl Gateway {
+    /// A gateway talking to the session service through `session`.
+    pub fn new(
+        config: GatewayConfig,
+        auth: Authenticator,
+        session: SessionServiceClient<Channel>,
+    ) -> Gateway {
+        Gateway {
+            inner: Arc::new(Inner {
+                auth,
+                hubs: Hubs::new(session.clone()),
+                presence: Presence::new(
+                    session.clone(),
+                    config.gateway_id.clone(),
+                    config.presence_lease,
+                ),
+                rate: RateLimiter::new(config.action_burst, config.actions_per_second),
+                streams: StreamCap::new(config.max_streams),
+                session,
+                config,
+                stopping: tokio::sync::watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// The player behind an `authorization` header value, or `UNAUTHENTICATED`.
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Player, Status> {
+        self.inner
+            .auth
+            .authenticate_header(authorization)
+            .map_err(|e| e.to_status())
+    }
+
+    /// The player behind a bare token (WebSocket clients send it in their first message).
+    pub fn authenticate_token(&self, token: &str) -> Result<Player, Status> {
+        self.inner
+            .auth
+            .authenticate_token(token)
+            .map_err(|e| e.to_status())
+    }
+
+    /// Ends every open stream with a `Reconnect` item (resume hint included) so clients move to
+    /// another gateway; used on graceful shutdown. New subscriptions are refused from now on.
+    pub fn shutdown(&self) {
+        self.inner.stopping.send_replace(true);
+    }
+
+    /// Streams open on this gateway now.
+    pub fn open_streams(&self) -> usize {
+        self.inner.streams.open()
+    }
+
+    /// Games followed upstream now.
+    pub fn followed_games(&self) -> usize {
+        self.inner.hubs.followed()
+    }
+
+    async fn viewer(
+        &self,
+        player: &Player,
+        game_id: Uuid,
+        spectate: bool,
+    ) -> Result<(Viewer, Seats), Status> {
+        let seats = self.inner.hubs.seats(game_id).await?;
+        let viewer = match (seat_of(&seats, player), spectate) {
+            (_, true) => Viewer::Spectator,
+            (Some(side), false) => Viewer::player(side),
+            (None, false) => return Err(not_seated(game_id)),
+        };
+        Ok((viewer, seats))
+    }
+
+    /// The game's events from `from_seq` on, as this player (or a spectator) may see them, then
+    /// live ones. Ends after the game's last event, or with a `Reconnect` item when this client
+    /// fell too far behind.
+    pub async fn subscribe(
+        &self,
+        player: &Player,
+        request: pb::SubscribeRequest,
+    ) -> Result<ReceiverStream<Result<pb::SubscribeResponse, Status>>, Status> {
+        let game_id = parse_game_id(&request.game_id)?;
+        if *self.inner.stopping.borrow() {
+            return Err(Status::unavailable(
+                "this gateway is shutting down; connect to another one",
+            ));
+        }
+        let permit = self.inner.streams.acquire()?;
+        let (viewer, seats) = self.viewer(player, game_id, request.spectate).await?;
+        let hub = self.inner.hubs.hub(game_id);
+        let presence = viewer
+            .side()
+            .map(|side| self.inner.presence.connect(game_id, side));
+        let (tx, rx) = mpsc::channel(32);
+        let id = game_id.to_string();
+        let max_behind = self.inner.config.stream_buffer.max(1) as u64;
+        let max_lag = self.inner.config.max_lag;
+        let mut stopping = self.inner.stopping.subscribe();
+        tokio::spawn(async move {
+            // Held for the stream's life: the stream slot and the presence report.
+            let _keep = (permit, presence);
+            let mut grown = hub.watch();
+            let mut next = request.from_seq.max(1);
+            // A replay of a finished game reveals everything; live events reveal at the end.
+            let ended_at_start = hub.head().1;
+            // Only events that arrived after this connection started count as it falling
+            // behind; a resume from far back is a catch-up, not a lag.
+            let started = std::time::Instant::now();
+            let reconnect = |next: u64, reason: &str| pb::SubscribeResponse {
+                item: Some(pb::subscribe_response::Item::Reconnect(pb::Reconnect {
+                    resume_from_seq: next,
+                    reason: reason.into(),
+                })),
+            };
+            loop {
+                if *stopping.borrow_and_update() {
+                    let _ = tx
+                        .send(Ok(reconnect(next, "this gateway is shutting down")))
+                        .await;
+                    return;
+                }
+                grown.borrow_and_update();
+                let batch = match hub.entries(next, 64) {
+                    Ok(batch) => batch,
+                    Err(status) => {
+                        let _ = tx.send(Err(status)).await;
+                        return;
+                    }
+                };
+                if batch.is_empty() {
+                    let (head, ended) = hub.head();
+                    if ended && next > head {
+                        return; // resumed past the end: nothing more will come
+                    }
+                    tokio::select! {
+                        changed = grown.changed() => if changed.is_err() { return },
+                        // The client went away: release the slot and the presence now.
+                        () = tx.closed() => return,
+                        _ = stopping.changed() => {}
+                    }
+                    continue;
+                }
+                for entry in batch {
+                    let (head, _) = hub.head();
+                    if head.saturating_sub(entry.seq) >= max_behind
+                        && entry.live
+                        && entry.received >= started
+                        && entry.received.elapsed() >= max_lag
+                    {
+                        // Too far behind for too long: tell the client where to resume (only
+                        // this connection's task waits for it to read that).
+                        let hint = reconnect(next, "this connection fell too far behind");
+                        let _ = tx.send(Ok(hint)).await;
+                        return;
+                    }
+                    if let Some(v) = project(&entry.event, viewer, ended_at_start) {
+                        let item = pb::SubscribeResponse {
+                            item: Some(pb::subscribe_response::Item::Event(
+                                hidden_front_wire::game_event(&seats.rules, &id, entry.seq, &v),
+                            )),
+                        };
+                        if tx.send(Ok(item)).await.is_err() {
+                            return;
+                        }
+                    }
+                    next = entry.seq + 1;
+                    if matches!(entry.event, Event::Ended { .. }) {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(ReceiverStream::new(rx))
+    }
+
+    /// The game as this player (or a spectator) sees it now.
+    pub async fn get_game(
+        &self,
+        player: &Player,
+        request: pb::PlayerServiceGetGameRequest,
+    ) -> Result<pb::PlayerServiceGetGameResponse, Status> {
+        let game_id = parse_game_id(&request.game_id)?;
+        let (viewer, _) = self.viewer(player, game_id, request.spectate).await?;
+        let game = self
+            .inner
+            .session
+            .clone()
+            .get_game(pb::GetGameRequest {
+                game_id: game_id.to_string(),
+                viewer: hidden_front_wire::viewer_to_proto(viewer) as i32,
+            })
+            .await?
+            .into_inner()
+            .game;
+        Ok(pb::PlayerServiceGetGameResponse { game })
+    }
+
+    /// The games this player is seated in.
+    pub async fn list_my_games(
+        &self,
+        player: &Player,
+        request: pb::ListMyGamesRequest,
+    ) -> Result<pb::ListMyGamesResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let games = self
+            .inner
+            .session
+            .clone()
+            .list_games(pb::ListGamesRequest {
+                player: player.id.clone(),
+                active_only: request.active_only,
+                limit: 0,
+            })
+            .await?
+            .into_inner()
+            .games;
+        Ok(pb::ListMyGamesResponse { games })
+    }
+
+    /// The player's own legal moves now (empty when it is not their turn).
+    pub async fn legal_moves(
+        &self,
+        player: &Player,
+        request: pb::LegalMovesRequest,
+    ) -> Result<pb::LegalMovesResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let game_id = parse_game_id(&request.game_id)?;
+        let seats = self.inner.hubs.seats(game_id).await?;
+        let side = seat_of(&seats, player).ok_or_else(|| not_seated(game_id))?;
+        let answer = self
+            .inner
+            .session
+            .clone()
+            .list_legal_moves(pb::ListLegalMovesRequest {
+                game_id: game_id.to_string(),
+                side: hidden_front_wire::side_to_proto(side) as i32,
+            })
+            .await?
+            .into_inner();
+        Ok(pb::LegalMovesResponse {
+            version: answer.version,
+            moves: answer.moves,
+        })
+    }
+
+    /// Performs an action in the player's own seat.
+    pub async fn act(
+        &self,
+        player: &Player,
+        context: Option<pb::ActionContext>,
+        action: Action,
+    ) -> Result<pb::ActionResult, Status> {
+        self.inner.rate.check(&player.id)?;
+        let context = context.ok_or_else(|| Status::invalid_argument("context is required"))?;
+        let game_id = parse_game_id(&context.game_id)?;
+        let seats = self.inner.hubs.seats(game_id).await?;
+        let side = seat_of(&seats, player).ok_or_else(|| {
+            Status::permission_denied(format!("you are not seated in game {game_id}"))
+        })?;
+        let ctx = Some(pb::CommandContext {
+            game_id: game_id.to_string(),
+            side: hidden_front_wire::side_to_proto(side) as i32,
+            idempotency_key: context.idempotency_key,
+            expected_version: context.expected_version,
+        });
+        let mut session = self.inner.session.clone();
+        let result = match action {
+            Action::Reshuffle => session
+                .reshuffle_deployment(pb::ReshuffleDeploymentRequest { context: ctx })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::Swap(square_a, square_b) => session
+                .swap_pieces(pb::SwapPiecesRequest {
+                    context: ctx,
+                    square_a,
+                    square_b,
+                })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::Deploy(placements) => session
+                .set_deployment(pb::SetDeploymentRequest {
+                    context: ctx,
+                    deployment: Some(pb::Deployment {
+                        side: hidden_front_wire::side_to_proto(side) as i32,
+                        placements,
+                    }),
+                })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::Confirm => session
+                .confirm_deployment(pb::ConfirmDeploymentRequest { context: ctx })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::Play(mv) => session
+                .submit_move(pb::SubmitMoveRequest {
+                    context: ctx,
+                    r#move: mv,
+                })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::ProposeDraw => session
+                .offer_draw(pb::OfferDrawRequest { context: ctx })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::RespondDraw(accept) => session
+                .answer_draw(pb::AnswerDrawRequest {
+                    context: ctx,
+                    accept,
+                })
+                .await
+                .map(|r| r.into_inner().result),
+            Action::Concede => session
+                .resign(pb::ResignRequest { context: ctx })
+                .await
+                .map(|r| r.into_inner().result),
+        };
+        let result = result
+            .map_err(upstream_status)?
+            .ok_or_else(|| Status::internal("the session answered without a result"))?;
+        Ok(pb::ActionResult {
+            version: result.version,
+            events: result.events,
+            replayed: result.replayed,
+        })
+    }
+}
+
+/// A session error as the player sees it. The session's messages are written for the acting
+/// seat already (they never name a hidden kind); internal failures lose their details here.
+fn upstream_status(status: Status) -> Status {
+    match status.code() {
+        Code::Internal | Code::Unknown | Code::DataLoss => {
+            tracing::error!(error = %status, "session failure");
+            Status::unavailable("the game service failed; retry with the same idempotency key")
+        }
+        Code::Unavailable => Status::unavailable(
+            "the game service is unavailable; retry with the same idempotency key",
+        ),
+        _ => status,
+    }
+}

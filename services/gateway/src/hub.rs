@@ -1,0 +1,276 @@
+//! One upstream subscription per game per gateway process, fanned out to every connection.
+//!
+//! A [`GameHub`] follows a game's full-information log from the session service (`WatchGame`)
+//! and keeps it in memory (a game's log is small: a few hundred events). Each connection reads
+//! the log at its own pace through a cursor (a sequence number) and is woken when the log grows,
+//! so every connection sees every event exactly once, in order, and a slow one holds back nobody:
+//! the hub never waits for a connection. A connection that falls too far behind is cut off with a
+//! resume hint (see `Gateway::subscribe`). Projection per viewer happens in the connection, with
+//! the engine's view function.
+
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_rules::{Event, Rules};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use uuid::Uuid;
+
+/// One event of a game's log, as the hub keeps it.
+#[derive(Debug)]
+pub(crate) struct LogEntry {
+    /// Position in the log, from 1.
+    pub seq: u64,
+    /// The event with full information (never sent as is).
+    pub event: Event,
+    /// When this gateway received it (how long a connection has been behind).
+    pub received: Instant,
+    /// Whether it was appended after this hub started following the game. Only such events count
+    /// when judging whether a connection is too slow: reading the backfill is a catch-up.
+    pub live: bool,
+}
+
+/// Who sits where in a game and under which rules; never changes, so it is cached.
+#[derive(Debug, Clone)]
+pub(crate) struct Seats {
+    pub south_player: String,
+    pub north_player: String,
+    pub rules: Rules,
+}
+
+#[derive(Default)]
+struct HubState {
+    log: Vec<Arc<LogEntry>>,
+    /// The game's version when this hub started following it: events up to it are backfill.
+    backfill_until: u64,
+    ended: bool,
+    /// Set when the upstream cannot follow the game at all (e.g. it does not exist).
+    failed: Option<Status>,
+}
+
+struct Shared {
+    state: Mutex<HubState>,
+    /// The log's length, for connections waiting for more.
+    head: watch::Sender<u64>,
+}
+
+/// A game followed by this gateway; alive while any connection holds it.
+pub(crate) struct GameHub {
+    shared: Arc<Shared>,
+    upstream: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for GameHub {
+    fn drop(&mut self) {
+        self.upstream.abort();
+    }
+}
+
+impl GameHub {
+    /// Up to `max` events from `from_seq` on (fewer, or none, if the log is shorter).
+    pub(crate) fn entries(&self, from_seq: u64, max: usize) -> Result<Vec<Arc<LogEntry>>, Status> {
+        let state = self.shared.state.lock().expect("hub lock");
+        if let Some(status) = &state.failed {
+            return Err(status.clone());
+        }
+        let start = (from_seq.max(1) - 1) as usize;
+        Ok(state
+            .log
+            .get(start..)
+            .map(|rest| rest.iter().take(max).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// The log's length now and whether the game has ended.
+    pub(crate) fn head(&self) -> (u64, bool) {
+        let state = self.shared.state.lock().expect("hub lock");
+        (state.log.len() as u64, state.ended)
+    }
+
+    /// A receiver that changes whenever the log grows (or the hub fails).
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.shared.head.subscribe()
+    }
+}
+
+/// Every game this gateway follows, plus the seat cache.
+pub(crate) struct Hubs {
+    session: SessionServiceClient<Channel>,
+    hubs: Mutex<HashMap<Uuid, Weak<GameHub>>>,
+    seats: Mutex<HashMap<Uuid, Seats>>,
+}
+
+/// Seats cached at most; past it the cache starts over (a miss costs one session call).
+const SEAT_CACHE_LIMIT: usize = 100_000;
+
+impl Hubs {
+    /// Hubs reading from `session`.
+    pub(crate) fn new(session: SessionServiceClient<Channel>) -> Hubs {
+        Hubs {
+            session,
+            hubs: Mutex::new(HashMap::new()),
+            seats: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Who sits where in the game (`NOT_FOUND` for an unknown game).
+    pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Seats, Status> {
+        if let Some(seats) = self.seats.lock().expect("seat cache").get(&game_id) {
+            return Ok(seats.clone());
+        }
+        let view = self
+            .session
+            .clone()
+            .get_game(pb::GetGameRequest {
+                game_id: game_id.to_string(),
+                viewer: pb::Viewer::Spectator as i32,
+            })
+            .await?
+            .into_inner()
+            .game
+            .ok_or_else(|| Status::internal("the session answered without a game"))?;
+        let rules = Rules::parse(&view.rules)
+            .map_err(|e| Status::internal(format!("the session named unknown rules: {e}")))?;
+        let seats = Seats {
+            south_player: view.south_player,
+            north_player: view.north_player,
+            rules,
+        };
+        let mut cache = self.seats.lock().expect("seat cache");
+        if cache.len() >= SEAT_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(game_id, seats.clone());
+        Ok(seats)
+    }
+
+    /// The hub of a game, started if nobody follows it yet.
+    pub(crate) fn hub(&self, game_id: Uuid) -> Arc<GameHub> {
+        let mut hubs = self.hubs.lock().expect("hub map");
+        if let Some(hub) = hubs.get(&game_id).and_then(Weak::upgrade) {
+            return hub;
+        }
+        hubs.retain(|_, hub| hub.strong_count() > 0);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(HubState::default()),
+            head: watch::channel(0).0,
+        });
+        let upstream = tokio::spawn(follow(self.session.clone(), game_id, Arc::clone(&shared)));
+        let hub = Arc::new(GameHub { shared, upstream });
+        hubs.insert(game_id, Arc::downgrade(&hub));
+        hub
+    }
+
+    /// Games followed now.
+    pub(crate) fn followed(&self) -> usize {
+        self.hubs
+            .lock()
+            .expect("hub map")
+            .values()
+            .filter(|h| h.strong_count() > 0)
+            .count()
+    }
+}
+
+/// Follows the game's log upstream until it ends, reconnecting (from the next sequence number)
+/// whenever the session stream breaks.
+async fn follow(mut session: SessionServiceClient<Channel>, game_id: Uuid, shared: Arc<Shared>) {
+    let mut backoff = Duration::from_millis(50);
+    // Where the game stands now: everything up to here is backfill, not live traffic. If the
+    // session cannot say, every event counts as live (the cautious choice for slow clients).
+    if let Ok(view) = session
+        .get_game(pb::GetGameRequest {
+            game_id: game_id.to_string(),
+            viewer: pb::Viewer::Spectator as i32,
+        })
+        .await
+        && let Some(game) = view.into_inner().game
+    {
+        shared.state.lock().expect("hub lock").backfill_until = game.version;
+    }
+    loop {
+        let next = shared.state.lock().expect("hub lock").log.len() as u64 + 1;
+        let request = pb::WatchGameRequest {
+            game_id: game_id.to_string(),
+            from_seq: next,
+        };
+        match session.watch_game(request).await {
+            Ok(response) => {
+                let mut stream = response.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(item)) => {
+                            backoff = Duration::from_millis(50);
+                            match append(&shared, item) {
+                                Ok(true) => return,
+                                Ok(false) => {}
+                                Err(status) => {
+                                    tracing::error!(%game_id, error = %status, "upstream event unusable");
+                                    fail(&shared, status);
+                                    return;
+                                }
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(status) => {
+                            tracing::warn!(%game_id, error = %status, "upstream stream broke");
+                            break;
+                        }
+                    }
+                }
+                if shared.state.lock().expect("hub lock").ended {
+                    return;
+                }
+            }
+            Err(status) if matches!(status.code(), Code::NotFound | Code::InvalidArgument) => {
+                fail(&shared, status);
+                return;
+            }
+            Err(status) => {
+                tracing::warn!(%game_id, error = %status, "cannot follow game; retrying");
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+fn fail(shared: &Shared, status: Status) {
+    shared.state.lock().expect("hub lock").failed = Some(status);
+    // Wake the waiting connections so they see the failure.
+    shared.head.send_modify(|_| {});
+}
+
+/// Adds one upstream event to the log and wakes the connections. `Ok(true)` when the game has
+/// ended.
+fn append(shared: &Shared, item: pb::WatchGameResponse) -> Result<bool, Status> {
+    let seq = item.event.as_ref().map_or(0, |e| e.seq);
+    let event: Event = serde_json::from_slice(&item.engine_event_json)
+        .map_err(|e| Status::internal(format!("event {seq} does not decode: {e}")))?;
+    let ended = matches!(event, Event::Ended { .. });
+    {
+        let mut state = shared.state.lock().expect("hub lock");
+        let entry = Arc::new(LogEntry {
+            seq,
+            event,
+            received: Instant::now(),
+            live: seq > state.backfill_until,
+        });
+        let expected = state.log.len() as u64 + 1;
+        if seq < expected {
+            return Ok(state.ended); // a duplicate after a reconnect
+        }
+        if seq > expected {
+            return Err(Status::internal(format!(
+                "upstream skipped from {expected} to {seq}"
+            )));
+        }
+        state.log.push(entry);
+        state.ended |= ended;
+    }
+    shared.head.send_replace(seq);
+    Ok(ended)
+}

@@ -1,0 +1,25 @@
+//! The Hidden Front gateway: the only public door. It authenticates players with bearer tokens
+//! and streams each player only what that player may know.
+//!
+//! - [`auth`]: JWT bearer tokens (HS256 and asymmetric keys) whose subject is the player id.
+//! - [`Gateway`]: the operations, transport-independent: seat checks (acting in a seat that is
+//!   not yours is `PERMISSION_DENIED`), forwarding commands to the session service, per-player
+//!   rate limits, and per-viewer streams.
+//! - Streams: one upstream `WatchGame` per game per process (the hub), projected per connection
+//!   with the rules engine's view function; resumable from any sequence number with no gaps and
+//!   no duplicates; a connection that falls too far behind is cut off with a resume hint.
+//! - Presence: seated players' connections are reported to the session with a lease.
+//! - [`PlayerApi`]: the gRPC face (`hiddenfront.v1.PlayerService`).
+//! - [`ws`]: the WebSocket face (`GET /v1/ws`): the same operations and the same proto messages,
+//!   as proto3 JSON.
+
+pub mod auth;
+mod gateway;
+mod hub;
+mod limits;
+mod presence;
+mod service;
+pub mod ws;
+
+pub use gateway::{Action, Gateway, GatewayConfig};
+pub use service::PlayerApi;

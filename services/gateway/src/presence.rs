@@ -1,0 +1,123 @@
+//! Presence: the gateway tells the session service which seated players are connected.
+//!
+//! A player may hold several connections to one game (two tabs, a reconnect racing the old
+//! connection); the seat counts as connected while any of them is open. While connected, the
+//! report is renewed well inside its lease, so if this gateway dies its players count as
+//! disconnected when the lease runs out, without anyone having to notice the crash.
+
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_rules::Side;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+/// Counts connections per seat and keeps the session informed.
+#[derive(Clone)]
+pub(crate) struct Presence {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    session: SessionServiceClient<Channel>,
+    gateway_id: String,
+    lease: Duration,
+    seats: Mutex<HashMap<(Uuid, Side), watch::Sender<usize>>>,
+}
+
+/// Held by a connection; dropping it is the disconnect.
+pub(crate) struct PresenceGuard {
+    presence: Presence,
+    seat: (Uuid, Side),
+}
+
+impl Drop for PresenceGuard {
+    fn drop(&mut self) {
+        let seats = self.presence.inner.seats.lock().expect("presence lock");
+        if let Some(count) = seats.get(&self.seat) {
+            count.send_modify(|c| *c = c.saturating_sub(1));
+        }
+    }
+}
+
+impl Presence {
+    /// Presence reporting as gateway `gateway_id`, with reports holding for `lease`.
+    pub(crate) fn new(
+        session: SessionServiceClient<Channel>,
+        gateway_id: String,
+        lease: Duration,
+    ) -> Presence {
+        Presence {
+            inner: Arc::new(Inner {
+                session,
+                gateway_id,
+                lease: lease.max(Duration::from_secs(3)),
+                seats: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Records one more connection of `side` in `game_id`.
+    pub(crate) fn connect(&self, game_id: Uuid, side: Side) -> PresenceGuard {
+        let seat = (game_id, side);
+        let mut seats = self.inner.seats.lock().expect("presence lock");
+        match seats.get(&seat) {
+            Some(count) if !count.is_closed() => count.send_modify(|c| *c += 1),
+            _ => {
+                let (count, watcher) = watch::channel(1usize);
+                seats.insert(seat, count);
+                tokio::spawn(report(self.clone(), seat, watcher));
+            }
+        }
+        PresenceGuard {
+            presence: self.clone(),
+            seat,
+        }
+    }
+
+    async fn send(&self, (game_id, side): (Uuid, Side), connected: bool) {
+        let request = pb::ReportPresenceRequest {
+            game_id: game_id.to_string(),
+            side: hidden_front_wire::side_to_proto(side) as i32,
+            connected,
+            gateway_id: self.inner.gateway_id.clone(),
+            lease_seconds: self.inner.lease.as_secs() as u32,
+        };
+        if let Err(status) = self.inner.session.clone().report_presence(request).await {
+            tracing::warn!(%game_id, side = side.name(), connected, error = %status, "presence report failed");
+        }
+    }
+}
+
+/// Reports the seat connected, renews the report every third of the lease while any
+/// connection is open, and reports it disconnected when the last one closes.
+async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiver<usize>) {
+    let renew = presence.inner.lease / 3;
+    presence.send(seat, true).await;
+    loop {
+        while *count.borrow_and_update() > 0 {
+            tokio::select! {
+                changed = count.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(renew) => presence.send(seat, true).await,
+            }
+        }
+        // Forget the seat before reporting, so a later connection starts a fresh reporter. A
+        // connection that arrived between the count reaching zero and here raised it again:
+        // then keep reporting instead.
+        let forgotten = {
+            let mut seats = presence.inner.seats.lock().expect("presence lock");
+            let idle = seats.get(&seat).is_some_and(|c| *c.borrow() == 0);
+            if idle {
+                seats.remove(&seat);
+            }
+            idle
+        };
+        if forgotten {
+            presence.send(seat, false).await;
+            return;
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The gRPC `PlayerService`: authentication from the `authorization` metadata, then the
+//! transport-independent [`Gateway`] operations.
+
+use crate::gateway::{Action, Gateway};
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::player_service_server::PlayerService;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+/// `hiddenfront.v1.PlayerService` over a [`Gateway`].
+#[derive(Clone)]
+pub struct PlayerApi {
+    gateway: Gateway,
+}
+
+impl PlayerApi {
+    /// The gRPC face of `gateway`.
+    pub fn new(gateway: Gateway) -> PlayerApi {
+        PlayerApi { gateway }
+    }
+
+    fn player<T>(&self, request: &Request<T>) -> Result<crate::auth::Player, Status> {
+        let header = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.to_str().unwrap_or(""));
+        self.gateway.authenticate(header)
+    }
+
+    async fn act<T>(
+        &self,
+        request: Request<T>,
+        split: impl FnOnce(T) -> (Option<pb::ActionContext>, Action),
+    ) -> Result<pb::ActionResult, Status> {
+        let player = self.player(&request)?;
+        let (context, action) = split(request.into_inner());
+        self.gateway.act(&player, context, action).await
+    }
+}
+
+#[tonic::async_trait]
+impl PlayerService for PlayerApi {
+    type SubscribeStream = ReceiverStream<Result<pb::SubscribeResponse, Status>>;
+
+    async fn subscribe(
+        &self,
+        request: Request<pb::SubscribeRequest>,
+    ) -> Result<Response<Self::SubscribeStream>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .subscribe(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn get_game(
+        &self,
+        request: Request<pb::PlayerServiceGetGameRequest>,
+    ) -> Result<Response<pb::PlayerServiceGetGameResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway.get_game(&player, request.into_inner()).await?,
+        ))
+    }
+
+    async fn list_my_games(
+        &self,
+        request: Request<pb::ListMyGamesRequest>,
+    ) -> Result<Response<pb::ListMyGamesResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .list_my_games(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn reshuffle(
+        &self,
+        request: Request<pb::ReshuffleRequest>,
+    ) -> Result<Response<pb::ReshuffleResponse>, Status> {
+        let result = self
+            .act(request, |r| (r.context, Action::Reshuffle))
+            .await?;
+        Ok(Response::new(pb::ReshuffleResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn swap(
+        &self,
+        request: Request<pb::SwapRequest>,
+    ) -> Result<Response<pb::SwapResponse>, Status> {
+        let result = self
+            .act(request, |r| {
+                (r.context, Action::Swap(r.square_a, r.square_b))
+            })
+            .await?;
+        Ok(Response::new(pb::SwapResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn deploy(
+        &self,
+        request: Request<pb::DeployRequest>,
+    ) -> Result<Response<pb::DeployResponse>, Status> {
+        let result = self
+            .act(request, |r| (r.context, Action::Deploy(r.placements)))
+            .await?;
+        Ok(Response::new(pb::DeployResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn confirm(
+        &self,
+        request: Request<pb::ConfirmRequest>,
+    ) -> Result<Response<pb::ConfirmResponse>, Status> {
+        let result = self.act(request, |r| (r.context, Action::Confirm)).await?;
+        Ok(Response::new(pb::ConfirmResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn play(
+        &self,
+        request: Request<pb::PlayRequest>,
+    ) -> Result<Response<pb::PlayResponse>, Status> {
+        let result = self
+            .act(request, |r| (r.context, Action::Play(r.r#move)))
+            .await?;
+        Ok(Response::new(pb::PlayResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn legal_moves(
+        &self,
+        request: Request<pb::LegalMovesRequest>,
+    ) -> Result<Response<pb::LegalMovesResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .legal_moves(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn propose_draw(
+        &self,
+        request: Request<pb::ProposeDrawRequest>,
+    ) -> Result<Response<pb::ProposeDrawResponse>, Status> {
+        let result = self
+            .act(request, |r| (r.context, Action::ProposeDraw))
+            .await?;
+        Ok(Response::new(pb::ProposeDrawResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn respond_draw(
+        &self,
+        request: Request<pb::RespondDrawRequest>,
+    ) -> Result<Response<pb::RespondDrawResponse>, Status> {
+        let result = self
+            .act(request, |r| (r.context, Action::RespondDraw(r.accept)))
+            .await?;
+        Ok(Response::new(pb::RespondDrawResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn concede(
+        &self,
+        request: Request<pb::ConcedeRequest>,
+    ) -> Result<Response<pb::ConcedeResponse>, Status> {
+        let result = self.act(request, |r| (r.context, Action::Concede)).await?;
+        Ok(Response::new(pb::ConcedeResponse {
+            result: Some(result),
+        }))
+    }
+}
