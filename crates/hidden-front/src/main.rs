@@ -2,6 +2,7 @@
 //! (`rules`, `serve`, `migrate`; `token`, `play` and `bench` slot in beside them as further
 //! [`Command`] variants).
 
+mod play;
 mod rules_cli;
 mod rules_json;
 mod serve;
@@ -34,6 +35,8 @@ enum Command {
     Migrate(serve::MigrateArgs),
     /// Prints a player token (HS256, signed with the gateway's secret) for trying the gateway.
     Token(token::TokenArgs),
+    /// Plays a game in this terminal through the gateway (plain text: tmux and pipes work).
+    Play(play::PlayArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -50,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => runtime()?.block_on(serve::serve(*args))?,
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,
         Command::Token(args) => token::run(args)?,
+        Command::Play(args) => runtime()?.block_on(play::run(args))?,
     }
     Ok(())
 }

@@ -1,0 +1,512 @@
+//! The game drawn as plain text: the board, the status lines and one-line event notes.
+//!
+//! Everything here is pure (a view in, a `String` out) so the drawing can be checked with
+//! hand-built views, without a server. It never trusts the server's data to be well formed: an
+//! unknown square, side or piece code is drawn as `?` or listed, never a panic, because a client
+//! that crashes on an odd message loses the player's game.
+//!
+//! This file depends on nothing but the generated protos, so tests can include it directly
+//! (`#[path]`), the binary crate having no library target.
+
+use hidden_front_proto::v1 as pb;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Columns of the Junqi board, `A` to `E`.
+const COLUMNS: u8 = 5;
+/// Rows of the Junqi board, `1` to `12`; south owns 1-6, north 7-12.
+const ROWS: u8 = 12;
+/// Columns (0-based) where the front line can be crossed: A, C and E; B and D are mountains.
+const CROSSINGS: [u8; 3] = [0, 2, 4];
+/// Camps: a piece there cannot be attacked.
+const CAMPS: [&str; 10] = ["B3", "D3", "C4", "B5", "D5", "B8", "D8", "C9", "B10", "D10"];
+/// Headquarters: the flags' homes, where a piece freezes.
+const HQS: [&str; 4] = ["B1", "D1", "B12", "D12"];
+
+/// A node of the Junqi board, parsed from its name so the drawing can place pieces by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Square {
+    /// Column index, 0 for `A`.
+    pub col: u8,
+    /// Row number, 1 to 12.
+    pub row: u8,
+}
+
+impl Square {
+    /// Reads `A1`..`E12` (case-insensitive, surrounding blanks ignored); `None` for anything else,
+    /// so a name from another board or a malformed one is simply not drawn on this one.
+    pub fn parse(name: &str) -> Option<Square> {
+        let name = name.trim();
+        let mut chars = name.chars();
+        let letter = chars.next()?.to_ascii_uppercase();
+        if !letter.is_ascii_uppercase() {
+            return None;
+        }
+        let col = letter as u8 - b'A';
+        let digits = chars.as_str();
+        if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let row: u8 = digits.parse().ok()?;
+        (col < COLUMNS && (1..=ROWS).contains(&row)).then_some(Square { col, row })
+    }
+
+    /// The node's name, e.g. `A1`.
+    pub fn name(self) -> String {
+        format!("{}{}", char::from(b'A' + self.col), self.row)
+    }
+
+    /// What kind of node this is, for its brackets.
+    fn kind(self) -> NodeKind {
+        let name = self.name();
+        if CAMPS.contains(&name.as_str()) {
+            NodeKind::Camp
+        } else if HQS.contains(&name.as_str()) {
+            NodeKind::Hq
+        } else {
+            NodeKind::Plain
+        }
+    }
+}
+
+/// How a node is framed in the drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Plain,
+    Camp,
+    Hq,
+}
+
+/// The last move as the player saw it, kept by the client from the `Moved` event because a
+/// `GameView` holds only the position, not how it came about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastMove {
+    /// Who moved.
+    pub side: pb::Side,
+    /// The square moved from, as the server named it.
+    pub from: String,
+    /// The square moved to.
+    pub to: String,
+    /// The mover's code, empty where the viewer may not know it.
+    pub piece: String,
+    /// The fight, if the move attacked.
+    pub combat: Option<Combat>,
+}
+
+/// A fight as the player saw it: who survived, and the defender's code where known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Combat {
+    /// The defender's code, empty where the viewer may not know it.
+    pub defender_piece: String,
+    /// Whether the attacker survived (and moved in).
+    pub attacker_survives: bool,
+    /// Whether the defender survived.
+    pub defender_survives: bool,
+}
+
+impl LastMove {
+    /// The last move told by a `Moved` event; `None` when the event carries no move, so a
+    /// malformed event leaves the previous last move in place instead of inventing one.
+    pub fn from_event(moved: &pb::Moved) -> Option<LastMove> {
+        let mv = moved.r#move.as_ref()?;
+        Some(LastMove {
+            side: moved.side(),
+            from: mv.from.clone(),
+            to: mv.to.clone(),
+            piece: moved.piece.clone(),
+            combat: moved.combat.as_ref().map(|c| Combat {
+                defender_piece: c.defender_piece.clone(),
+                attacker_survives: c.attacker_survives,
+                defender_survives: c.defender_survives,
+            }),
+        })
+    }
+}
+
+/// The seat a viewer plays, if any (a spectator has none).
+pub fn own_side(view: &pb::GameView) -> Option<pb::Side> {
+    match view.viewer() {
+        pb::Viewer::South => Some(pb::Side::South),
+        pb::Viewer::North => Some(pb::Side::North),
+        pb::Viewer::Spectator | pb::Viewer::Unspecified => None,
+    }
+}
+
+/// A side's name in lower case, `?` for an unknown value.
+pub fn side_name(side: pb::Side) -> &'static str {
+    match side {
+        pb::Side::South => "south",
+        pb::Side::North => "north",
+        pb::Side::Unspecified => "?",
+    }
+}
+
+/// The other side.
+fn opposite(side: pb::Side) -> pb::Side {
+    match side {
+        pb::Side::South => pb::Side::North,
+        pb::Side::North => pb::Side::South,
+        pb::Side::Unspecified => pb::Side::Unspecified,
+    }
+}
+
+/// A piece code as one character: `9`..`1`, `B`, `M`, `F`; anything else (empty, unknown, too
+/// long) is `?`, since a wrong glyph would mislead the player more than an honest unknown.
+fn glyph(code: &str) -> char {
+    let mut chars = code.trim().chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if matches!(c, '1'..='9') => c,
+        (Some(c), None) if matches!(c.to_ascii_uppercase(), 'B' | 'M' | 'F') => {
+            c.to_ascii_uppercase()
+        }
+        _ => '?',
+    }
+}
+
+/// One piece as drawn.
+#[derive(Debug, Clone, Copy)]
+struct Drawn {
+    side: pb::Side,
+    glyph: char,
+}
+
+/// The whole picture: the board (oriented for the viewer), then the status lines.
+///
+/// The viewer's own side is at the bottom: south sees row 12 at the top, north sees the board
+/// turned half round (row 1 at the top, column E on the left), as from their chair. Own pieces
+/// show their codes, the opponent's show `?` until the server reveals them, and then carry a `*`
+/// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`.
+pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
+    let mut out = String::new();
+    let me = own_side(view);
+    let bottom = me.unwrap_or(pb::Side::South);
+    let top = opposite(bottom);
+    let (board, off_board) = pieces(view, bottom);
+
+    let rows: Vec<u8> = if bottom == pb::Side::North {
+        (1..=ROWS).collect()
+    } else {
+        (1..=ROWS).rev().collect()
+    };
+    let cols: Vec<u8> = if bottom == pb::Side::North {
+        (0..COLUMNS).rev().collect()
+    } else {
+        (0..COLUMNS).collect()
+    };
+    let mut header = String::from("    ");
+    for &c in &cols {
+        let _ = write!(header, "  {}  ", char::from(b'A' + c));
+    }
+    let header = header.trim_end().to_string();
+
+    let _ = writeln!(out, "{}", seat_line(view, top, me));
+    let _ = writeln!(out, "{header}");
+    for (i, &row) in rows.iter().enumerate() {
+        let mut line = format!("{row:>3} ");
+        for &col in &cols {
+            let sq = Square { col, row };
+            line.push_str(&cell(sq, board.get(&sq).copied(), top, me.is_none()));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        if i + 1 == usize::from(ROWS / 2) {
+            let mut front = String::from("    ");
+            for &col in &cols {
+                front.push_str(if CROSSINGS.contains(&col) {
+                    "  |  "
+                } else {
+                    " ^^^ "
+                });
+            }
+            let _ = writeln!(out, "{front}   front line: cross at A, C, E");
+        }
+    }
+    let _ = writeln!(out, "{header}");
+    let _ = writeln!(out, "{}", seat_line(view, bottom, me));
+    if !off_board.is_empty() {
+        let _ = writeln!(out, "not on this board: {}", off_board.join(" "));
+    }
+    let _ = writeln!(
+        out,
+        "legend: ( ) camp  [ ] HQ  . empty  ? hidden  * opponent's piece revealed"
+    );
+    status(&mut out, view, last, me);
+    out
+}
+
+/// Who sits on `side`, marked `(you)` for the viewer.
+fn seat_line(view: &pb::GameView, side: pb::Side, me: Option<pb::Side>) -> String {
+    let name = match side {
+        pb::Side::North => view.north_player.as_str(),
+        _ => view.south_player.as_str(),
+    };
+    let name = if name.is_empty() {
+        "(empty seat)"
+    } else {
+        name
+    };
+    let you = if me == Some(side) { " (you)" } else { "" };
+    format!("    {}: {name}{you}", side_name(side))
+}
+
+/// The pieces to draw by square, and the ones whose square is not on this board (listed rather
+/// than dropped, so nothing the server sent silently disappears).
+///
+/// During deployment the board holds only the viewer's own draft (`own_deployment`); later the
+/// view's `pieces`. Both are laid down, the pieces last, so whichever the server filled shows.
+fn pieces(view: &pb::GameView, bottom: pb::Side) -> (BTreeMap<Square, Drawn>, Vec<String>) {
+    let mut board = BTreeMap::new();
+    let mut off_board = Vec::new();
+    let mut place = |square: &str, side: pb::Side, code: &str| {
+        let drawn = Drawn {
+            side,
+            glyph: glyph(code),
+        };
+        match Square::parse(square) {
+            Some(sq) => {
+                board.insert(sq, drawn);
+            }
+            None => off_board.push(format!("{}={}", printable(square), drawn.glyph)),
+        }
+    };
+    if let Some(draft) = &view.own_deployment {
+        let side = match draft.side() {
+            pb::Side::Unspecified => bottom,
+            side => side,
+        };
+        for p in &draft.placements {
+            place(&p.square, side, &p.piece);
+        }
+    }
+    for p in &view.pieces {
+        place(&p.square, p.side(), &p.piece);
+    }
+    (board, off_board)
+}
+
+/// A server-given name made safe to print on one line (no control characters, bounded length),
+/// so a hostile or broken server cannot steer the terminal or flood the screen.
+pub fn printable(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(64)
+        .collect();
+    if clean.is_empty() {
+        "(none)".to_string()
+    } else {
+        clean
+    }
+}
+
+/// One node, five characters wide: frame, blank, glyph, mark, frame.
+fn cell(sq: Square, piece: Option<Drawn>, top: pb::Side, spectator: bool) -> String {
+    let (open, close) = match sq.kind() {
+        NodeKind::Plain => (' ', ' '),
+        NodeKind::Camp => ('(', ')'),
+        NodeKind::Hq => ('[', ']'),
+    };
+    let (glyph, mark) = match piece {
+        None => ('.', ' '),
+        Some(p) => {
+            let theirs = p.side != opposite(top);
+            // A player knows every `?` is the opponent's; a spectator sees both sides hidden,
+            // so the top side's pieces are marked there even when hidden.
+            let marked = theirs && (p.glyph != '?' || spectator);
+            (p.glyph, if marked { '*' } else { ' ' })
+        }
+    };
+    format!("{open} {glyph}{mark}{close}")
+}
+
+/// The lines under the board: phase, turn, counters, draw offer, last move, outcome.
+fn status(out: &mut String, view: &pb::GameView, last: Option<&LastMove>, me: Option<pb::Side>) {
+    let who = |side: pb::Side| -> String {
+        if me == Some(side) {
+            format!("{} (you)", side_name(side))
+        } else {
+            side_name(side).to_string()
+        }
+    };
+    let _ = writeln!(
+        out,
+        "game {}  version {}  rules {}",
+        printable(&view.game_id),
+        view.version,
+        if view.rules.is_empty() {
+            "?".to_string()
+        } else {
+            printable(&view.rules)
+        }
+    );
+    match view.phase() {
+        pb::Phase::Deployment => {
+            let confirmed = |side: pb::Side| {
+                let done = match side {
+                    pb::Side::North => view.north_confirmed,
+                    _ => view.south_confirmed,
+                };
+                format!(
+                    "{} {}",
+                    who(side),
+                    if done { "confirmed" } else { "not confirmed" }
+                )
+            };
+            let _ = writeln!(
+                out,
+                "phase: deployment  {}, {}",
+                confirmed(pb::Side::South),
+                confirmed(pb::Side::North)
+            );
+            let own_confirmed = match me {
+                Some(pb::Side::South) => Some(view.south_confirmed),
+                Some(pb::Side::North) => Some(view.north_confirmed),
+                _ => None,
+            };
+            match own_confirmed {
+                Some(false) => {
+                    let _ = writeln!(out, "arrange your half: swap A1 B2 | shuffle | confirm");
+                }
+                Some(true) => {
+                    let _ = writeln!(out, "waiting for the other side to confirm");
+                }
+                None => {}
+            }
+            // Counters, offers and moves only start with play.
+            return;
+        }
+        pb::Phase::Play => {
+            let _ = writeln!(out, "phase: play  to move: {}", who(view.to_move()));
+        }
+        pb::Phase::Ended => {
+            let _ = writeln!(out, "phase: ended");
+        }
+        pb::Phase::Unspecified => {
+            let _ = writeln!(out, "phase: ?");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "plies: {}  without combat: {}  timeouts: south {}, north {}",
+        view.plies, view.plies_without_combat, view.south_timeouts, view.north_timeouts
+    );
+    let offer = match view.draw_offer() {
+        pb::Side::Unspecified => "none".to_string(),
+        side if me == Some(side) => "yours, waiting for an answer".to_string(),
+        side if me.is_some() => format!("from {}: accept or decline", who(side)),
+        side => format!("from {}", who(side)),
+    };
+    let _ = writeln!(out, "draw offer: {offer}");
+    if let Some(last) = last {
+        let _ = writeln!(out, "last move: {}", describe_move(last, me));
+    }
+    if view.phase() == pb::Phase::Ended || view.outcome.is_some() {
+        let _ = writeln!(
+            out,
+            "result: {}",
+            describe_outcome(view.outcome.as_ref(), me)
+        );
+    }
+}
+
+/// A move in words: `north ? A7-A6 attacked 5: attacker removed, defender survived`.
+pub fn describe_move(last: &LastMove, me: Option<pb::Side>) -> String {
+    let mut text = format!(
+        "{}{} {} {}-{}",
+        side_name(last.side),
+        if me == Some(last.side) { " (you)" } else { "" },
+        glyph(&last.piece),
+        printable(&last.from),
+        printable(&last.to)
+    );
+    if let Some(c) = &last.combat {
+        let fate = |survives: bool| if survives { "survived" } else { "removed" };
+        let _ = write!(
+            text,
+            " attacked {}: attacker {}, defender {}",
+            glyph(&c.defender_piece),
+            fate(c.attacker_survives),
+            fate(c.defender_survives)
+        );
+    }
+    text
+}
+
+/// Why a game ended, in words.
+fn reason_text(reason: pb::EndReason) -> &'static str {
+    match reason {
+        pb::EndReason::FlagCaptured => "flag captured",
+        pb::EndReason::NoLegalMoves => "no legal moves",
+        pb::EndReason::NoCombatLimit => "too many plies without combat",
+        pb::EndReason::AgreedDraw => "draw agreed",
+        pb::EndReason::Resigned => "resigned",
+        pb::EndReason::Timeouts => "too many timeouts",
+        pb::EndReason::Disconnected => "disconnected too long",
+        pb::EndReason::SeatLost => "a seat was lost during deployment",
+        pb::EndReason::Unspecified => "reason unknown",
+    }
+}
+
+/// The outcome in words, from the viewer's point of view where they played.
+pub fn describe_outcome(outcome: Option<&pb::Outcome>, me: Option<pb::Side>) -> String {
+    let Some(outcome) = outcome else {
+        return "ended (no outcome given)".to_string();
+    };
+    let reason = reason_text(outcome.reason());
+    match outcome.winner() {
+        pb::Side::Unspecified => match outcome.reason() {
+            pb::EndReason::AgreedDraw | pb::EndReason::NoCombatLimit => format!("draw ({reason})"),
+            _ => format!("no winner ({reason})"),
+        },
+        winner => {
+            let verdict = match me {
+                Some(side) if side == winner => " - you win",
+                Some(_) => " - you lose",
+                None => "",
+            };
+            format!("{} wins ({reason}){verdict}", side_name(winner))
+        }
+    }
+}
+
+/// One line for a live event, printed before the board is redrawn, so a scroll-back (or a
+/// pipe) reads as the game's story.
+pub fn describe_event(event: &pb::GameEvent, me: Option<pb::Side>) -> String {
+    use pb::game_event::Event as E;
+    let who = |side: pb::Side| -> String {
+        if me == Some(side) {
+            format!("{} (you)", side_name(side))
+        } else {
+            side_name(side).to_string()
+        }
+    };
+    let text = match &event.event {
+        Some(E::Created(c)) => format!("game created, {} moves first", who(c.first_mover())),
+        Some(E::DeploymentDrafted(_)) => "your draft changed".to_string(),
+        Some(E::DeploymentConfirmed(c)) => format!(
+            "{} confirmed the deployment{}",
+            who(c.side()),
+            if c.by_deadline {
+                " (at the deadline)"
+            } else {
+                ""
+            }
+        ),
+        Some(E::PlayStarted(_)) => "both deployments are in: play starts".to_string(),
+        Some(E::Moved(m)) => match LastMove::from_event(m) {
+            Some(last) => format!("moved: {}", describe_move(&last, me)),
+            None => format!("{} moved", who(m.side())),
+        },
+        Some(E::TimedOut(t)) => format!(
+            "{} ran out of time (timeout {}) and lost the turn",
+            who(t.side()),
+            t.count
+        ),
+        Some(E::DrawOffered(d)) => format!("{} offers a draw", who(d.side())),
+        Some(E::DrawDeclined(d)) => format!("{} declined the draw offer", who(d.side())),
+        Some(E::DrawLapsed(d)) => format!("the draw offer of {} lapsed", who(d.side())),
+        Some(E::Resigned(r)) => format!("{} resigned", who(r.side())),
+        Some(E::Ended(e)) => format!("game over: {}", describe_outcome(e.outcome.as_ref(), me)),
+        None => "an event this client does not know".to_string(),
+    };
+    format!("#{} {text}", event.seq)
+}

@@ -1,0 +1,599 @@
+//! `hidden-front play`: a plain-text terminal client, so a person can play a real game through the
+//! gateway's public `PlayerService`, e.g. one tmux pane per player.
+//!
+//! The client holds no game logic. The board it draws is always the gateway's own `GetGame` view,
+//! fetched again after each batch of new events, so it can never drift from the referee; the event
+//! stream (`Subscribe`) only says *when* to redraw and *what happened* (the last move and its
+//! fight, which a view does not carry). Typed commands and stream events are read concurrently and
+//! handled one at a time on one task, so output never interleaves mid-board.
+//!
+//! Output is plain lines on stdout (no full-screen UI), so it works in tmux, in a pipe and in
+//! tests. End of input (Ctrl-D, or the end of a piped script) leaves like `quit`.
+
+pub mod board;
+pub mod commands;
+pub mod feed;
+
+use anyhow::{Context as _, anyhow, bail};
+use board::{LastMove, own_side, printable, render, side_name};
+use commands::Input;
+use feed::Feed;
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::player_service_client::PlayerServiceClient;
+use std::future::Future;
+use std::io::{BufRead as _, Write as _};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+/// Arguments of `hidden-front play`.
+#[derive(Debug, clap::Args)]
+pub struct PlayArgs {
+    /// The game to play. Without it, the one game you are seated in (if there is exactly one).
+    #[arg(long)]
+    pub game: Option<String>,
+    /// The gateway's gRPC address (the port `hidden-front serve` listens on).
+    #[arg(long, env = "HF_GATEWAY", default_value = "http://127.0.0.1:50051")]
+    pub gateway: String,
+    /// Your bearer token, from `hidden-front token --player NAME`.
+    #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// The player API client as this command uses it: every call carries the bearer token.
+pub type Client = PlayerServiceClient<InterceptedService<Channel, Bearer>>;
+
+/// Adds `authorization: Bearer <token>` to every call, since the gateway authenticates each call
+/// (streams included) rather than a session.
+#[derive(Clone)]
+pub struct Bearer(MetadataValue<Ascii>);
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+/// How long a single call may take before the client gives up on it and says so, so a hung
+/// gateway cannot freeze the prompt. The event stream is not bounded by it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How many times a call is tried when the connection fails under it. An action goes again with
+/// the same idempotency key, which makes that safe: a second copy returns the first answer.
+const CALL_ATTEMPTS: u32 = 3;
+
+/// Runs the client until the game ends, the player quits or input ends.
+pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
+    let token = args
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            anyhow!(
+                "no token: pass --token or set HF_TOKEN (get one with `hidden-front token --player NAME`)"
+            )
+        })?;
+    let mut client = connect(&args.gateway, token).await?;
+    let game_id = match args.game {
+        Some(id) => id,
+        None => pick_game(&mut client).await?,
+    };
+    let view = get_game(&mut client, &game_id)
+        .await
+        .map_err(|s| anyhow!("cannot open game {game_id:?}: {}", explain(&s)))?;
+    let mut game = Game::new(client, game_id, view);
+    game.draw()?;
+    if game.ended() {
+        say("the game is over.")?;
+        return Ok(());
+    }
+    say("type `help` for the commands.")?;
+
+    // From the start, so the last move before this client arrived is known; events already in
+    // the first view are absorbed without being told again.
+    let (feed_tx, mut feed_rx) = mpsc::channel(256);
+    let follower = tokio::spawn(feed::follow(
+        game.client.clone(),
+        game.game_id.clone(),
+        1,
+        feed_tx,
+    ));
+    let mut lines = stdin_lines();
+    let mut feed_open = true;
+    let result = loop {
+        tokio::select! {
+            item = feed_rx.recv(), if feed_open => {
+                let Some(first) = item else {
+                    feed_open = false;
+                    continue;
+                };
+                let mut batch = vec![first];
+                while let Ok(more) = feed_rx.try_recv() {
+                    batch.push(more);
+                }
+                match game.take_feed(batch).await {
+                    Ok(()) => {}
+                    Err(e) => break Err(e),
+                }
+            }
+            line = lines.recv() => {
+                let Some(line) = line else { break Ok(()) };
+                match commands::parse(&line) {
+                    Err(message) => say(&message)?,
+                    Ok(Input::Quit) => break Ok(()),
+                    Ok(input) => game.command(input).await?,
+                }
+            }
+        }
+        if game.ended() {
+            say("the game is over.")?;
+            break Ok(());
+        }
+    };
+    follower.abort();
+    result
+}
+
+/// Opens the connection, failing now with a clear message if the gateway cannot be reached rather
+/// than at the first command.
+async fn connect(gateway: &str, token: &str) -> anyhow::Result<Client> {
+    let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
+    let header: MetadataValue<Ascii> = format!("Bearer {token}")
+        .parse()
+        .context("the token holds characters that cannot go in a gRPC header")?;
+    let endpoint = Endpoint::from_shared(gateway.to_string())
+        .with_context(|| {
+            format!("{gateway:?} is not a gateway address (like http://127.0.0.1:50051)")
+        })?
+        .connect_timeout(Duration::from_secs(5))
+        // Pings find a dead connection under an idle stream, so the follower resumes promptly.
+        .http2_keep_alive_interval(Duration::from_secs(20))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .keep_alive_while_idle(true);
+    let channel = endpoint.connect().await.with_context(|| {
+        format!("cannot reach the gateway at {gateway} (is it running? see --gateway / HF_GATEWAY)")
+    })?;
+    Ok(PlayerServiceClient::with_interceptor(
+        channel,
+        Bearer(header),
+    ))
+}
+
+/// Without `--game`: the one game the player is seated in, or an error listing the candidates.
+async fn pick_game(client: &mut Client) -> anyhow::Result<String> {
+    let games = within(client.list_my_games(pb::ListMyGamesRequest { active_only: true }))
+        .await
+        .map_err(|s| anyhow!("cannot list your games: {}", explain(&s)))?
+        .games;
+    match games.as_slice() {
+        [] => bail!("you have no game in progress: pass --game GAME_ID"),
+        [one] => {
+            say(&format!(
+                "playing your only game in progress, {} ({} against {})",
+                printable(&one.game_id),
+                side_name(one.seat()),
+                if one.opponent.is_empty() {
+                    "nobody yet".to_string()
+                } else {
+                    printable(&one.opponent)
+                }
+            ))?;
+            Ok(one.game_id.clone())
+        }
+        many => {
+            let list: Vec<String> = many
+                .iter()
+                .map(|g| {
+                    format!(
+                        "  {} ({} against {})",
+                        printable(&g.game_id),
+                        side_name(g.seat()),
+                        printable(&g.opponent)
+                    )
+                })
+                .collect();
+            bail!(
+                "you are in {} games; pass --game with one of:\n{}",
+                many.len(),
+                list.join("\n")
+            )
+        }
+    }
+}
+
+/// One unary call, bounded by [`CALL_TIMEOUT`], answering its message.
+async fn within<T>(
+    call: impl Future<Output = Result<tonic::Response<T>, Status>>,
+) -> Result<T, Status> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(answer) => answer.map(tonic::Response::into_inner),
+        Err(_) => Err(Status::deadline_exceeded(format!(
+            "no answer from the gateway within {} s",
+            CALL_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Whether a call failed because the connection under it went away (the gateway restarting, a
+/// dropped network), so the same call may well succeed on a fresh connection.
+fn connection_lost(status: &Status) -> bool {
+    matches!(status.code(), Code::Unavailable | Code::Cancelled)
+}
+
+/// The game as this player sees it now; asked again on a lost connection, as reading is safe.
+async fn get_game(client: &mut Client, game_id: &str) -> Result<pb::GameView, Status> {
+    let mut attempt = 1;
+    loop {
+        let answer = within(client.get_game(pb::PlayerServiceGetGameRequest {
+            game_id: game_id.to_string(),
+            ..Default::default()
+        }))
+        .await;
+        match answer {
+            Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
+                tokio::time::sleep(Duration::from_millis(300 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            answer => {
+                return answer?
+                    .game
+                    .ok_or_else(|| Status::internal("the gateway answered without a game"));
+            }
+        }
+    }
+}
+
+/// A refusal for the player: the server's own message, plus a hint where the fix is on this side.
+pub fn explain(status: &Status) -> String {
+    let message = if status.message().is_empty() {
+        status.code().description().to_string()
+    } else {
+        // The server's words, but never its control characters (they could steer the terminal).
+        status
+            .message()
+            .chars()
+            .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+            .collect()
+    };
+    let hint = match status.code() {
+        Code::Unauthenticated => {
+            " (get a token with `hidden-front token --player NAME`; pass it with --token or HF_TOKEN)"
+        }
+        Code::Unimplemented => {
+            " (is this a Hidden Front gateway? it does not serve hiddenfront.v1.PlayerService)"
+        }
+        Code::Unavailable => " (is the gateway running?)",
+        _ => "",
+    };
+    format!("{message}{hint}")
+}
+
+/// Prints lines to stdout, failing (and so ending the client) if stdout is gone.
+fn say(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", text.trim_end_matches('\n'))?;
+    out.flush()
+}
+
+/// Stdin lines, read on a plain thread (a blocking read would hold up the runtime's shutdown if
+/// it ran as a tokio blocking task). The channel closes at end of input.
+fn stdin_lines() -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel(16);
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin().lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match input.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf).into_owned();
+                    if tx.blocking_send(line).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    });
+    rx
+}
+
+/// An action the player takes; each goes out with a fresh idempotency key.
+#[derive(Debug, Clone)]
+enum Action {
+    Play { from: String, to: String },
+    Swap { a: String, b: String },
+    Shuffle,
+    Confirm,
+    OfferDraw,
+    AnswerDraw(bool),
+    Resign,
+}
+
+/// The client's state: the last view drawn and what the event stream told beyond it.
+struct Game {
+    client: Client,
+    game_id: String,
+    /// The gateway's view, as last drawn.
+    view: pb::GameView,
+    /// The viewer's seat.
+    me: Option<pb::Side>,
+    /// The last move, from the stream or an action's answer.
+    last: Option<LastMove>,
+    /// The sequence number `last` came from, so an older copy cannot replace it.
+    last_seq: u64,
+    /// The highest event sequence number told to the player (or in the first view).
+    seen: u64,
+    /// The first view's version: events up to it are history, not news.
+    opened_at: u64,
+    /// What the board on screen shows: the view's version and `last_seq`.
+    drawn: Option<(u64, u64)>,
+}
+
+impl Game {
+    fn new(client: Client, game_id: String, view: pb::GameView) -> Game {
+        Game {
+            client,
+            game_id,
+            me: own_side(&view),
+            last: None,
+            last_seq: 0,
+            seen: view.version,
+            opened_at: view.version,
+            drawn: Some((view.version, 0)),
+            view,
+        }
+    }
+
+    fn ended(&self) -> bool {
+        self.view.phase() == pb::Phase::Ended
+    }
+
+    /// Prints the board and a hint of what to do next.
+    fn draw(&self) -> std::io::Result<()> {
+        let mut text = render(&self.view, self.last.as_ref());
+        if self.view.phase() == pb::Phase::Play {
+            match self.me {
+                Some(me) if self.view.to_move() == me => {
+                    text.push_str("your move (e.g. A6 A7; `moves` lists them)\n");
+                }
+                Some(_) => text.push_str(&format!(
+                    "waiting for {} to move\n",
+                    side_name(self.view.to_move())
+                )),
+                None => {}
+            }
+        }
+        say(&text)
+    }
+
+    /// Takes one event in; true if it is news (the player has not been told about it yet).
+    fn absorb(&mut self, event: &pb::GameEvent) -> std::io::Result<bool> {
+        if let Some(pb::game_event::Event::Moved(moved)) = &event.event
+            && event.seq > self.last_seq
+            && let Some(last) = LastMove::from_event(moved)
+        {
+            self.last = Some(last);
+            self.last_seq = event.seq;
+        }
+        if event.seq <= self.seen {
+            if event.seq == self.opened_at
+                && let Some(last) = &self.last
+            {
+                say(&format!(
+                    "last move: {}",
+                    board::describe_move(last, self.me)
+                ))?;
+            }
+            return Ok(false);
+        }
+        self.seen = event.seq;
+        say(&board::describe_event(event, self.me))?;
+        Ok(true)
+    }
+
+    /// Handles a batch of stream items in order, redrawing once if any event was news.
+    async fn take_feed(&mut self, batch: Vec<Feed>) -> anyhow::Result<()> {
+        let mut news = false;
+        for item in batch {
+            match item {
+                Feed::Event(event) => news |= self.absorb(&event)?,
+                Feed::Notice(notice) => say(&notice)?,
+                Feed::Fatal(message) => bail!("the gateway ended the game stream: {message}"),
+            }
+        }
+        if news {
+            self.redraw(false).await?;
+        }
+        Ok(())
+    }
+
+    /// Fetches the view again and draws it (unless `force` is off and it is the board already on
+    /// screen, e.g. when the view was ahead of the stream). A view behind the events already told
+    /// (a lagging replica) is asked for again a few times; a failure is told and the old board
+    /// kept.
+    async fn redraw(&mut self, force: bool) -> std::io::Result<()> {
+        let mut attempt = 0;
+        loop {
+            match get_game(&mut self.client, &self.game_id).await {
+                Ok(view) if view.version < self.seen && attempt < 3 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(view) => {
+                    let drawn = (view.version, self.last_seq);
+                    self.view = view;
+                    if !force && self.drawn == Some(drawn) {
+                        return Ok(()); // the same board as on screen
+                    }
+                    self.drawn = Some(drawn);
+                    return self.draw();
+                }
+                Err(status) => {
+                    return say(&format!(
+                        "cannot fetch the board: {} (type `board` to try again)",
+                        explain(&status)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Carries out one command typed by the player.
+    async fn command(&mut self, input: Input) -> std::io::Result<()> {
+        let action = match input {
+            Input::Nothing | Input::Quit => return Ok(()),
+            Input::Help => return say(commands::HELP),
+            Input::Board => return self.redraw(true).await,
+            Input::Moves(from) => return self.list_moves(from).await,
+            Input::Move { from, to } => Action::Play { from, to },
+            Input::Swap { a, b } => Action::Swap { a, b },
+            Input::Shuffle => Action::Shuffle,
+            Input::Confirm => Action::Confirm,
+            Input::Draw => Action::OfferDraw,
+            Input::Accept => Action::AnswerDraw(true),
+            Input::Decline => Action::AnswerDraw(false),
+            Input::Resign => Action::Resign,
+        };
+        match self.act(&action).await {
+            Ok(result) => {
+                let mut events = result.events;
+                events.sort_by_key(|e| e.seq);
+                let mut news = false;
+                for event in &events {
+                    news |= self.absorb(event)?;
+                }
+                if news {
+                    self.redraw(false).await?;
+                }
+                Ok(())
+            }
+            Err(status) if status.code() == Code::Aborted => {
+                say(&format!(
+                    "error: {} (the game moved on since this board; here it is now)",
+                    explain(&status)
+                ))?;
+                self.redraw(true).await
+            }
+            Err(status) => say(&format!("error: {}", explain(&status))),
+        }
+    }
+
+    /// Sends an action, again with the same key if the connection failed under it. A move pins
+    /// the version of the board the player looked at, so it is refused rather than played on a
+    /// position the player has not seen.
+    async fn act(&mut self, action: &Action) -> Result<pb::ActionResult, Status> {
+        let key = uuid::Uuid::new_v4().to_string();
+        let expected_version = match action {
+            Action::Play { .. } => Some(self.view.version),
+            _ => None,
+        };
+        let mut attempt = 1;
+        loop {
+            let context = Some(pb::ActionContext {
+                game_id: self.game_id.clone(),
+                idempotency_key: key.clone(),
+                expected_version,
+            });
+            let client = &mut self.client;
+            let answer = match action {
+                Action::Play { from, to } => within(client.play(pb::PlayRequest {
+                    context,
+                    r#move: Some(pb::Move {
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
+                }))
+                .await
+                .map(|r| r.result),
+                Action::Swap { a, b } => within(client.swap(pb::SwapRequest {
+                    context,
+                    square_a: a.clone(),
+                    square_b: b.clone(),
+                }))
+                .await
+                .map(|r| r.result),
+                Action::Shuffle => within(client.reshuffle(pb::ReshuffleRequest { context }))
+                    .await
+                    .map(|r| r.result),
+                Action::Confirm => within(client.confirm(pb::ConfirmRequest { context }))
+                    .await
+                    .map(|r| r.result),
+                Action::OfferDraw => {
+                    within(client.propose_draw(pb::ProposeDrawRequest { context }))
+                        .await
+                        .map(|r| r.result)
+                }
+                Action::AnswerDraw(accept) => within(client.respond_draw(pb::RespondDrawRequest {
+                    context,
+                    accept: *accept,
+                }))
+                .await
+                .map(|r| r.result),
+                Action::Resign => within(client.concede(pb::ConcedeRequest { context }))
+                    .await
+                    .map(|r| r.result),
+            };
+            match answer {
+                Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
+                    tokio::time::sleep(Duration::from_millis(300 * u64::from(attempt))).await;
+                    attempt += 1;
+                }
+                other => return other.map(Option::unwrap_or_default),
+            }
+        }
+    }
+
+    /// Prints the player's legal moves, grouped by the square they start from.
+    async fn list_moves(&mut self, from: Option<String>) -> std::io::Result<()> {
+        let answer = within(self.client.legal_moves(pb::LegalMovesRequest {
+            game_id: self.game_id.clone(),
+        }))
+        .await;
+        let moves = match answer {
+            Ok(answer) => answer.moves,
+            Err(status) => return say(&format!("error: {}", explain(&status))),
+        };
+        let mut grouped: std::collections::BTreeMap<(u8, u8, String), Vec<String>> =
+            std::collections::BTreeMap::new();
+        for mv in moves {
+            if from
+                .as_deref()
+                .is_some_and(|f| !mv.from.eq_ignore_ascii_case(f))
+            {
+                continue;
+            }
+            // Board order (A1, A2, ..., E12) where the name is a square, else after them.
+            let key = match board::Square::parse(&mv.from) {
+                Some(sq) => (sq.col, sq.row, mv.from.clone()),
+                None => (u8::MAX, 0, mv.from.clone()),
+            };
+            grouped.entry(key).or_default().push(mv.to);
+        }
+        if grouped.is_empty() {
+            let why = match (self.view.phase(), self.me) {
+                (pb::Phase::Play, Some(me)) if self.view.to_move() != me => {
+                    format!(" (it is {}'s turn)", side_name(self.view.to_move()))
+                }
+                (pb::Phase::Deployment, _) => " (the game is still in deployment)".to_string(),
+                _ => String::new(),
+            };
+            return say(&format!("no legal moves{why}"));
+        }
+        let mut text = String::from("legal moves:\n");
+        for ((_, _, from), tos) in grouped {
+            text.push_str(&format!("  {from} -> {}\n", tos.join(" ")));
+        }
+        say(&text)
+    }
+}

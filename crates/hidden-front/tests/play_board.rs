@@ -1,0 +1,423 @@
+//! The terminal client's drawing (`hidden-front play`), checked on hand-built views: own pieces by
+//! code, the opponent's as `?`, the board turned for each seat, camps and HQs framed, the status
+//! lines, and odd server data drawn without a panic.
+//!
+//! The binary crate has no library, so the drawing module (which depends only on the protos) is
+//! compiled into this test directly.
+
+#[allow(dead_code)]
+#[path = "../src/play/board.rs"]
+mod board;
+
+use board::{Combat, LastMove, Square, describe_event, render};
+use hidden_front_proto::v1 as pb;
+
+fn piece(square: &str, side: pb::Side, code: &str) -> pb::VisiblePiece {
+    pb::VisiblePiece {
+        square: square.to_string(),
+        side: side as i32,
+        id: 0,
+        piece: code.to_string(),
+    }
+}
+
+/// A play-phase view for `viewer`: south at the front with a few pieces, north hidden.
+fn play_view(viewer: pb::Viewer, pieces: Vec<pb::VisiblePiece>) -> pb::GameView {
+    pb::GameView {
+        game_id: "g1".to_string(),
+        version: 17,
+        viewer: viewer as i32,
+        rules: "hidden-front".to_string(),
+        phase: pb::Phase::Play as i32,
+        first_mover: pb::Side::South as i32,
+        to_move: pb::Side::South as i32,
+        plies: 12,
+        plies_without_combat: 3,
+        south_timeouts: 0,
+        north_timeouts: 1,
+        pieces,
+        south_player: "alice".to_string(),
+        north_player: "bob".to_string(),
+        ..Default::default()
+    }
+}
+
+/// What a south player sees: own codes, north as `?`.
+fn south_pieces() -> Vec<pb::VisiblePiece> {
+    vec![
+        piece("A6", pb::Side::South, "9"),
+        piece("B1", pb::Side::South, "F"),
+        piece("A1", pb::Side::South, "M"),
+        piece("C4", pb::Side::South, "3"),
+        piece("E2", pb::Side::South, "1"),
+        piece("A7", pb::Side::North, ""),
+        piece("D12", pb::Side::North, ""),
+        piece("B10", pb::Side::North, ""),
+    ]
+}
+
+/// The board lines of a drawing, top to bottom: the 12 lines that start with a row number.
+fn board_rows(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.len() > 4 && l[..4].trim().parse::<u8>().is_ok() && l.as_bytes()[3] == b' ')
+        .collect()
+}
+
+/// The five characters drawn for `square`: frame, blank, glyph, mark, frame.
+fn cell(text: &str, square: &str) -> String {
+    let sq = Square::parse(square).expect("a square");
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(['A', 'E']) && l.contains("  C  "))
+        .expect("a column header");
+    let letter = char::from(b'A' + sq.col);
+    let at = header.find(letter).expect("column in header");
+    let row = board_rows(text)
+        .into_iter()
+        .find(|l| l[..3].trim() == sq.row.to_string())
+        .expect("the row");
+    let padded = format!("{row:<40}");
+    padded[at - 2..at + 3].to_string()
+}
+
+#[test]
+fn south_sees_own_codes_at_the_bottom_and_north_hidden_at_the_top() {
+    let text = render(&play_view(pb::Viewer::South, south_pieces()), None);
+    let rows = board_rows(&text);
+    assert_eq!(rows.len(), 12, "{text}");
+    assert!(rows[0].trim_start().starts_with("12"), "{text}");
+    assert!(rows[11].trim_start().starts_with("1 "), "{text}");
+    assert_eq!(cell(&text, "A6"), "  9  ");
+    assert_eq!(cell(&text, "E2"), "  1  ");
+    assert_eq!(cell(&text, "A1"), "  M  ");
+    assert_eq!(cell(&text, "A7"), "  ?  ");
+    assert_eq!(cell(&text, "C5"), "  .  ");
+    // Columns run A to E left to right.
+    let header = text.lines().find(|l| l.contains("  C  ")).unwrap();
+    assert!(header.find('A') < header.find('E'), "{text}");
+    // The north player's name above the board, south's (the viewer's) below.
+    let north = text.find("north: bob").expect("north seat");
+    let south = text.find("south: alice (you)").expect("south seat");
+    assert!(north < text.find(rows[0]).unwrap() && south > text.find(rows[11]).unwrap());
+}
+
+#[test]
+fn camps_and_hqs_are_framed_with_or_without_a_piece() {
+    let text = render(&play_view(pb::Viewer::South, south_pieces()), None);
+    assert_eq!(cell(&text, "C4"), "( 3 )");
+    assert_eq!(cell(&text, "B10"), "( ? )");
+    for camp in ["B3", "D3", "B5", "D5", "B8", "D8", "C9", "D10"] {
+        assert_eq!(cell(&text, camp), "( . )", "{camp}\n{text}");
+    }
+    assert_eq!(cell(&text, "B1"), "[ F ]");
+    assert_eq!(cell(&text, "D1"), "[ . ]");
+    assert_eq!(cell(&text, "B12"), "[ . ]");
+    assert_eq!(cell(&text, "D12"), "[ ? ]");
+    for plain in ["A3", "C3", "B4", "C8", "E12"] {
+        assert!(!cell(&text, plain).contains(['(', '[']), "{plain}\n{text}");
+    }
+}
+
+#[test]
+fn the_front_line_lies_between_rows_6_and_7_with_three_crossings() {
+    let text = render(&play_view(pb::Viewer::South, south_pieces()), None);
+    let lines: Vec<&str> = text.lines().collect();
+    let seven = lines.iter().position(|l| l.starts_with("  7 ")).unwrap();
+    let front = lines[seven + 1];
+    assert!(lines[seven + 2].starts_with("  6 "), "{text}");
+    let header = lines.iter().find(|l| l.contains("  C  ")).unwrap();
+    for (col, crossing) in [
+        ('A', true),
+        ('B', false),
+        ('C', true),
+        ('D', false),
+        ('E', true),
+    ] {
+        let at = header.find(col).unwrap();
+        let mark = front.as_bytes()[at];
+        assert_eq!(mark == b'|', crossing, "column {col}: {front:?}");
+    }
+    assert_eq!(front.matches('|').count(), 3, "{front}");
+}
+
+#[test]
+fn north_sees_the_board_turned_round() {
+    let mut pieces = vec![
+        piece("A7", pb::Side::North, "7"),
+        piece("B12", pb::Side::North, "F"),
+        piece("A6", pb::Side::South, ""),
+    ];
+    pieces.push(piece("E11", pb::Side::North, "M"));
+    let mut view = play_view(pb::Viewer::North, pieces);
+    view.to_move = pb::Side::North as i32;
+    let text = render(&view, None);
+    let rows = board_rows(&text);
+    assert!(rows[0].trim_start().starts_with("1 "), "{text}");
+    assert!(rows[11].trim_start().starts_with("12"), "{text}");
+    let header = text.lines().find(|l| l.contains("  C  ")).unwrap();
+    assert!(header.find('E') < header.find('A'), "{text}");
+    assert_eq!(cell(&text, "A7"), "  7  ");
+    assert_eq!(cell(&text, "B12"), "[ F ]");
+    assert_eq!(cell(&text, "A6"), "  ?  ");
+    // E11 is on the left of north's second row from the bottom.
+    assert_eq!(cell(&text, "E11"), "  M  ");
+    assert_eq!(rows[10].split_whitespace().nth(1), Some("M"), "{text}");
+    assert!(text.contains("north: bob (you)"));
+    assert!(text.find("south: alice").unwrap() < text.find("north: bob (you)").unwrap());
+    assert!(text.contains("to move: north (you)"), "{text}");
+}
+
+#[test]
+fn revealed_opponent_pieces_are_marked() {
+    let mut pieces = south_pieces();
+    pieces.push(piece("D11", pb::Side::North, "F"));
+    pieces.push(piece("C11", pb::Side::North, "8"));
+    let text = render(&play_view(pb::Viewer::South, pieces), None);
+    assert_eq!(cell(&text, "D11"), "  F* ");
+    assert_eq!(cell(&text, "C11"), "  8* ");
+    assert_eq!(cell(&text, "A6"), "  9  ");
+}
+
+#[test]
+fn status_lines_tell_turn_counters_offer_and_last_move() {
+    let mut view = play_view(pb::Viewer::South, south_pieces());
+    view.draw_offer = pb::Side::North as i32;
+    let last = LastMove {
+        side: pb::Side::North,
+        from: "A8".into(),
+        to: "A7".into(),
+        piece: String::new(),
+        combat: Some(Combat {
+            defender_piece: "5".into(),
+            attacker_survives: true,
+            defender_survives: false,
+        }),
+    };
+    let text = render(&view, Some(&last));
+    assert!(text.contains("to move: south (you)"), "{text}");
+    assert!(text.contains("plies: 12"), "{text}");
+    assert!(text.contains("without combat: 3"), "{text}");
+    assert!(text.contains("timeouts: south 0, north 1"), "{text}");
+    assert!(
+        text.contains("draw offer: from north: accept or decline"),
+        "{text}"
+    );
+    assert!(
+        text.contains("last move: north ? A8-A7 attacked 5: attacker survived, defender removed"),
+        "{text}"
+    );
+    assert!(!text.contains("result:"), "{text}");
+
+    view.draw_offer = pb::Side::South as i32;
+    let own_move = LastMove {
+        side: pb::Side::South,
+        from: "A6".into(),
+        to: "A7".into(),
+        piece: "9".into(),
+        combat: None,
+    };
+    let text = render(&view, Some(&own_move));
+    assert!(text.contains("draw offer: yours"), "{text}");
+    assert!(text.contains("last move: south (you) 9 A6-A7\n"), "{text}");
+}
+
+#[test]
+fn deployment_shows_the_own_draft_and_the_commands() {
+    let view = pb::GameView {
+        game_id: "g2".into(),
+        version: 3,
+        viewer: pb::Viewer::North as i32,
+        phase: pb::Phase::Deployment as i32,
+        north_confirmed: false,
+        south_confirmed: true,
+        own_deployment: Some(pb::Deployment {
+            side: pb::Side::North as i32,
+            placements: vec![
+                pb::Placement {
+                    square: "B12".into(),
+                    piece: "F".into(),
+                },
+                pb::Placement {
+                    square: "A12".into(),
+                    piece: "M".into(),
+                },
+                pb::Placement {
+                    square: "C7".into(),
+                    piece: "9".into(),
+                },
+            ],
+        }),
+        south_player: "alice".into(),
+        north_player: "bob".into(),
+        ..Default::default()
+    };
+    let text = render(&view, None);
+    assert_eq!(cell(&text, "B12"), "[ F ]");
+    assert_eq!(cell(&text, "A12"), "  M  ");
+    assert_eq!(cell(&text, "C7"), "  9  ");
+    assert_eq!(cell(&text, "C6"), "  .  ");
+    assert!(
+        text.contains("phase: deployment  south confirmed, north (you) not confirmed"),
+        "{text}"
+    );
+    assert!(text.contains("swap A1 B2 | shuffle | confirm"), "{text}");
+}
+
+#[test]
+fn the_outcome_is_told_once_ended() {
+    let mut view = play_view(pb::Viewer::North, south_pieces());
+    view.phase = pb::Phase::Ended as i32;
+    view.to_move = pb::Side::Unspecified as i32;
+    view.outcome = Some(pb::Outcome {
+        winner: pb::Side::South as i32,
+        reason: pb::EndReason::FlagCaptured as i32,
+    });
+    let text = render(&view, None);
+    assert!(text.contains("phase: ended"), "{text}");
+    assert!(
+        text.contains("result: south wins (flag captured) - you lose"),
+        "{text}"
+    );
+
+    view.outcome = Some(pb::Outcome {
+        winner: pb::Side::Unspecified as i32,
+        reason: pb::EndReason::AgreedDraw as i32,
+    });
+    assert!(render(&view, None).contains("result: draw (draw agreed)"));
+}
+
+#[test]
+fn odd_server_data_is_drawn_as_unknown_not_a_panic() {
+    let mut view = play_view(
+        pb::Viewer::South,
+        vec![
+            piece("A6", pb::Side::South, "X"),
+            piece("A5", pb::Side::South, "10"),
+            piece("a4", pb::Side::South, "b"),
+            piece("Z99", pb::Side::North, "7"),
+            piece("", pb::Side::North, ""),
+            piece("A13", pb::Side::North, ""),
+            pb::VisiblePiece {
+                square: "\u{1b}[2J".into(),
+                side: 77,
+                id: 1,
+                piece: "\u{0}".into(),
+            },
+        ],
+    );
+    view.viewer = 42;
+    view.phase = 9;
+    view.to_move = -3;
+    view.draw_offer = 1000;
+    view.outcome = Some(pb::Outcome {
+        winner: 5,
+        reason: 99,
+    });
+    let text = render(&view, None);
+    assert_eq!(cell(&text, "A6"), "  ?  ");
+    assert_eq!(cell(&text, "A5"), "  ?  ");
+    assert_eq!(cell(&text, "A4"), "  B  ");
+    assert!(
+        text.contains("not on this board: Z99=7 (none)=? A13=? ?[2J=?"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "control characters must not reach the terminal"
+    );
+    assert_eq!(board_rows(&text).len(), 12);
+
+    let empty = render(&pb::GameView::default(), None);
+    assert_eq!(board_rows(&empty).len(), 12, "{empty}");
+}
+
+#[test]
+fn events_read_as_one_line_each() {
+    use pb::game_event::Event as E;
+    let event = |seq, e| pb::GameEvent {
+        game_id: "g1".into(),
+        seq,
+        event: Some(e),
+    };
+    let me = Some(pb::Side::South);
+    let moved = event(
+        20,
+        E::Moved(pb::Moved {
+            side: pb::Side::South as i32,
+            r#move: Some(pb::Move {
+                from: "A6".into(),
+                to: "A7".into(),
+            }),
+            piece_id: 4,
+            piece: "9".into(),
+            combat: Some(pb::CombatView {
+                defender_id: 9,
+                defender_piece: String::new(),
+                attacker_survives: true,
+                defender_survives: false,
+            }),
+            flag_reveals: vec![],
+        }),
+    );
+    assert_eq!(
+        describe_event(&moved, me),
+        "#20 moved: south (you) 9 A6-A7 attacked ?: attacker survived, defender removed"
+    );
+    let offered = event(
+        21,
+        E::DrawOffered(pb::DrawOffered {
+            side: pb::Side::North as i32,
+        }),
+    );
+    assert_eq!(describe_event(&offered, me), "#21 north offers a draw");
+    let ended = event(
+        22,
+        E::Ended(pb::GameEnded {
+            outcome: Some(pb::Outcome {
+                winner: pb::Side::North as i32,
+                reason: pb::EndReason::Resigned as i32,
+            }),
+            pieces: vec![],
+        }),
+    );
+    assert_eq!(
+        describe_event(&ended, me),
+        "#22 game over: north wins (resigned) - you lose"
+    );
+    let unknown = pb::GameEvent {
+        game_id: "g1".into(),
+        seq: 23,
+        event: None,
+    };
+    assert!(describe_event(&unknown, me).starts_with("#23 "));
+    let no_move = event(24, E::Moved(pb::Moved::default()));
+    assert_eq!(describe_event(&no_move, me), "#24 ? moved");
+}
+
+#[test]
+fn squares_parse_case_insensitively_and_only_on_this_board() {
+    assert_eq!(Square::parse("a1"), Some(Square { col: 0, row: 1 }));
+    assert_eq!(Square::parse(" E12 "), Some(Square { col: 4, row: 12 }));
+    for bad in ["", "A", "A0", "A13", "F1", "1A", "AA1", "A1x", "A001", "Ä1"] {
+        assert_eq!(Square::parse(bad), None, "{bad:?}");
+    }
+    assert_eq!(Square { col: 2, row: 10 }.name(), "C10");
+}
+
+/// Prints a sample board (for the eye: `cargo test -p hidden-front --test play_board -- --nocapture sample`).
+#[test]
+fn sample() {
+    let mut pieces = south_pieces();
+    pieces.push(piece("C11", pb::Side::North, "8"));
+    let last = LastMove {
+        side: pb::Side::North,
+        from: "A8".into(),
+        to: "A7".into(),
+        piece: String::new(),
+        combat: None,
+    };
+    println!(
+        "{}",
+        render(&play_view(pb::Viewer::South, pieces), Some(&last))
+    );
+}

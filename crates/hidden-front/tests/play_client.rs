@@ -1,0 +1,542 @@
+//! `hidden-front play` as a process against a scripted stand-in gateway: the bearer token on every
+//! call, the board drawn from `GetGame`, the event stream resumed after a `Reconnect` from the last
+//! seen sequence number + 1, a typed move sent with the board's version and a fresh uuid key,
+//! live events told and redrawn, server refusals printed, and clear failures for an unreachable
+//! gateway or a refused token. The real gateway is covered by the end-to-end tests.
+
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::pin::Pin;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::Stream;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::{Request, Response, Status};
+
+const TOKEN: &str = "tok-alice";
+const GAME: &str = "g1";
+
+/// What the stand-in gateway holds and what it saw.
+#[derive(Default)]
+struct State {
+    view: pb::GameView,
+    log: Vec<pb::GameEvent>,
+    subscribe_from: Vec<u64>,
+    plays: Vec<pb::PlayRequest>,
+}
+
+#[derive(Clone)]
+struct Fake {
+    state: Arc<Mutex<State>>,
+    live: broadcast::Sender<pb::GameEvent>,
+}
+
+fn piece(square: &str, side: pb::Side, id: u32, code: &str) -> pb::VisiblePiece {
+    pb::VisiblePiece {
+        square: square.into(),
+        side: side as i32,
+        id,
+        piece: code.into(),
+    }
+}
+
+fn event(seq: u64, e: pb::game_event::Event) -> pb::GameEvent {
+    pb::GameEvent {
+        game_id: GAME.into(),
+        seq,
+        event: Some(e),
+    }
+}
+
+fn moved(side: pb::Side, from: &str, to: &str, id: u32, code: &str) -> pb::game_event::Event {
+    pb::game_event::Event::Moved(pb::Moved {
+        side: side as i32,
+        r#move: Some(pb::Move {
+            from: from.into(),
+            to: to.into(),
+        }),
+        piece_id: id,
+        piece: code.into(),
+        combat: None,
+        flag_reveals: vec![],
+    })
+}
+
+impl Fake {
+    /// Alice (south) to move at version 5; north just moved C8-C7.
+    fn new() -> Fake {
+        use pb::game_event::Event as E;
+        let pieces = vec![
+            piece("A6", pb::Side::South, 1, "9"),
+            piece("B1", pb::Side::South, 2, "F"),
+            piece("C7", pb::Side::North, 3, ""),
+            piece("D12", pb::Side::North, 4, ""),
+        ];
+        let view = pb::GameView {
+            game_id: GAME.into(),
+            version: 5,
+            viewer: pb::Viewer::South as i32,
+            rules: "hidden-front".into(),
+            phase: pb::Phase::Play as i32,
+            first_mover: pb::Side::North as i32,
+            to_move: pb::Side::South as i32,
+            plies: 1,
+            plies_without_combat: 1,
+            pieces: pieces.clone(),
+            south_player: "alice".into(),
+            north_player: "bob".into(),
+            ..Default::default()
+        };
+        let confirmed = |side: pb::Side| {
+            E::DeploymentConfirmed(pb::DeploymentConfirmed {
+                side: side as i32,
+                deployment: None,
+                by_deadline: false,
+            })
+        };
+        let log = vec![
+            event(
+                1,
+                E::Created(pb::GameCreated {
+                    rules: "hidden-front".into(),
+                    first_mover: pb::Side::North as i32,
+                }),
+            ),
+            event(2, confirmed(pb::Side::South)),
+            event(3, confirmed(pb::Side::North)),
+            event(4, E::PlayStarted(pb::PlayStarted { pieces })),
+            event(5, moved(pb::Side::North, "C8", "C7", 3, "")),
+        ];
+        Fake {
+            state: Arc::new(Mutex::new(State {
+                view,
+                log,
+                ..Default::default()
+            })),
+            live: broadcast::channel(16).0,
+        }
+    }
+
+    /// Appends an event as the referee would, and tells live subscribers.
+    fn append(&self, e: pb::game_event::Event) -> pb::GameEvent {
+        let mut state = self.state.lock().unwrap();
+        let ev = event(state.view.version + 1, e);
+        state.view.version = ev.seq;
+        state.log.push(ev.clone());
+        let _ = self.live.send(ev.clone());
+        ev
+    }
+}
+
+fn check_token<T>(request: &Request<T>) -> Result<(), Status> {
+    match request.metadata().get("authorization").map(|v| v.to_str()) {
+        Some(Ok(value)) if value == format!("Bearer {TOKEN}") => Ok(()),
+        _ => Err(Status::unauthenticated("token not accepted")),
+    }
+}
+
+type Items = Pin<Box<dyn Stream<Item = Result<pb::SubscribeResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl PlayerService for Fake {
+    type SubscribeStream = Items;
+
+    /// The first subscription sends the history and then asks the client to reconnect; later
+    /// ones send the history from `from_seq` and then live events.
+    async fn subscribe(
+        &self,
+        request: Request<pb::SubscribeRequest>,
+    ) -> Result<Response<Items>, Status> {
+        check_token(&request)?;
+        let from = request.get_ref().from_seq.max(1);
+        let mut live = self.live.subscribe();
+        let (backlog, first) = {
+            let mut state = self.state.lock().unwrap();
+            state.subscribe_from.push(from);
+            let backlog: Vec<_> = state
+                .log
+                .iter()
+                .filter(|e| e.seq >= from)
+                .cloned()
+                .collect();
+            (backlog, state.subscribe_from.len() == 1)
+        };
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let item = |i| Ok(pb::SubscribeResponse { item: Some(i) });
+            for ev in backlog {
+                if tx
+                    .send(item(pb::subscribe_response::Item::Event(ev)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            if first {
+                let reconnect = pb::Reconnect {
+                    resume_from_seq: 6,
+                    reason: "test".into(),
+                };
+                let _ = tx
+                    .send(item(pb::subscribe_response::Item::Reconnect(reconnect)))
+                    .await;
+                return;
+            }
+            while let Ok(ev) = live.recv().await {
+                if tx
+                    .send(item(pb::subscribe_response::Item::Event(ev)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn get_game(
+        &self,
+        request: Request<pb::PlayerServiceGetGameRequest>,
+    ) -> Result<Response<pb::PlayerServiceGetGameResponse>, Status> {
+        check_token(&request)?;
+        if request.get_ref().game_id != GAME {
+            return Err(Status::not_found("no such game"));
+        }
+        let game = self.state.lock().unwrap().view.clone();
+        Ok(Response::new(pb::PlayerServiceGetGameResponse {
+            game: Some(game),
+        }))
+    }
+
+    async fn list_my_games(
+        &self,
+        _: Request<pb::ListMyGamesRequest>,
+    ) -> Result<Response<pb::ListMyGamesResponse>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
+
+    async fn reshuffle(
+        &self,
+        _: Request<pb::ReshuffleRequest>,
+    ) -> Result<Response<pb::ReshuffleResponse>, Status> {
+        Err(Status::failed_precondition("the game is not in deployment"))
+    }
+
+    async fn swap(
+        &self,
+        _: Request<pb::SwapRequest>,
+    ) -> Result<Response<pb::SwapResponse>, Status> {
+        Err(Status::failed_precondition("the game is not in deployment"))
+    }
+
+    async fn deploy(
+        &self,
+        _: Request<pb::DeployRequest>,
+    ) -> Result<Response<pb::DeployResponse>, Status> {
+        Err(Status::failed_precondition("the game is not in deployment"))
+    }
+
+    async fn confirm(
+        &self,
+        _: Request<pb::ConfirmRequest>,
+    ) -> Result<Response<pb::ConfirmResponse>, Status> {
+        Err(Status::failed_precondition("the game is not in deployment"))
+    }
+
+    /// Plays the move as given (this stand-in does not judge it) and answers its event.
+    async fn play(
+        &self,
+        request: Request<pb::PlayRequest>,
+    ) -> Result<Response<pb::PlayResponse>, Status> {
+        check_token(&request)?;
+        let play = request.into_inner();
+        let mv = play.r#move.clone().unwrap_or_default();
+        let ev = {
+            let mut state = self.state.lock().unwrap();
+            state.plays.push(play.clone());
+            let expected = play.context.as_ref().and_then(|c| c.expected_version);
+            if expected != Some(state.view.version) {
+                return Err(Status::aborted("the game is at another version"));
+            }
+            let Some(p) = state.view.pieces.iter_mut().find(|p| p.square == mv.from) else {
+                return Err(Status::invalid_argument("no piece there"));
+            };
+            p.square = mv.to.clone();
+            state.view.plies += 1;
+            state.view.to_move = pb::Side::North as i32;
+            drop(state);
+            self.append(moved(pb::Side::South, &mv.from, &mv.to, 1, "9"))
+        };
+        Ok(Response::new(pb::PlayResponse {
+            result: Some(pb::ActionResult {
+                version: ev.seq,
+                events: vec![ev],
+                replayed: false,
+            }),
+        }))
+    }
+
+    async fn legal_moves(
+        &self,
+        request: Request<pb::LegalMovesRequest>,
+    ) -> Result<Response<pb::LegalMovesResponse>, Status> {
+        check_token(&request)?;
+        let mv = |from: &str, to: &str| pb::Move {
+            from: from.into(),
+            to: to.into(),
+        };
+        Ok(Response::new(pb::LegalMovesResponse {
+            version: 5,
+            moves: vec![mv("A6", "A7"), mv("A6", "B6"), mv("A6", "A5")],
+        }))
+    }
+
+    async fn propose_draw(
+        &self,
+        _: Request<pb::ProposeDrawRequest>,
+    ) -> Result<Response<pb::ProposeDrawResponse>, Status> {
+        Err(Status::failed_precondition("offer cooldown"))
+    }
+
+    async fn respond_draw(
+        &self,
+        _: Request<pb::RespondDrawRequest>,
+    ) -> Result<Response<pb::RespondDrawResponse>, Status> {
+        Err(Status::failed_precondition("no draw offer to answer"))
+    }
+
+    async fn concede(
+        &self,
+        _: Request<pb::ConcedeRequest>,
+    ) -> Result<Response<pb::ConcedeResponse>, Status> {
+        Err(Status::failed_precondition(
+            "you may not resign in this test",
+        ))
+    }
+}
+
+/// Serves `fake` on a free local port; answers its URL.
+async fn serve(fake: Fake) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(PlayerServiceServer::new(fake))
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    format!("http://{addr}")
+}
+
+/// The client as a process, its stdout read line by line on a thread.
+struct Player {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Player {
+    fn start(args: &[&str]) -> Player {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+            .arg("play")
+            .args(args)
+            .env_remove("HF_TOKEN")
+            .env_remove("HF_GATEWAY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start hidden-front play");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Player {
+            child,
+            stdin,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits until the output since the last wait contains `text`; answers that output.
+    fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(at) = self.seen.find(text) {
+                let end = at + text.len();
+                let upto = self.seen[..end].to_string();
+                self.seen.drain(..end);
+                return upto;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(_) => panic!("no {text:?} in the output; it said:\n{}", self.seen),
+            }
+        }
+    }
+}
+
+impl Drop for Player {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plays_a_move_follows_the_stream_and_prints_refusals() {
+    let fake = Fake::new();
+    let url = serve(fake.clone()).await;
+    let mut player = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+
+    // The board, from GetGame, with the own 9 and the opponent hidden.
+    let first = player.wait_for("type `help` for the commands.");
+    assert!(first.contains("south: alice (you)"), "{first}");
+    assert!(first.contains("to move: south (you)"), "{first}");
+    assert!(first.contains("  6   9"), "{first}");
+    // The history (through a Reconnect) is absorbed quietly, telling the last move once.
+    let caught_up = player.wait_for("last move: north ? C8-C7");
+    assert!(
+        !caught_up.contains("#5"),
+        "history is not news: {caught_up}"
+    );
+
+    player.send("moves");
+    let moves = player.wait_for("A6 -> A7 B6 A5");
+    assert!(moves.contains("legal moves:"), "{moves}");
+
+    player.send("a6 a7");
+    let after = player.wait_for("#6 moved: south (you) 9 A6-A7");
+    assert!(!after.contains("error"), "{after}");
+    let board = player.wait_for("waiting for north to move");
+    assert!(
+        board.contains("  7   9"),
+        "the 9 stands on A7 now:\n{board}"
+    );
+    assert!(board.contains("last move: south (you) 9 A6-A7"), "{board}");
+
+    // A live event from the stream is told and the board redrawn.
+    fake.append(pb::game_event::Event::DrawOffered(pb::DrawOffered {
+        side: pb::Side::North as i32,
+    }));
+    player.wait_for("#7 north offers a draw");
+    player.wait_for("version 7");
+
+    player.send("resign");
+    player.wait_for("error: you may not resign in this test");
+    player.send("fly away");
+    player.wait_for("is not a command");
+
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || {
+        let status = player.child.wait().unwrap();
+        (status, player)
+    })
+    .await
+    .unwrap()
+    .0;
+    assert!(status.success(), "{status:?}");
+
+    let state = fake.state.lock().unwrap();
+    assert_eq!(
+        state.subscribe_from[..2],
+        [1, 6],
+        "resumed from the last seen + 1"
+    );
+    assert_eq!(state.plays.len(), 1);
+    let context = state.plays[0].context.clone().unwrap();
+    assert_eq!(context.game_id, GAME);
+    assert_eq!(context.expected_version, Some(5));
+    let key = uuid::Uuid::parse_str(&context.idempotency_key).expect("a uuid key");
+    assert_eq!(key.get_version_num(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_token_fails_with_a_hint() {
+    let url = serve(Fake::new()).await;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+            .args(["play", "--gateway", &url, "--game", GAME])
+            .env("HF_TOKEN", "someone-else")
+            .env_remove("HF_GATEWAY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot open game \"g1\": token not accepted"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hidden-front token --player"), "{stderr}");
+}
+
+#[test]
+fn an_unreachable_gateway_fails_with_a_clear_message() {
+    // A port nobody listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+        .args(["play", "--game", GAME, "--token", TOKEN])
+        .env("HF_GATEWAY", format!("http://127.0.0.1:{port}"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the gateway at http://127.0.0.1:{port}"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_token_is_named() {
+    let output = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+        .args(["play", "--game", GAME])
+        .env_remove("HF_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no token: pass --token or set HF_TOKEN"),
+        "{stderr}"
+    );
+}
