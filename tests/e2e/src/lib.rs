@@ -8,6 +8,8 @@
 //! - [`Server`]: `hidden-front serve` on a free port against such a database; it can be
 //!   SIGKILLed and restarted on the same database, and its stderr is printed when a test fails.
 //! - [`client`]: a connected `SessionServiceClient` and thin helpers around its calls.
+//! - [`gateway`]: clients of the public `PlayerService` that authenticate with a player token
+//!   (minted in-process) and talk only to the gateway.
 //! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
 //!   own viewer, computes its own legal moves from that view with the rules engine and plays a
 //!   random one (deterministic seed).
@@ -27,6 +29,7 @@
 
 pub mod client;
 mod database;
+pub mod gateway;
 pub mod player;
 mod server;
 

@@ -15,6 +15,10 @@ const START_DEADLINE: Duration = Duration::from_secs(30);
 /// The line prefix `hidden-front serve` prints on stdout once it accepts connections.
 const LISTENING: &str = "hidden-front listening on ";
 
+/// The line prefix of the HTTP listener (the gateway's WebSocket API), printed before
+/// [`LISTENING`] when the gateway runs.
+const HTTP_LISTENING: &str = "hidden-front http listening on ";
+
 /// One `hidden-front serve --listen 127.0.0.1:0 --database-url URL` process.
 ///
 /// [`Server::kill`] sends SIGKILL (no graceful drain); [`Server::restart`] starts a new process
@@ -26,29 +30,46 @@ pub struct Server {
     database_url: String,
     child: Option<Child>,
     addr: SocketAddr,
+    http_addr: Option<SocketAddr>,
     log: Arc<Mutex<Vec<u8>>>,
     starts: u32,
+    /// Further `serve` flags, given at every start.
+    args: Vec<String>,
 }
 
 impl Server {
     /// Starts a server on `database_url` and waits (up to 30 s) until it listens. `name` labels
     /// its log.
     pub async fn start(name: &str, database_url: &str) -> Server {
+        Server::start_with_args(name, database_url, &[]).await
+    }
+
+    /// [`Server::start`] with further `serve` flags (e.g. `["--actions-per-second", "1000"]`),
+    /// which restarts keep.
+    pub async fn start_with_args(name: &str, database_url: &str, args: &[&str]) -> Server {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (child, addr) = spawn_and_wait(name, database_url, &log, 1).await;
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (child, addr, http_addr) = spawn_and_wait(name, database_url, &args, &log, 1).await;
         Server {
             name: name.to_string(),
             database_url: database_url.to_string(),
             child: Some(child),
             addr,
+            http_addr,
             log,
             starts: 1,
+            args,
         }
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address of its HTTP listener (the WebSocket API); `None` when the gateway does not run.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
     }
 
     /// The label given at start.
@@ -70,15 +91,49 @@ impl Server {
         }
     }
 
+    /// Sends SIGTERM (a graceful stop) and waits up to `deadline` for the process to exit.
+    /// Returns its exit status, or `None` if it was still running at the deadline (then it is
+    /// killed with SIGKILL).
+    pub fn terminate(&mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        let pid = child.id().to_string();
+        let signal = |name: &str| {
+            Command::new("kill")
+                .args([name, pid.as_str()])
+                .status()
+                .expect("running kill(1)")
+        };
+        assert!(signal("-TERM").success(), "kill -TERM failed");
+        let (tx, rx) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let status = child.wait();
+            let _ = tx.send(());
+            status
+        });
+        let exited = rx.recv_timeout(deadline).is_ok();
+        if !exited {
+            signal("-KILL");
+        }
+        let status = waiter.join().expect("the waiting thread");
+        status.ok().filter(|_| exited)
+    }
+
     /// Kills the process if it runs, then starts a new one on the same database and waits until
     /// it listens. Returns the new address.
     pub async fn restart(&mut self) -> SocketAddr {
         self.kill();
         self.starts += 1;
-        let (child, addr) =
-            spawn_and_wait(&self.name, &self.database_url, &self.log, self.starts).await;
+        let (child, addr, http_addr) = spawn_and_wait(
+            &self.name,
+            &self.database_url,
+            &self.args,
+            &self.log,
+            self.starts,
+        )
+        .await;
         self.child = Some(child);
         self.addr = addr;
+        self.http_addr = http_addr;
         addr
     }
 
@@ -131,14 +186,16 @@ fn binary() -> PathBuf {
 async fn spawn_and_wait(
     name: &str,
     database_url: &str,
+    args: &[String],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr) {
+) -> (Child, SocketAddr, Option<SocketAddr>) {
     let name = name.to_string();
     let database_url = database_url.to_string();
+    let args = args.to_vec();
     let log = Arc::clone(log);
     // Waiting for the line blocks a thread: keep it off the runtime's workers.
-    tokio::task::spawn_blocking(move || spawn_blocking(&name, &database_url, &log, start))
+    tokio::task::spawn_blocking(move || spawn_blocking(&name, &database_url, &args, &log, start))
         .await
         .expect("starting the server panicked")
 }
@@ -146,9 +203,10 @@ async fn spawn_and_wait(
 fn spawn_blocking(
     name: &str,
     database_url: &str,
+    args: &[String],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr) {
+) -> (Child, SocketAddr, Option<SocketAddr>) {
     let bin = binary();
     log.lock()
         .expect("log lock")
@@ -156,12 +214,24 @@ fn spawn_blocking(
     let mut child = Command::new(&bin)
         .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
         .arg(database_url)
+        .args(["--http-listen", "127.0.0.1:0"])
+        .args(args)
         // The tests rely on the defaults (all services, migrate on start, 64 KiB messages).
         .env_remove("HF_SERVICES")
         .env_remove("HF_LISTEN")
         .env_remove("HF_MIGRATE_ON_START")
         .env_remove("HF_MAX_MESSAGE_BYTES")
         .env_remove("HF_LOG_FORMAT")
+        .env_remove("HF_HTTP_LISTEN")
+        .env_remove("HF_WS_MAX_CONNECTIONS")
+        // The gateway tests mint tokens with the development secret and set limits by flags.
+        .env_remove("HF_JWT_SECRET")
+        .env_remove("HF_JWT_PUBLIC_KEYS")
+        .env_remove("HF_JWT_ISSUER")
+        .env_remove("HF_JWT_AUDIENCE")
+        .env_remove("HF_ALLOW_GUEST_TOKENS")
+        .env_remove("HF_SESSION_URL")
+        .env_remove("HF_ACTIONS_PER_SECOND")
         // Plain text logs (they are printed when a test fails).
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
@@ -198,15 +268,20 @@ fn spawn_blocking(
     });
 
     let deadline = Instant::now() + START_DEADLINE;
+    let read_addr = |addr: &str| -> SocketAddr {
+        addr.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("server {name} printed an unreadable address {addr:?}: {e}"))
+    };
+    let mut http_addr = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(line) => {
-                if let Some(addr) = line.strip_prefix(LISTENING) {
-                    let addr: SocketAddr = addr.trim().parse().unwrap_or_else(|e| {
-                        panic!("server {name} printed an unreadable address {addr:?}: {e}")
-                    });
-                    return (child, addr);
+                if let Some(addr) = line.strip_prefix(HTTP_LISTENING) {
+                    http_addr = Some(read_addr(addr));
+                } else if let Some(addr) = line.strip_prefix(LISTENING) {
+                    return (child, read_addr(addr), http_addr);
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
