@@ -2,6 +2,8 @@
 //! (`rules`, `serve`, `migrate`; `token`, `play` and `bench` slot in beside them as further
 //! [`Command`] variants).
 
+mod health;
+mod metrics_endpoint;
 mod play;
 mod rules_cli;
 mod rules_json;

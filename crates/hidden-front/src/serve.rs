@@ -109,6 +109,10 @@ pub struct ServeArgs {
     /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
     #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub ws_max_connections: usize,
+    /// Address of the metrics listener (Prometheus text on `GET /metrics`; `127.0.0.1:0` picks a
+    /// free port; the chosen address is printed).
+    #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
+    pub metrics_listen: SocketAddr,
 }
 
 /// Log line format.
@@ -128,22 +132,19 @@ pub struct MigrateArgs {
     pub database_url: String,
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HF_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+/// Installs logging (and span export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set); the guard
+/// flushes the spans not yet exported when dropped.
+fn init_logging(format: LogFormat) -> hidden_front_telemetry::Guard {
+    let format = match format {
+        LogFormat::Text => hidden_front_telemetry::LogFormat::Text,
+        LogFormat::Json => hidden_front_telemetry::LogFormat::Json,
+    };
+    hidden_front_telemetry::init(format, "hidden-front")
 }
 
 /// Runs `hidden-front migrate`.
 pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
-    init_logging(LogFormat::Text);
+    let _telemetry = init_logging(LogFormat::Text);
     let store = PostgresStore::connect(&args.database_url)
         .await
         .context("connecting to the database")?;
@@ -154,12 +155,19 @@ pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
 
 /// Runs `hidden-front serve` until SIGINT or SIGTERM.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(args.log_format);
+    let telemetry = init_logging(args.log_format);
     if args.services.is_empty() {
         bail!("--services needs at least one service");
     }
-    let store: Arc<dyn GameStore> = match &args.database_url {
-        Some(url) => {
+    let metrics = crate::metrics_endpoint::install()?;
+    let run_session = args
+        .services
+        .iter()
+        .any(|s| matches!(s, ServiceName::All | ServiceName::Session));
+    // Only the session keeps games; a gateway-only process needs no database.
+    let store: Arc<dyn GameStore> = match (&args.database_url, run_session) {
+        (_, false) => Arc::new(MemoryStore::new()),
+        (Some(url), true) => {
             let store = PostgresStore::connect(url)
                 .await
                 .context("connecting to the database given by DATABASE_URL")?;
@@ -169,7 +177,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("games are stored in Postgres");
             Arc::new(store)
         }
-        None => {
+        (None, true) => {
             eprintln!(
                 "WARNING: DATABASE_URL is not set: games are kept IN MEMORY ONLY. Nothing is durable; \
                  every game is lost when this process stops."
@@ -185,11 +193,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build_v1()
         .context("building the reflection service")?;
 
-    let run_session = args
-        .services
-        .iter()
-        .any(|s| matches!(s, ServiceName::All | ServiceName::Session));
     let router = tonic::transport::Server::builder()
+        // One span per RPC, child of the caller's trace context (W3C `traceparent`).
+        .layer(hidden_front_telemetry::GrpcServerLayer)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .add_service(health_service)
         .add_service(reflection)
@@ -205,11 +211,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .max_decoding_message_size(args.max_message_bytes)
                 .max_encoding_message_size(4 * 1024 * 1024)
         }));
-    if run_session {
-        health_reporter
-            .set_serving::<SessionServiceServer<SessionService>>()
-            .await;
-    }
 
     let listener = TcpListener::bind(args.listen)
         .await
@@ -236,13 +237,26 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    if run_gateway {
-        health_reporter
-            .set_serving::<PlayerServiceServer<PlayerApi>>()
-            .await;
-    }
-    // Tests and scripts read these lines to find the ports; the HTTP one comes first, so whoever
-    // stops reading at the gRPC line has seen both.
+    // SERVING only while the dependencies answer (checked now, then every few seconds).
+    crate::health::start(
+        health_reporter,
+        crate::health::Dependencies {
+            store: run_session.then(|| store.clone()),
+            session_url: run_gateway.then(|| {
+                args.session_url
+                    .clone()
+                    .unwrap_or_else(|| format!("http://{local}"))
+            }),
+        },
+    )
+    .await?;
+    let metrics_listener = TcpListener::bind(args.metrics_listen)
+        .await
+        .with_context(|| format!("binding {} (--metrics-listen)", args.metrics_listen))?;
+    let metrics_addr = metrics_listener.local_addr()?;
+    // Tests and scripts read these lines to find the ports; the metrics and HTTP ones come
+    // first, so whoever stops reading at the gRPC line has seen them all.
+    println!("hidden-front metrics listening on {metrics_addr}");
     if let Some((_, addr, _)) = &http {
         println!("hidden-front http listening on {addr}");
         tracing::info!(address = %addr, "serving the WebSocket API on {}", ws::WS_PATH);
@@ -295,8 +309,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .context("serving HTTP (WebSocket API)")
     };
-    tokio::try_join!(grpc, http)?;
+    let metrics = crate::metrics_endpoint::serve(metrics_listener, metrics, stopped());
+    tokio::try_join!(grpc, http, metrics)?;
     tracing::info!("stopped");
+    // Flushing waits for the exporter, whose connection runs on this runtime: not on a worker.
+    let _ = tokio::task::spawn_blocking(move || drop(telemetry)).await;
     Ok(())
 }
 
@@ -345,7 +362,8 @@ fn gateway_service(
         .connect_timeout(Duration::from_secs(5))
         .http2_keep_alive_interval(Duration::from_secs(20))
         .connect_lazy();
-    let session = SessionServiceClient::new(channel).max_decoding_message_size(4 * 1024 * 1024);
+    let session =
+        SessionServiceClient::new(channel.into()).max_decoding_message_size(4 * 1024 * 1024);
     let gateway = Gateway::new(
         GatewayConfig {
             max_streams: args.max_streams,

@@ -266,4 +266,10 @@ pub trait GameStore: Send + Sync + 'static {
         player: &str,
         limit: usize,
     ) -> Result<Vec<GameSummary>, StoreError>;
+
+    /// Checks that the store answers (a health check): Postgres runs `SELECT 1`; the memory
+    /// store is always reachable.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

@@ -129,6 +129,7 @@ impl PostgresStore {
 
     /// Applies the embedded migrations that the database lacks (sqlx takes an advisory lock, so
     /// replicas starting together do not collide).
+    #[tracing::instrument(name = "store.migrate", skip_all, fields(db.system = "postgresql"))]
     pub async fn migrate(&self) -> Result<(), StoreError> {
         MIGRATOR.run(&self.inner.pool).await?;
         Ok(())
@@ -448,6 +449,7 @@ async fn presence_at(
 
 #[async_trait]
 impl GameStore for PostgresStore {
+    #[tracing::instrument(name = "store.create", level = "info", skip_all, fields(db.system = "postgresql", game_id = %meta.game_id, event_count = events.len()))]
     async fn create(
         &self,
         creation_key: &str,
@@ -521,6 +523,7 @@ impl GameStore for PostgresStore {
         })
     }
 
+    #[tracing::instrument(name = "store.load", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, version = tracing::field::Empty))]
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
         let Some(row) = sqlx::query(
             "SELECT game_id, rules, time_control, south_player, north_player, version, snapshot \
@@ -532,13 +535,16 @@ impl GameStore for PostgresStore {
         else {
             return Ok(None);
         };
+        let version = from_db(game_id, "version", row.try_get("version")?)?;
+        tracing::Span::current().record("version", version);
         Ok(Some(GameRecord {
             meta: meta_of(&row)?,
-            version: from_db(game_id, "version", row.try_get("version")?)?,
+            version,
             game: decode_json(game_id, "snapshot", row.try_get("snapshot")?)?,
         }))
     }
 
+    #[tracing::instrument(name = "store.append", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, expected_version = expected_version, event_count = events.len(), version = tracing::field::Empty))]
     async fn append(
         &self,
         game_id: Uuid,
@@ -659,9 +665,11 @@ impl GameStore for PostgresStore {
         if !events.is_empty() {
             self.inner.notifier.notify(game_id, new_version);
         }
+        tracing::Span::current().record("version", new_version);
         Ok(new_version)
     }
 
+    #[tracing::instrument(name = "store.command_response", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
     async fn command_response(
         &self,
         game_id: Uuid,
@@ -676,6 +684,7 @@ impl GameStore for PostgresStore {
         Ok(response)
     }
 
+    #[tracing::instrument(name = "store.events", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, from_seq = from_seq, limit = limit, event_count = tracing::field::Empty))]
     async fn events(
         &self,
         game_id: Uuid,
@@ -698,6 +707,7 @@ impl GameStore for PostgresStore {
         if rows.is_empty() {
             self.require_game(game_id).await?;
         }
+        tracing::Span::current().record("event_count", rows.len());
         rows.into_iter()
             .map(|row| {
                 Ok(StoredEvent {
@@ -708,6 +718,7 @@ impl GameStore for PostgresStore {
             .collect()
     }
 
+    #[tracing::instrument(name = "store.watch", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {
         // Order matters: LISTEN, then subscribe, then read the version. Any commit after the read
         // reaches the channel, by our own notify or by NOTIFY.
@@ -722,6 +733,7 @@ impl GameStore for PostgresStore {
         Ok(receiver)
     }
 
+    #[tracing::instrument(name = "store.report_presence", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, side = side.name(), connected = connected))]
     async fn report_presence(
         &self,
         game_id: Uuid,
@@ -756,12 +768,20 @@ impl GameStore for PostgresStore {
             .ok_or(StoreError::NotFound(game_id))
     }
 
+    #[tracing::instrument(name = "store.presence", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError> {
         presence_at(&self.inner.pool, game_id, now)
             .await?
             .ok_or(StoreError::NotFound(game_id))
     }
 
+    #[tracing::instrument(name = "store.ping", level = "info", skip_all, fields(db.system = "postgresql"))]
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.inner.pool).await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store.games_of_player", level = "info", skip_all, fields(db.system = "postgresql", limit = limit, game_count = tracing::field::Empty))]
     async fn games_of_player(
         &self,
         player: &str,
@@ -785,6 +805,7 @@ impl GameStore for PostgresStore {
         .bind(to_limit(limit))
         .fetch_all(&self.inner.pool)
         .await?;
+        tracing::Span::current().record("game_count", rows.len());
         rows.into_iter()
             .map(|row| {
                 let meta = meta_of(&row)?;

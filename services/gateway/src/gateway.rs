@@ -5,6 +5,7 @@ use crate::auth::{Authenticator, Player};
 use crate::hub::{Hubs, Seats};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
+use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_rules::{Event, Side, Viewer, project};
@@ -12,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 use uuid::Uuid;
 
@@ -82,7 +82,7 @@ struct Inner {
     /// Flips to `true` when the process is shutting down: every stream is told to reconnect.
     stopping: tokio::sync::watch::Sender<bool>,
     auth: Authenticator,
-    session: SessionServiceClient<Channel>,
+    session: SessionClient,
     hubs: Hubs,
     presence: Presence,
     rate: RateLimiter,
@@ -107,6 +107,26 @@ fn seat_of(seats: &Seats, player: &Player) -> Option<Side> {
     }
 }
 
+/// Counts one open player stream in the [`names::PLAYER_STREAMS`] gauge while it lives.
+struct StreamGauge;
+
+impl StreamGauge {
+    fn open() -> StreamGauge {
+        metrics::gauge!(names::PLAYER_STREAMS).increment(1.0);
+        StreamGauge
+    }
+}
+
+impl Drop for StreamGauge {
+    fn drop(&mut self) {
+        metrics::gauge!(names::PLAYER_STREAMS).decrement(1.0);
+    }
+}
+
+/// The gateway's client of the session service: every call carries the current trace context
+/// (W3C `traceparent`), so a player's command is one trace from the gateway into the session.
+pub type SessionClient = SessionServiceClient<hidden_front_telemetry::TracedChannel>;
+
 fn not_seated(game_id: Uuid) -> Status {
     Status::permission_denied(format!(
         "you are not seated in game {game_id}; set spectate to watch it"
@@ -115,11 +135,7 @@ fn not_seated(game_id: Uuid) -> Status {
 
 impl Gateway {
     /// A gateway talking to the session service through `session`.
-    pub fn new(
-        config: GatewayConfig,
-        auth: Authenticator,
-        session: SessionServiceClient<Channel>,
-    ) -> Gateway {
+    pub fn new(config: GatewayConfig, auth: Authenticator, session: SessionClient) -> Gateway {
         Gateway {
             inner: Arc::new(Inner {
                 auth,
@@ -212,7 +228,8 @@ impl Gateway {
         let mut stopping = self.inner.stopping.subscribe();
         tokio::spawn(async move {
             // Held for the stream's life: the stream slot and the presence report.
-            let _keep = (permit, presence);
+            let _keep = (permit, presence, StreamGauge::open());
+            let lag = metrics::histogram!(names::STREAM_LAG_EVENTS);
             let mut grown = hub.watch();
             let mut next = request.from_seq.max(1);
             // A replay of a finished game reveals everything; live events reveal at the end.
@@ -268,6 +285,7 @@ impl Gateway {
                         return;
                     }
                     if let Some(v) = project(&entry.event, viewer, ended_at_start) {
+                        lag.record(head.saturating_sub(entry.seq) as f64);
                         let item = pb::SubscribeResponse {
                             item: Some(pb::subscribe_response::Item::Event(
                                 hidden_front_wire::game_event(&seats.rules, &id, entry.seq, &v),

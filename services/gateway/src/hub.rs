@@ -8,14 +8,13 @@
 //! resume hint (see `Gateway::subscribe`). Projection per viewer happens in the connection, with
 //! the engine's view function.
 
+use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
-use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_rules::{Event, Rules};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 use uuid::Uuid;
 
@@ -98,7 +97,7 @@ impl GameHub {
 
 /// Every game this gateway follows, plus the seat cache.
 pub(crate) struct Hubs {
-    session: SessionServiceClient<Channel>,
+    session: SessionClient,
     hubs: Mutex<HashMap<Uuid, Weak<GameHub>>>,
     seats: Mutex<HashMap<Uuid, Seats>>,
 }
@@ -108,7 +107,7 @@ const SEAT_CACHE_LIMIT: usize = 100_000;
 
 impl Hubs {
     /// Hubs reading from `session`.
-    pub(crate) fn new(session: SessionServiceClient<Channel>) -> Hubs {
+    pub(crate) fn new(session: SessionClient) -> Hubs {
         Hubs {
             session,
             hubs: Mutex::new(HashMap::new()),
@@ -177,7 +176,7 @@ impl Hubs {
 
 /// Follows the game's log upstream until it ends, reconnecting (from the next sequence number)
 /// whenever the session stream breaks.
-async fn follow(mut session: SessionServiceClient<Channel>, game_id: Uuid, shared: Arc<Shared>) {
+async fn follow(mut session: SessionClient, game_id: Uuid, shared: Arc<Shared>) {
     let mut backoff = Duration::from_millis(50);
     // Where the game stands now: everything up to here is backfill, not live traffic. If the
     // session cannot say, every event counts as live (the cautious choice for slow clients).

@@ -21,5 +21,5 @@ mod presence;
 mod service;
 pub mod ws;
 
-pub use gateway::{Action, Gateway, GatewayConfig};
+pub use gateway::{Action, Gateway, GatewayConfig, SessionClient};
 pub use service::PlayerApi;

@@ -5,14 +5,13 @@
 //! report is renewed well inside its lease, so if this gateway dies its players count as
 //! disconnected when the lease runs out, without anyone having to notice the crash.
 
+use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
-use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_rules::Side;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
-use tonic::transport::Channel;
 use uuid::Uuid;
 
 /// Counts connections per seat and keeps the session informed.
@@ -22,7 +21,7 @@ pub(crate) struct Presence {
 }
 
 struct Inner {
-    session: SessionServiceClient<Channel>,
+    session: SessionClient,
     gateway_id: String,
     lease: Duration,
     seats: Mutex<HashMap<(Uuid, Side), watch::Sender<usize>>>,
@@ -45,11 +44,7 @@ impl Drop for PresenceGuard {
 
 impl Presence {
     /// Presence reporting as gateway `gateway_id`, with reports holding for `lease`.
-    pub(crate) fn new(
-        session: SessionServiceClient<Channel>,
-        gateway_id: String,
-        lease: Duration,
-    ) -> Presence {
+    pub(crate) fn new(session: SessionClient, gateway_id: String, lease: Duration) -> Presence {
         Presence {
             inner: Arc::new(Inner {
                 session,

@@ -1477,7 +1477,9 @@ mod tests {
 
         // A gateway that is never called: the items are fed to the connection directly.
         let session = SessionServiceClient::new(
-            tonic::transport::Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
+            tonic::transport::Endpoint::from_static("http://127.0.0.1:9")
+                .connect_lazy()
+                .into(),
         );
         let gateway = Gateway::new(
             GatewayConfig::default(),

@@ -3,7 +3,7 @@
 //! resuming from the hint continues with no gap and no duplicate.
 
 use hidden_front_gateway::auth::{AuthConfig, Authenticator, Player};
-use hidden_front_gateway::{Gateway, GatewayConfig};
+use hidden_front_gateway::{Gateway, GatewayConfig, SessionClient};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
@@ -16,7 +16,7 @@ use tokio_stream::StreamExt;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-async fn session() -> SessionServiceClient<tonic::transport::Channel> {
+async fn session() -> SessionClient {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let service = SessionService::new(Arc::new(MemoryStore::new()), SessionConfig::default());
@@ -30,18 +30,13 @@ async fn session() -> SessionServiceClient<tonic::transport::Channel> {
     SessionServiceClient::new(
         tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
             .unwrap()
-            .connect_lazy(),
+            .connect_lazy()
+            .into(),
     )
 }
 
 /// A session on loopback, a gateway over it, and a game between sue (south) and ned (north).
-async fn setup(
-    config: GatewayConfig,
-) -> (
-    SessionServiceClient<tonic::transport::Channel>,
-    Gateway,
-    String,
-) {
+async fn setup(config: GatewayConfig) -> (SessionClient, Gateway, String) {
     let mut session = session().await;
     let gateway = Gateway::new(
         config,

@@ -11,8 +11,14 @@
 //! Answers and errors leave through the engine's view functions only: a command's events are
 //! projected for the acting side, and `GetGame` for the asking viewer. `WatchGame` is the one
 //! full-information stream, for internal consumers (the gateway projects it per player).
+//!
+//! Metrics (through the `metrics` facade; names in `hidden-front-metrics-names`): moves and
+//! their latency, commands by kind and outcome, games by phase, store failures and append
+//! latency. The games-by-phase gauge is kept from this process's own command outcomes: games
+//! created or advanced by other replicas, and games older than this process, are not in it.
 
 mod errors;
+mod metered;
 mod service;
 
 pub use errors::{game_error_status, store_error_status};

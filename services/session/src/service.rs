@@ -1,6 +1,8 @@
 //! The `SessionService` gRPC implementation.
 
 use crate::errors::{game_error_status, store_error_status, wire_status};
+use crate::metered::MeteredStore;
+use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
 use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
@@ -10,7 +12,7 @@ use prost::Message;
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
@@ -138,6 +140,51 @@ pub(crate) fn time_control_to_proto(tc: &TimeControl) -> pb::TimeControl {
     }
 }
 
+/// The `phase` label value of a phase.
+fn phase_label(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Deployment => names::PHASES[0],
+        Phase::Play => names::PHASES[1],
+        Phase::Ended => names::PHASES[2],
+    }
+}
+
+/// Moves a game from one phase to another in the games-by-phase gauge (`from: None`: a new game).
+fn count_phase_change(from: Option<Phase>, to: Phase) {
+    if from == Some(to) {
+        return;
+    }
+    if let Some(from) = from {
+        metrics::gauge!(names::GAMES, names::PHASE => phase_label(from)).decrement(1.0);
+    }
+    metrics::gauge!(names::GAMES, names::PHASE => phase_label(to)).increment(1.0);
+}
+
+/// Whether an error is the session refusing the command (the caller's doing), not a failure.
+fn is_refusal(status: &Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::InvalidArgument
+            | Code::FailedPrecondition
+            | Code::Aborted
+            | Code::NotFound
+            | Code::PermissionDenied
+            | Code::OutOfRange
+            | Code::AlreadyExists
+    )
+}
+
+/// The `outcome` label value of a command's answer.
+fn outcome_of(result: &Result<pb::CommandResult, Status>) -> &'static str {
+    match result {
+        Ok(answer) if answer.replayed => names::REPLAYED,
+        Ok(_) => names::OK,
+        Err(status) if is_refusal(status) => names::REFUSED,
+        Err(_) => names::ERROR,
+    }
+}
+
 fn validate_player(field: &str, player: &str) -> Result<(), Status> {
     if player.trim().is_empty() {
         return Err(Status::invalid_argument(format!("{field} is required")));
@@ -151,10 +198,10 @@ fn validate_player(field: &str, player: &str) -> Result<(), Status> {
 }
 
 impl SessionService {
-    /// A session service over `store`.
+    /// A session service over `store` (its failures and append latency are recorded as metrics).
     pub fn new(store: Arc<dyn GameStore>, config: SessionConfig) -> SessionService {
         SessionService {
-            store,
+            store: Arc::new(MeteredStore::new(store)),
             cache: Mutex::new(HashMap::new()),
             config,
         }
@@ -215,6 +262,21 @@ impl SessionService {
 
     /// Runs one command through the judge-and-append loop described in the crate docs.
     /// `make` turns the loaded game into the engine command (it may refuse, e.g. a bad square).
+    ///
+    /// Its span carries the game, the seat and the versions only: never the command's squares'
+    /// pieces nor the events, which may reveal hidden ranks.
+    #[tracing::instrument(
+        name = "session.command",
+        skip_all,
+        fields(
+            game_id = %ctx.game_id,
+            side = ctx.side.name(),
+            expected_version = ctx.expected_version,
+            version = tracing::field::Empty,
+            event_count = tracing::field::Empty,
+            attempts = tracing::field::Empty,
+        )
+    )]
     async fn execute(
         &self,
         ctx: &Context,
@@ -252,6 +314,11 @@ impl SessionService {
                 .await
             {
                 Ok(version) => {
+                    let span = tracing::Span::current();
+                    span.record("version", version);
+                    span.record("event_count", events.len());
+                    span.record("attempts", attempt + 1);
+                    count_phase_change(Some(record.game.phase()), game.phase());
                     self.remember(GameRecord {
                         meta: record.meta,
                         version,
@@ -355,14 +422,24 @@ impl SessionService {
         }
     }
 
+    /// Runs a player's command of `kind` (a label value of [`names::COMMAND_KINDS`]) and counts
+    /// its outcome.
     async fn command(
         &self,
+        kind: &'static str,
         context: Option<pb::CommandContext>,
         make: impl Fn(&GameRecord, Side) -> Result<Command, Status>,
     ) -> Result<pb::CommandResult, Status> {
-        let ctx = parse_context(context)?;
-        let side = ctx.side;
-        self.execute(&ctx, |record| make(record, side)).await
+        let result = match parse_context(context) {
+            Ok(ctx) => {
+                let side = ctx.side;
+                self.execute(&ctx, |record| make(record, side)).await
+            }
+            Err(status) => Err(status),
+        };
+        metrics::counter!(names::COMMANDS_TOTAL, names::KIND => kind, names::OUTCOME => outcome_of(&result))
+            .increment(1);
+        result
     }
 
     fn rules_of(record: &GameRecord) -> Rules {
@@ -506,6 +583,9 @@ impl SessionApi for SessionService {
             .create(&key, &meta, &events, &game)
             .await
             .map_err(|e| store_error_status(&e))?;
+        if !created.replayed {
+            count_phase_change(None, game.phase());
+        }
         let record = self.load(created.game_id, created.replayed).await?;
         tracing::info!(game_id = %created.game_id, rules = %record.meta.rules, replayed = created.replayed, "game created");
         Ok(Response::new(pb::CreateGameResponse {
@@ -525,7 +605,7 @@ impl SessionApi for SessionService {
         request: Request<pb::ReshuffleDeploymentRequest>,
     ) -> Result<Response<pb::ReshuffleDeploymentResponse>, Status> {
         let result = self
-            .command(request.into_inner().context, |_, side| {
+            .command("reshuffle", request.into_inner().context, |_, side| {
                 Ok(Command::Reshuffle { side })
             })
             .await?;
@@ -541,7 +621,7 @@ impl SessionApi for SessionService {
         let request = request.into_inner();
         let (a, b) = (request.square_a, request.square_b);
         let result = self
-            .command(request.context, |record, side| {
+            .command("swap", request.context, |record, side| {
                 let rules = Self::rules_of(record);
                 Ok(Command::Swap {
                     side,
@@ -564,7 +644,7 @@ impl SessionApi for SessionService {
             .deployment
             .ok_or_else(|| Status::invalid_argument("deployment is required"))?;
         let result = self
-            .command(request.context, |record, side| {
+            .command("set_deployment", request.context, |record, side| {
                 if deployment.side != pb::Side::Unspecified as i32
                     && deployment.side != wire::side_to_proto(side) as i32
                 {
@@ -589,7 +669,7 @@ impl SessionApi for SessionService {
         request: Request<pb::ConfirmDeploymentRequest>,
     ) -> Result<Response<pb::ConfirmDeploymentResponse>, Status> {
         let result = self
-            .command(request.into_inner().context, |_, side| {
+            .command("confirm", request.into_inner().context, |_, side| {
                 Ok(Command::Confirm { side })
             })
             .await?;
@@ -602,17 +682,29 @@ impl SessionApi for SessionService {
         &self,
         request: Request<pb::SubmitMoveRequest>,
     ) -> Result<Response<pb::SubmitMoveResponse>, Status> {
+        let started = Instant::now();
         let request = request.into_inner();
         let mv = request.r#move;
         let result = self
-            .command(request.context, |record, side| {
+            .command("move", request.context, |record, side| {
                 let rules = Self::rules_of(record);
                 Ok(Command::Move {
                     side,
                     mv: wire::move_from_proto(&rules, mv.as_ref()).map_err(wire_status)?,
                 })
             })
-            .await?;
+            .await;
+        metrics::histogram!(names::MOVE_DURATION_SECONDS).record(started.elapsed().as_secs_f64());
+        match &result {
+            Ok(answer) if !answer.replayed => {
+                metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::OK).increment(1);
+            }
+            Err(status) if is_refusal(status) => {
+                metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::REFUSED).increment(1);
+            }
+            _ => {}
+        }
+        let result = result?;
         Ok(Response::new(pb::SubmitMoveResponse {
             result: Some(result),
         }))
@@ -623,7 +715,7 @@ impl SessionApi for SessionService {
         request: Request<pb::OfferDrawRequest>,
     ) -> Result<Response<pb::OfferDrawResponse>, Status> {
         let result = self
-            .command(request.into_inner().context, |_, side| {
+            .command("offer_draw", request.into_inner().context, |_, side| {
                 Ok(Command::OfferDraw { side })
             })
             .await?;
@@ -639,7 +731,7 @@ impl SessionApi for SessionService {
         let request = request.into_inner();
         let accept = request.accept;
         let result = self
-            .command(request.context, |_, side| {
+            .command("answer_draw", request.context, |_, side| {
                 Ok(Command::AnswerDraw { side, accept })
             })
             .await?;
@@ -653,7 +745,7 @@ impl SessionApi for SessionService {
         request: Request<pb::ResignRequest>,
     ) -> Result<Response<pb::ResignResponse>, Status> {
         let result = self
-            .command(request.into_inner().context, |_, side| {
+            .command("resign", request.into_inner().context, |_, side| {
                 Ok(Command::Resign { side })
             })
             .await?;
@@ -666,9 +758,17 @@ impl SessionApi for SessionService {
         &self,
         request: Request<pb::ApplyTimerRequest>,
     ) -> Result<Response<pb::ApplyTimerResponse>, Status> {
-        Ok(Response::new(
-            SessionService::apply_timer(self, request.into_inner()).await?,
-        ))
+        let result = SessionService::apply_timer(self, request.into_inner()).await;
+        let outcome = match &result {
+            Ok(answer) if answer.applied => names::OK,
+            // A stale timer (or one already applied) changes nothing.
+            Ok(_) => names::REFUSED,
+            Err(status) if is_refusal(status) => names::REFUSED,
+            Err(_) => names::ERROR,
+        };
+        metrics::counter!(names::COMMANDS_TOTAL, names::KIND => "timer", names::OUTCOME => outcome)
+            .increment(1);
+        Ok(Response::new(result?))
     }
 
     async fn report_presence(

@@ -19,6 +19,9 @@ const LISTENING: &str = "hidden-front listening on ";
 /// [`LISTENING`] when the gateway runs.
 const HTTP_LISTENING: &str = "hidden-front http listening on ";
 
+/// The line prefix of the metrics listener (`GET /metrics`), printed before [`LISTENING`].
+const METRICS_LISTENING: &str = "hidden-front metrics listening on ";
+
 /// One `hidden-front serve --listen 127.0.0.1:0 --database-url URL` process.
 ///
 /// [`Server::kill`] sends SIGKILL (no graceful drain); [`Server::restart`] starts a new process
@@ -31,10 +34,13 @@ pub struct Server {
     child: Option<Child>,
     addr: SocketAddr,
     http_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
     log: Arc<Mutex<Vec<u8>>>,
     starts: u32,
     /// Further `serve` flags, given at every start.
     args: Vec<String>,
+    /// Further environment variables, set at every start.
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -47,18 +53,36 @@ impl Server {
     /// [`Server::start`] with further `serve` flags (e.g. `["--actions-per-second", "1000"]`),
     /// which restarts keep.
     pub async fn start_with_args(name: &str, database_url: &str, args: &[&str]) -> Server {
+        Server::start_with_env(name, database_url, args, &[]).await
+    }
+
+    /// [`Server::start_with_args`] with further environment variables (e.g.
+    /// `[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")]`), which restarts keep.
+    pub async fn start_with_env(
+        name: &str,
+        database_url: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let log = Arc::new(Mutex::new(Vec::new()));
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (child, addr, http_addr) = spawn_and_wait(name, database_url, &args, &log, 1).await;
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let (child, addr, http_addr, metrics_addr) =
+            spawn_and_wait(name, database_url, &args, &env, &log, 1).await;
         Server {
             name: name.to_string(),
             database_url: database_url.to_string(),
             child: Some(child),
             addr,
             http_addr,
+            metrics_addr,
             log,
             starts: 1,
             args,
+            env,
         }
     }
 
@@ -70,6 +94,11 @@ impl Server {
     /// The address of its HTTP listener (the WebSocket API); `None` when the gateway does not run.
     pub fn http_addr(&self) -> Option<SocketAddr> {
         self.http_addr
+    }
+
+    /// The address of its metrics listener (`GET /metrics`, Prometheus text).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The label given at start.
@@ -123,10 +152,11 @@ impl Server {
     pub async fn restart(&mut self) -> SocketAddr {
         self.kill();
         self.starts += 1;
-        let (child, addr, http_addr) = spawn_and_wait(
+        let (child, addr, http_addr, metrics_addr) = spawn_and_wait(
             &self.name,
             &self.database_url,
             &self.args,
+            &self.env,
             &self.log,
             self.starts,
         )
@@ -134,6 +164,7 @@ impl Server {
         self.child = Some(child);
         self.addr = addr;
         self.http_addr = http_addr;
+        self.metrics_addr = metrics_addr;
         addr
     }
 
@@ -187,26 +218,31 @@ async fn spawn_and_wait(
     name: &str,
     database_url: &str,
     args: &[String],
+    env: &[(String, String)],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr, Option<SocketAddr>) {
+) -> (Child, SocketAddr, Option<SocketAddr>, Option<SocketAddr>) {
     let name = name.to_string();
     let database_url = database_url.to_string();
     let args = args.to_vec();
+    let env = env.to_vec();
     let log = Arc::clone(log);
     // Waiting for the line blocks a thread: keep it off the runtime's workers.
-    tokio::task::spawn_blocking(move || spawn_blocking(&name, &database_url, &args, &log, start))
-        .await
-        .expect("starting the server panicked")
+    tokio::task::spawn_blocking(move || {
+        spawn_blocking(&name, &database_url, &args, &env, &log, start)
+    })
+    .await
+    .expect("starting the server panicked")
 }
 
 fn spawn_blocking(
     name: &str,
     database_url: &str,
     args: &[String],
+    env: &[(String, String)],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr, Option<SocketAddr>) {
+) -> (Child, SocketAddr, Option<SocketAddr>, Option<SocketAddr>) {
     let bin = binary();
     log.lock()
         .expect("log lock")
@@ -215,6 +251,7 @@ fn spawn_blocking(
         .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
         .arg(database_url)
         .args(["--http-listen", "127.0.0.1:0"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
         .args(args)
         // The tests rely on the defaults (all services, migrate on start, 64 KiB messages).
         .env_remove("HF_SERVICES")
@@ -223,6 +260,7 @@ fn spawn_blocking(
         .env_remove("HF_MAX_MESSAGE_BYTES")
         .env_remove("HF_LOG_FORMAT")
         .env_remove("HF_HTTP_LISTEN")
+        .env_remove("HF_METRICS_LISTEN")
         .env_remove("HF_WS_MAX_CONNECTIONS")
         // The gateway tests mint tokens with the development secret and set limits by flags.
         .env_remove("HF_JWT_SECRET")
@@ -232,8 +270,12 @@ fn spawn_blocking(
         .env_remove("HF_ALLOW_GUEST_TOKENS")
         .env_remove("HF_SESSION_URL")
         .env_remove("HF_ACTIONS_PER_SECOND")
+        // No span export unless a test asks for it.
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         // Plain text logs (they are printed when a test fails).
         .env("NO_COLOR", "1")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -274,14 +316,17 @@ fn spawn_blocking(
             .unwrap_or_else(|e| panic!("server {name} printed an unreadable address {addr:?}: {e}"))
     };
     let mut http_addr = None;
+    let mut metrics_addr = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(line) => {
                 if let Some(addr) = line.strip_prefix(HTTP_LISTENING) {
                     http_addr = Some(read_addr(addr));
+                } else if let Some(addr) = line.strip_prefix(METRICS_LISTENING) {
+                    metrics_addr = Some(read_addr(addr));
                 } else if let Some(addr) = line.strip_prefix(LISTENING) {
-                    return (child, read_addr(addr), http_addr);
+                    return (child, read_addr(addr), http_addr, metrics_addr);
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {

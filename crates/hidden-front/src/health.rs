@@ -1,0 +1,121 @@
+//! gRPC health that follows the dependencies: the session service is SERVING only while its
+//! store answers, the gateway only while its session does (the store, when the session runs in
+//! this process; the session's own health check otherwise). The overall `""` service is SERVING
+//! only when every service of this process is.
+
+use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
+use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
+use hidden_front_store::GameStore;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic_health::ServingStatus;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::server::HealthReporter;
+
+/// How often the dependencies are checked.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(3);
+/// How long one check may take before it counts as a failure.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What this process runs and what that depends on.
+pub struct Dependencies {
+    /// The session's store, when the session runs in this process.
+    pub store: Option<Arc<dyn GameStore>>,
+    /// Where the gateway finds the session, when the gateway runs in this process. Not used when
+    /// the session runs here too (then the store decides).
+    pub session_url: Option<String>,
+}
+
+/// Checks the dependencies once (so the first health answer is already true), sets the
+/// statuses, then keeps checking every [`CHECK_INTERVAL`] in a background task.
+pub async fn start(reporter: HealthReporter, deps: Dependencies) -> anyhow::Result<()> {
+    let session = match (&deps.store, &deps.session_url) {
+        (None, Some(url)) => Some(HealthClient::new(
+            tonic::transport::Endpoint::from_shared(url.clone())?
+                .connect_timeout(CHECK_TIMEOUT)
+                .connect_lazy(),
+        )),
+        _ => None,
+    };
+    let mut checker = Checker {
+        reporter,
+        deps,
+        session,
+        last: None,
+    };
+    checker.check().await;
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(CHECK_INTERVAL);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            checker.check().await;
+        }
+    });
+    Ok(())
+}
+
+struct Checker {
+    reporter: HealthReporter,
+    deps: Dependencies,
+    /// Health client of a session in another process.
+    session: Option<HealthClient<tonic::transport::Channel>>,
+    /// The statuses set last time (session, gateway), to log only changes.
+    last: Option<(Option<bool>, Option<bool>)>,
+}
+
+impl Checker {
+    async fn check(&mut self) {
+        let store_ok = match &self.deps.store {
+            Some(store) => Some(matches!(
+                tokio::time::timeout(CHECK_TIMEOUT, store.ping()).await,
+                Ok(Ok(()))
+            )),
+            None => None,
+        };
+        let gateway_ok = match (&self.deps.session_url, store_ok, &mut self.session) {
+            (None, _, _) => None,
+            (Some(_), Some(store_ok), _) => Some(store_ok),
+            (Some(_), None, Some(client)) => {
+                let request = HealthCheckRequest {
+                    service: SESSION_SERVICE.to_string(),
+                };
+                Some(matches!(
+                    tokio::time::timeout(CHECK_TIMEOUT, client.check(request)).await,
+                    Ok(Ok(answer)) if answer.get_ref().status == WireStatus::Serving as i32
+                ))
+            }
+            (Some(_), None, None) => Some(false),
+        };
+        let status = |ok: bool| {
+            if ok {
+                ServingStatus::Serving
+            } else {
+                ServingStatus::NotServing
+            }
+        };
+        if let Some(ok) = store_ok {
+            self.reporter
+                .set_service_status(SESSION_SERVICE, status(ok))
+                .await;
+        }
+        if let Some(ok) = gateway_ok {
+            self.reporter
+                .set_service_status(PLAYER_SERVICE, status(ok))
+                .await;
+        }
+        let all_ok = store_ok.unwrap_or(true) && gateway_ok.unwrap_or(true);
+        self.reporter.set_service_status("", status(all_ok)).await;
+        let now = (store_ok, gateway_ok);
+        if self.last != Some(now) {
+            if all_ok {
+                tracing::info!(store = ?store_ok, session = ?gateway_ok, "health: SERVING");
+            } else {
+                tracing::warn!(store = ?store_ok, session = ?gateway_ok, "health: NOT_SERVING (a dependency does not answer)");
+            }
+            self.last = Some(now);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Metrics: the Prometheus recorder behind the services' `metrics` facade calls, and the
+//! dedicated HTTP listener (`--metrics-listen`) that serves it as text on `GET /metrics`.
+
+use anyhow::Context;
+use hidden_front_metrics_names as names;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// The path of the metrics route.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// Installs the Prometheus recorder as the process's global recorder (histograms with fixed
+/// buckets) and registers the main series at zero, so a scrape shows them before any traffic.
+pub fn install() -> anyhow::Result<PrometheusHandle> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &names::LATENCY_BUCKETS)
+        .context("latency buckets")?
+        .set_buckets_for_metric(
+            Matcher::Full(names::STREAM_LAG_EVENTS.into()),
+            &names::LAG_BUCKETS,
+        )
+        .context("lag buckets")?
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    describe();
+    Ok(handle)
+}
+
+/// HELP texts, and zero values for the series every dashboard reads.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        names::MOVES_TOTAL,
+        "Moves judged by the session, by result."
+    );
+    describe_histogram!(
+        names::MOVE_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "Time the session took to answer a move."
+    );
+    describe_counter!(
+        names::COMMANDS_TOTAL,
+        "Commands answered by the session, by kind and outcome."
+    );
+    describe_gauge!(
+        names::GAMES,
+        "Games by phase, as this session process saw them change (per process, approximate)."
+    );
+    describe_gauge!(
+        names::PLAYER_STREAMS,
+        "Player streams open on this gateway."
+    );
+    describe_histogram!(
+        names::STREAM_LAG_EVENTS,
+        "Events a player stream was behind the game's log when it delivered one."
+    );
+    describe_counter!(
+        names::STORE_ERRORS_TOTAL,
+        "Failed store operations, by operation."
+    );
+    describe_histogram!(
+        names::STORE_APPEND_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "Time a store append took."
+    );
+    for result in [names::OK, names::REFUSED] {
+        metrics::counter!(names::MOVES_TOTAL, names::RESULT => result).increment(0);
+    }
+    for phase in names::PHASES {
+        metrics::gauge!(names::GAMES, names::PHASE => phase).increment(0.0);
+    }
+    metrics::gauge!(names::PLAYER_STREAMS).increment(0.0);
+}
+
+/// Serves `GET /metrics` on `listener` until `stopped` completes, running the recorder's upkeep
+/// meanwhile.
+pub async fn serve(
+    listener: TcpListener,
+    handle: PrometheusHandle,
+    stopped: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let upkeep = handle.clone();
+    let upkeep = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            upkeep.run_upkeep();
+        }
+    });
+    let app = axum::Router::new().route(
+        METRICS_PATH,
+        axum::routing::get(move || {
+            let handle = handle.clone();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )],
+                    handle.render(),
+                )
+            }
+        }),
+    );
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(stopped)
+        .await
+        .context("serving /metrics");
+    upkeep.abort();
+    served
+}

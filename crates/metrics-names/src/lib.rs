@@ -1,0 +1,82 @@
+//! The names and label values of Hidden Front's metrics, defined once for the services that
+//! record them (through the `metrics` facade) and the binary that exports them (Prometheus text
+//! format on `/metrics`).
+//!
+//! Every label has a small, fixed set of values: game ids and player ids are never labels.
+
+/// Counter: `SubmitMove` commands judged, by [`RESULT`] ([`OK`] or [`REFUSED`]). Replayed
+/// answers (a retry of an applied move) are not counted again.
+pub const MOVES_TOTAL: &str = "hf_moves_total";
+/// Histogram (seconds): how long the session took to answer a `SubmitMove`, whatever the answer.
+pub const MOVE_DURATION_SECONDS: &str = "hf_move_duration_seconds";
+/// Counter: commands answered by the session, by [`KIND`] and [`OUTCOME`].
+pub const COMMANDS_TOTAL: &str = "hf_commands_total";
+/// Gauge: games by [`PHASE`], as this session process saw them change (see the README: an
+/// approximation per process, starting from zero at every start).
+pub const GAMES: &str = "hf_games";
+/// Gauge: player streams (gRPC `Subscribe` and WebSocket subscriptions) open on this gateway.
+pub const PLAYER_STREAMS: &str = "hf_player_streams";
+/// Histogram (events): how many events a stream was behind the game's log when it delivered one.
+pub const STREAM_LAG_EVENTS: &str = "hf_stream_lag_events";
+/// Counter: store operations that failed (database or data errors, not conflicts), by
+/// [`OPERATION`].
+pub const STORE_ERRORS_TOTAL: &str = "hf_store_errors_total";
+/// Histogram (seconds): how long a store append (events + snapshot + answer) took.
+pub const STORE_APPEND_DURATION_SECONDS: &str = "hf_store_append_duration_seconds";
+
+/// Label: `ok` or `refused`.
+pub const RESULT: &str = "result";
+/// Label: the command, one of [`COMMAND_KINDS`].
+pub const KIND: &str = "kind";
+/// Label: one of [`OUTCOMES`].
+pub const OUTCOME: &str = "outcome";
+/// Label: `deployment`, `play` or `ended`.
+pub const PHASE: &str = "phase";
+/// Label: the store operation, one of [`STORE_OPERATIONS`].
+pub const OPERATION: &str = "operation";
+
+/// Label value: the command was applied.
+pub const OK: &str = "ok";
+/// Label value: the command was refused (against the rules, stale, malformed).
+pub const REFUSED: &str = "refused";
+/// Label value: an earlier attempt's stored answer was replayed.
+pub const REPLAYED: &str = "replayed";
+/// Label value: the command failed (store or internal failure).
+pub const ERROR: &str = "error";
+
+/// Every value of [`OUTCOME`].
+pub const OUTCOMES: [&str; 4] = [OK, REPLAYED, REFUSED, ERROR];
+/// Every value of [`KIND`].
+pub const COMMAND_KINDS: [&str; 9] = [
+    "reshuffle",
+    "swap",
+    "set_deployment",
+    "confirm",
+    "move",
+    "offer_draw",
+    "answer_draw",
+    "resign",
+    "timer",
+];
+/// Every value of [`PHASE`].
+pub const PHASES: [&str; 3] = ["deployment", "play", "ended"];
+/// Every value of [`OPERATION`].
+pub const STORE_OPERATIONS: [&str; 10] = [
+    "create",
+    "load",
+    "append",
+    "command_response",
+    "events",
+    "watch",
+    "report_presence",
+    "presence",
+    "games_of_player",
+    "ping",
+];
+
+/// Histogram buckets (seconds) of the latency histograms.
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+/// Histogram buckets (events) of [`STREAM_LAG_EVENTS`].
+pub const LAG_BUCKETS: [f64; 9] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0, 1024.0];

@@ -1,0 +1,253 @@
+//! W3C Trace Context over gRPC metadata: a server layer that opens each RPC's span as a child of
+//! the caller's, and a client wrapper that sends the current span's context along.
+
+use opentelemetry::propagation::{Extractor, Injector};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tower_layer::Layer;
+use tower_service::Service;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Reads propagation fields from HTTP headers (gRPC metadata).
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+/// Writes propagation fields into HTTP headers (gRPC metadata).
+struct HeaderInjector<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            http::header::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+/// A tower layer for `tonic::transport::Server::builder().layer(...)`: every request gets a
+/// span named after its gRPC method (`package.Service/Method`), with `rpc.system`,
+/// `rpc.service`, `rpc.method` and, once answered, `rpc.grpc.status_code`, whose parent is the
+/// trace context the caller sent in `traceparent`/`tracestate`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GrpcServerLayer;
+
+impl<S> Layer<S> for GrpcServerLayer {
+    type Service = GrpcServerService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcServerService { inner }
+    }
+}
+
+/// The service [`GrpcServerLayer`] wraps around a server's routes.
+#[derive(Debug, Clone)]
+pub struct GrpcServerService<S> {
+    inner: S,
+}
+
+impl<S, B, R> Service<http::Request<B>> for GrpcServerService<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let span = server_span(&request);
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        Box::pin(
+            async move {
+                let result = future.await;
+                if let Ok(response) = &result {
+                    record_status(response.headers());
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// The span of one incoming RPC, child of the caller's trace context if it sent one.
+fn server_span<B>(request: &http::Request<B>) -> tracing::Span {
+    let path = request.uri().path().trim_start_matches('/');
+    let (service, method) = path.split_once('/').unwrap_or((path, ""));
+    let span = tracing::info_span!(
+        "grpc.server",
+        otel.name = %path,
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = %service,
+        rpc.method = %method,
+        rpc.grpc.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&HeaderExtractor(request.headers()))
+    });
+    // Without an OpenTelemetry layer there is nothing to link; that is fine.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// Records the gRPC status of a response in the current span. A trailers-only answer (any
+/// failure of a unary call) carries `grpc-status` in its headers; otherwise the status follows
+/// in the trailers after the body and the call is taken as OK when its headers arrived.
+fn record_status(headers: &http::HeaderMap) {
+    let code = headers
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i32>().ok())
+        .unwrap_or(0);
+    let span = tracing::Span::current();
+    span.record("rpc.grpc.status_code", code);
+    if code != 0 {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// A tower layer for gRPC clients: each request carries the current span's trace context in
+/// `traceparent`/`tracestate`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InjectLayer;
+
+impl<S> Layer<S> for InjectLayer {
+    type Service = Injecting<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Injecting { inner }
+    }
+}
+
+/// A client service that injects the current trace context into every request it sends.
+#[derive(Debug, Clone)]
+pub struct Injecting<S> {
+    inner: S,
+}
+
+impl<S> Injecting<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Injecting<S> {
+        Injecting { inner }
+    }
+}
+
+/// A tonic channel that sends the current trace context along with every call.
+pub type TracedChannel = Injecting<tonic::transport::Channel>;
+
+impl From<tonic::transport::Channel> for TracedChannel {
+    fn from(channel: tonic::transport::Channel) -> TracedChannel {
+        Injecting::new(channel)
+    }
+}
+
+impl<S, B> Service<http::Request<B>> for Injecting<S>
+where
+    S: Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let context = tracing::Span::current().context();
+        opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.inject_context(&context, &mut HeaderInjector(request.headers_mut()))
+        });
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    /// Answers every request with the headers it came with.
+    struct Echo;
+
+    impl Service<http::Request<()>> for Echo {
+        type Response = http::Response<http::HeaderMap>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<()>) -> Self::Future {
+            std::future::ready(Ok(http::Response::new(request.headers().clone())))
+        }
+    }
+
+    #[test]
+    fn the_context_goes_out_in_metadata_and_comes_back_as_the_parent() {
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        let provider = SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            let caller = tracing::info_span!("caller");
+            let caller_context = caller.context();
+            let trace_id = caller_context.span().span_context().trace_id();
+            let sent = caller
+                .in_scope(|| Injecting::new(Echo).call(http::Request::new(())))
+                .into_inner()
+                .expect("the echo answers")
+                .into_body();
+            let traceparent = sent
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .expect("a traceparent entry");
+            assert!(traceparent.contains(&trace_id.to_string()), "{traceparent}");
+
+            let request = http::Request::builder()
+                .uri("http://svc/pkg.Service/Method")
+                .header("traceparent", traceparent)
+                .body(())
+                .expect("a request");
+            let span = server_span(&request);
+            assert_eq!(span.context().span().span_context().trace_id(), trace_id);
+        });
+    }
+
+    #[test]
+    fn without_a_current_span_nothing_is_sent() {
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        let sent = Injecting::new(Echo)
+            .call(http::Request::new(()))
+            .into_inner()
+            .expect("the echo answers")
+            .into_body();
+        assert!(sent.get("traceparent").is_none());
+    }
+}
