@@ -356,12 +356,19 @@ fn gateway_service(
         .session_url
         .clone()
         .unwrap_or_else(|| format!("http://{local}"));
-    let channel = tonic::transport::Endpoint::from_shared(session_url.clone())
-        .with_context(|| format!("session URL {session_url:?}"))?
-        .tcp_nodelay(true)
-        .connect_timeout(Duration::from_secs(5))
-        .http2_keep_alive_interval(Duration::from_secs(20))
-        .connect_lazy();
+    // One connection per session address (every pod behind a headless Service), requests
+    // spread over the ready ones, addresses re-resolved every 10 s.
+    let channel = hidden_front_gateway::balance::balanced_channel(
+        &session_url,
+        Duration::from_secs(10),
+        |endpoint| {
+            endpoint
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(5))
+                .http2_keep_alive_interval(Duration::from_secs(20))
+        },
+    )
+    .with_context(|| format!("session URL {session_url:?}"))?;
     let session =
         SessionServiceClient::new(channel.into()).max_decoding_message_size(4 * 1024 * 1024);
     let gateway = Gateway::new(

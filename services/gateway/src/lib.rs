@@ -14,6 +14,7 @@
 //!   as proto3 JSON.
 
 pub mod auth;
+pub mod balance;
 mod gateway;
 mod hub;
 mod limits;
