@@ -48,6 +48,12 @@ pub struct ServeArgs {
     /// Address for the gRPC port (`127.0.0.1:0` picks a free port; the chosen address is printed).
     #[arg(long, env = "HF_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
+    /// Address of the internal gRPC port, used when the session and the gateway run in one
+    /// process: the session's API (full information, no player authentication) is then never
+    /// served on the public `--listen` port. A process without the gateway serves the session on
+    /// `--listen`.
+    #[arg(long, env = "HF_INTERNAL_LISTEN", default_value = "127.0.0.1:50052")]
+    pub internal_listen: SocketAddr,
     /// Postgres URL. Without it games are kept in memory and lost when the process stops.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
@@ -187,41 +193,63 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("building the reflection service")?;
+    let reflection = reflection_service()?;
 
+    let run_gateway = args
+        .services
+        .iter()
+        .any(|s| matches!(s, ServiceName::All | ServiceName::Gateway));
+    let session_server = run_session.then(|| {
+        let service = SessionService::new(
+            store.clone(),
+            SessionConfig {
+                default_presence_lease: Duration::from_secs(args.presence_lease_seconds),
+                ..SessionConfig::default()
+            },
+        );
+        SessionServiceServer::new(service)
+            .max_decoding_message_size(args.max_message_bytes)
+            .max_encoding_message_size(4 * 1024 * 1024)
+    });
+    // With the gateway in this process, the session's API goes to the internal port only.
+    let session_apart = run_session && run_gateway;
+    let (public_session, internal_session) = if session_apart {
+        (None, session_server)
+    } else {
+        (session_server, None)
+    };
     let router = tonic::transport::Server::builder()
         // One span per RPC, child of the caller's trace context (W3C `traceparent`).
         .layer(hidden_front_telemetry::GrpcServerLayer)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
-        .add_service(health_service)
+        .add_service(health_service.clone())
         .add_service(reflection)
-        .add_optional_service(run_session.then(|| {
-            let service = SessionService::new(
-                store.clone(),
-                SessionConfig {
-                    default_presence_lease: Duration::from_secs(args.presence_lease_seconds),
-                    ..SessionConfig::default()
-                },
-            );
-            SessionServiceServer::new(service)
-                .max_decoding_message_size(args.max_message_bytes)
-                .max_encoding_message_size(4 * 1024 * 1024)
-        }));
+        .add_optional_service(public_session);
+    let internal = match internal_session {
+        Some(session) => {
+            let listener = TcpListener::bind(args.internal_listen)
+                .await
+                .with_context(|| format!("binding {} (--internal-listen)", args.internal_listen))?;
+            let addr = listener.local_addr()?;
+            let router = tonic::transport::Server::builder()
+                .layer(hidden_front_telemetry::GrpcServerLayer)
+                .http2_keepalive_interval(Some(Duration::from_secs(20)))
+                .add_service(health_service)
+                .add_service(reflection_service()?)
+                .add_service(session);
+            Some((listener, addr, router))
+        }
+        None => None,
+    };
 
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let local = listener.local_addr()?;
-    let run_gateway = args
-        .services
-        .iter()
-        .any(|s| matches!(s, ServiceName::All | ServiceName::Gateway));
+    // Where this process's own session answers, for a gateway without --session-url.
+    let own_session = internal.as_ref().map_or(local, |(_, addr, _)| *addr);
     let (player_api, gateway) = match run_gateway {
-        true => Some(gateway_service(&args, local)?),
+        true => Some(gateway_service(&args, own_session)?),
         false => None,
     }
     .unzip();
@@ -245,7 +273,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             session_url: run_gateway.then(|| {
                 args.session_url
                     .clone()
-                    .unwrap_or_else(|| format!("http://{local}"))
+                    .unwrap_or_else(|| format!("http://{own_session}"))
             }),
         },
     )
@@ -260,6 +288,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some((_, addr, _)) = &http {
         println!("hidden-front http listening on {addr}");
         tracing::info!(address = %addr, "serving the WebSocket API on {}", ws::WS_PATH);
+    }
+    if let Some((_, addr, _)) = &internal {
+        println!("hidden-front internal listening on {addr}");
+        tracing::info!(address = %addr, "serving the session API on the internal port only");
     }
     println!("hidden-front listening on {local}");
     tracing::info!(address = %local, services = ?args.services, "serving");
@@ -309,15 +341,39 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .context("serving HTTP (WebSocket API)")
     };
+    let internal = async {
+        let Some((listener, _, router)) = internal else {
+            return Ok(());
+        };
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        router
+            .serve_with_incoming_shutdown(incoming, stopped())
+            .await
+            .context("serving the internal gRPC port")
+    };
     let metrics = crate::metrics_endpoint::serve(metrics_listener, metrics, stopped());
-    tokio::try_join!(grpc, http, metrics)?;
+    tokio::try_join!(grpc, internal, http, metrics)?;
     tracing::info!("stopped");
     // Flushing waits for the exporter, whose connection runs on this runtime: not on a worker.
     let _ = tokio::task::spawn_blocking(move || drop(telemetry)).await;
     Ok(())
 }
 
-/// The gateway's gRPC service, talking to the session at `--session-url` or this process's port.
+/// gRPC server reflection over every Hidden Front proto and the health service.
+fn reflection_service() -> anyhow::Result<
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")
+}
+
+/// The gateway's gRPC service, talking to the session at `--session-url` or this process's own.
 fn gateway_service(
     args: &ServeArgs,
     local: SocketAddr,

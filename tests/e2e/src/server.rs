@@ -22,6 +22,10 @@ const HTTP_LISTENING: &str = "hidden-front http listening on ";
 /// The line prefix of the metrics listener (`GET /metrics`), printed before [`LISTENING`].
 const METRICS_LISTENING: &str = "hidden-front metrics listening on ";
 
+/// The line prefix of the internal port (the session's API when the gateway runs in the same
+/// process), printed before [`LISTENING`].
+const INTERNAL_LISTENING: &str = "hidden-front internal listening on ";
+
 /// One `hidden-front serve --listen 127.0.0.1:0 --database-url URL` process.
 ///
 /// [`Server::kill`] sends SIGKILL (no graceful drain); [`Server::restart`] starts a new process
@@ -35,6 +39,8 @@ pub struct Server {
     addr: SocketAddr,
     http_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
+    /// The session's own port when it is not `addr` (gateway and session in one process).
+    internal_addr: Option<SocketAddr>,
     log: Arc<Mutex<Vec<u8>>>,
     starts: u32,
     /// Further `serve` flags, given at every start.
@@ -70,7 +76,7 @@ impl Server {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let (child, addr, http_addr, metrics_addr) =
+        let (child, addr, http_addr, metrics_addr, internal_addr) =
             spawn_and_wait(name, database_url, &args, &env, &log, 1).await;
         Server {
             name: name.to_string(),
@@ -79,6 +85,7 @@ impl Server {
             addr,
             http_addr,
             metrics_addr,
+            internal_addr,
             log,
             starts: 1,
             args,
@@ -101,6 +108,12 @@ impl Server {
         self.metrics_addr
     }
 
+    /// Where the session's API answers: the internal port when the gateway runs in the same
+    /// process (the public port never serves it then), else the main port.
+    pub fn session_addr(&self) -> SocketAddr {
+        self.internal_addr.unwrap_or(self.addr)
+    }
+
     /// The label given at start.
     pub fn name(&self) -> &str {
         &self.name
@@ -108,7 +121,7 @@ impl Server {
 
     /// A new client connected to this server.
     pub async fn connect(&self) -> Client {
-        client::connect(self.addr).await
+        client::connect(self.session_addr()).await
     }
 
     /// Kills the process with SIGKILL and reaps it. Does nothing if it is not running.
@@ -152,7 +165,7 @@ impl Server {
     pub async fn restart(&mut self) -> SocketAddr {
         self.kill();
         self.starts += 1;
-        let (child, addr, http_addr, metrics_addr) = spawn_and_wait(
+        let (child, addr, http_addr, metrics_addr, internal_addr) = spawn_and_wait(
             &self.name,
             &self.database_url,
             &self.args,
@@ -165,6 +178,7 @@ impl Server {
         self.addr = addr;
         self.http_addr = http_addr;
         self.metrics_addr = metrics_addr;
+        self.internal_addr = internal_addr;
         addr
     }
 
@@ -221,7 +235,7 @@ async fn spawn_and_wait(
     env: &[(String, String)],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr, Option<SocketAddr>, Option<SocketAddr>) {
+) -> Started {
     let name = name.to_string();
     let database_url = database_url.to_string();
     let args = args.to_vec();
@@ -235,6 +249,15 @@ async fn spawn_and_wait(
     .expect("starting the server panicked")
 }
 
+/// A started process with its main, HTTP, metrics and internal addresses.
+type Started = (
+    Child,
+    SocketAddr,
+    Option<SocketAddr>,
+    Option<SocketAddr>,
+    Option<SocketAddr>,
+);
+
 fn spawn_blocking(
     name: &str,
     database_url: &str,
@@ -242,7 +265,7 @@ fn spawn_blocking(
     env: &[(String, String)],
     log: &Arc<Mutex<Vec<u8>>>,
     start: u32,
-) -> (Child, SocketAddr, Option<SocketAddr>, Option<SocketAddr>) {
+) -> Started {
     let bin = binary();
     log.lock()
         .expect("log lock")
@@ -252,6 +275,7 @@ fn spawn_blocking(
         .arg(database_url)
         .args(["--http-listen", "127.0.0.1:0"])
         .args(["--metrics-listen", "127.0.0.1:0"])
+        .args(["--internal-listen", "127.0.0.1:0"])
         .args(args)
         // The tests rely on the defaults (all services, migrate on start, 64 KiB messages).
         .env_remove("HF_SERVICES")
@@ -261,6 +285,7 @@ fn spawn_blocking(
         .env_remove("HF_LOG_FORMAT")
         .env_remove("HF_HTTP_LISTEN")
         .env_remove("HF_METRICS_LISTEN")
+        .env_remove("HF_INTERNAL_LISTEN")
         .env_remove("HF_WS_MAX_CONNECTIONS")
         // The gateway tests mint tokens with the development secret and set limits by flags.
         .env_remove("HF_JWT_SECRET")
@@ -317,6 +342,7 @@ fn spawn_blocking(
     };
     let mut http_addr = None;
     let mut metrics_addr = None;
+    let mut internal_addr = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
@@ -325,8 +351,16 @@ fn spawn_blocking(
                     http_addr = Some(read_addr(addr));
                 } else if let Some(addr) = line.strip_prefix(METRICS_LISTENING) {
                     metrics_addr = Some(read_addr(addr));
+                } else if let Some(addr) = line.strip_prefix(INTERNAL_LISTENING) {
+                    internal_addr = Some(read_addr(addr));
                 } else if let Some(addr) = line.strip_prefix(LISTENING) {
-                    return (child, read_addr(addr), http_addr, metrics_addr);
+                    return (
+                        child,
+                        read_addr(addr),
+                        http_addr,
+                        metrics_addr,
+                        internal_addr,
+                    );
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
