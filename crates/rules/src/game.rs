@@ -177,6 +177,13 @@ pub enum Event {
         /// Who.
         side: Side,
     },
+    /// A side was absent and unconfirmed at the deployment deadline: it loses its seat and the
+    /// game is cancelled (an `Ended` with reason `SeatLost` follows). Matchmaking reads it to seat
+    /// the other player again first.
+    SeatLost {
+        /// Who lost the seat.
+        side: Side,
+    },
     /// The game is over. `pieces` is the final board, revealed to all.
     Ended {
         /// The result.
@@ -275,6 +282,8 @@ pub struct Game {
     flag_revealed: [bool; 2],
     outcome: Option<Outcome>,
     events: u64,
+    #[serde(default)]
+    seats_lost: [bool; 2],
 }
 
 impl Game {
@@ -309,6 +318,7 @@ impl Game {
             flag_revealed: [false; 2],
             outcome: None,
             events: 1,
+            seats_lost: [false; 2],
         }
     }
 
@@ -390,6 +400,11 @@ impl Game {
                     return Err(bad("the game has already ended"));
                 }
             }
+            Event::SeatLost { .. } => {
+                if self.phase != Phase::Deployment {
+                    return Err(bad("a seat can only be lost in the deployment phase"));
+                }
+            }
         }
         self.apply_unchecked(event);
         self.events += 1;
@@ -437,6 +452,7 @@ impl Game {
             }
             Event::DrawDeclined { .. } | Event::DrawLapsed { .. } => self.draw_offer = None,
             Event::Resigned { .. } => {}
+            Event::SeatLost { side } => self.seats_lost[side.index()] = true,
             Event::Ended { outcome, .. } => {
                 self.outcome = Some(*outcome);
                 self.phase = Phase::Ended;
@@ -522,6 +538,7 @@ impl Game {
                     .filter(|s| !self.confirmed[s.index()] && !present[s.index()])
                     .collect();
                 if !absent.is_empty() {
+                    events.extend(absent.iter().map(|&side| Event::SeatLost { side }));
                     events.push(self.ended(Outcome::draw(EndReason::SeatLost)));
                     return Ok(events);
                 }
@@ -766,6 +783,11 @@ impl Game {
     /// The result, once the game has ended.
     pub fn outcome(&self) -> Option<Outcome> {
         self.outcome
+    }
+    /// Which sides lost their seat at the deployment deadline (only in a game cancelled with
+    /// reason `SeatLost`); matchmaking seats the other player again first.
+    pub fn seats_lost(&self) -> [bool; 2] {
+        self.seats_lost
     }
     /// Number of events in the game's log so far.
     pub fn event_count(&self) -> u64 {

@@ -179,6 +179,11 @@ pub enum ViewEvent {
         /// Who.
         side: Side,
     },
+    /// A side lost its seat at the deployment deadline (public: it says nothing about pieces).
+    SeatLost {
+        /// Who.
+        side: Side,
+    },
     /// The end, with the whole final board revealed.
     Ended {
         /// The result.
@@ -298,6 +303,7 @@ pub fn project(event: &Event, viewer: Viewer, game_ended: bool) -> Option<ViewEv
         Event::DrawDeclined { side } => ViewEvent::DrawDeclined { side: *side },
         Event::DrawLapsed { side } => ViewEvent::DrawLapsed { side: *side },
         Event::Resigned { side } => ViewEvent::Resigned { side: *side },
+        Event::SeatLost { side } => ViewEvent::SeatLost { side: *side },
         Event::Ended { outcome, pieces } => ViewEvent::Ended {
             outcome: *outcome,
             pieces: pieces

@@ -1004,6 +1004,7 @@ fn check_event(pre: &Game, event: &Event, post: &Game) {
         }
         Event::DrawOffered { side } => assert_eq!(post.draw_offer(), Some(*side)),
         Event::DeploymentConfirmed { side, .. } => assert!(post.confirmed(*side)),
+        Event::SeatLost { side } => assert!(post.seats_lost()[side.index()]),
         Event::Created { .. } | Event::DeploymentDrafted { .. } | Event::Resigned { .. } => {}
     }
     if pre.phase() == Phase::Play && !matches!(event, Event::Ended { .. }) {

@@ -342,6 +342,9 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
         ViewEvent::Resigned { side } => E::Resigned(pb::Resigned {
             side: side_to_proto(*side) as i32,
         }),
+        ViewEvent::SeatLost { side } => E::SeatLost(pb::SeatLost {
+            side: side_to_proto(*side) as i32,
+        }),
         ViewEvent::Ended {
             outcome,
             pieces: ps,

@@ -505,6 +505,10 @@ pub fn describe_event(event: &pb::GameEvent, me: Option<pb::Side>) -> String {
         Some(E::DrawDeclined(d)) => format!("{} declined the draw offer", who(d.side())),
         Some(E::DrawLapsed(d)) => format!("the draw offer of {} lapsed", who(d.side())),
         Some(E::Resigned(r)) => format!("{} resigned", who(r.side())),
+        Some(E::SeatLost(l)) => format!(
+            "{} left during deployment and lost the seat; the game is cancelled",
+            who(l.side())
+        ),
         Some(E::Ended(e)) => format!("game over: {}", describe_outcome(e.outcome.as_ref(), me)),
         None => "an event this client does not know".to_string(),
     };
