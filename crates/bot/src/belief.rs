@@ -1,0 +1,435 @@
+//! What the player knows of each opponent piece: the set of kinds it can still be, narrowed by
+//! where it started, whether it moved, how its fights ended and how many of each kind exist.
+//!
+//! Everything here is inferred from public facts (nodes, ids, fight results and the player's own
+//! kinds); nothing reads a hidden kind.
+
+use hidden_front_rules::piece::junqi;
+use hidden_front_rules::{Node, PieceId, PieceKind, Position, Rules, Side, Topology};
+
+/// A set of piece kinds as a bitmask: bit `k` stands for `PieceKind(k)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KindSet(pub u16);
+
+impl KindSet {
+    /// The set holding only `kind`.
+    pub fn only(kind: PieceKind) -> KindSet {
+        KindSet(bit(kind))
+    }
+
+    /// Whether `kind` is in the set.
+    pub fn contains(self, kind: PieceKind) -> bool {
+        self.0 & bit(kind) != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Number of kinds in the set.
+    pub fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// The single kind of a one-kind set.
+    pub fn single(self) -> Option<PieceKind> {
+        (self.len() == 1).then(|| PieceKind(self.0.trailing_zeros() as u8))
+    }
+
+    /// The kinds in the set, lowest number first.
+    pub fn iter(self) -> impl Iterator<Item = PieceKind> {
+        (0u8..16)
+            .filter(move |k| self.0 & (1 << k) != 0)
+            .map(PieceKind)
+    }
+}
+
+fn bit(kind: PieceKind) -> u16 {
+    if kind.0 < 16 { 1 << kind.0 } else { 0 }
+}
+
+/// Everything known of one opponent piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnemyPiece {
+    /// Its public id.
+    pub id: PieceId,
+    /// The kinds it can still be (never empty).
+    pub possible: KindSet,
+    /// Whether it has ever moved (then it is no mine and no flag).
+    pub moved: bool,
+    /// Whether it is still on the board.
+    pub alive: bool,
+}
+
+/// The player's knowledge of every opponent piece seen at the start of play.
+#[derive(Debug, Clone)]
+pub struct Beliefs {
+    rules: Rules,
+    /// A neutral position, only used for its combat judge (which depends on the rules alone).
+    judge: Position,
+    pieces: Vec<EnemyPiece>,
+    index: [Option<u8>; 256],
+    /// Whether the opponent started with its whole army: then counting arguments are sound.
+    complete: bool,
+}
+
+impl Beliefs {
+    /// No knowledge yet.
+    pub fn new(rules: Rules) -> Beliefs {
+        Beliefs {
+            rules,
+            judge: Position::empty(rules, Side::South),
+            pieces: Vec::new(),
+            index: [None; 256],
+            complete: false,
+        }
+    }
+
+    /// Every kind of the rule set.
+    pub fn all_kinds(&self) -> KindSet {
+        KindSet(
+            self.rules
+                .kinds()
+                .iter()
+                .fold(0, |m, (k, _, _)| m | bit(*k)),
+        )
+    }
+
+    /// The kinds that can move.
+    pub fn mobile_kinds(&self) -> KindSet {
+        KindSet(
+            self.rules
+                .kinds()
+                .iter()
+                .filter(|(k, _, _)| self.rules.kind_moves(*k))
+                .fold(0, |m, (k, _, _)| m | bit(*k)),
+        )
+    }
+
+    /// Starts over with the opponent's pieces as play starts: `side` is the opponent, `pieces`
+    /// its ids and start nodes. The start node already narrows the kinds by the deployment rules
+    /// (flags only in an HQ, mines only on the back rows, bombs off the front row).
+    pub fn start(&mut self, side: Side, pieces: &[(Node, PieceId)]) {
+        let topo = self.rules.topology();
+        self.pieces.clear();
+        self.index = [None; 256];
+        for &(node, id) in pieces {
+            if self.index[id.0 as usize].is_some() {
+                continue;
+            }
+            let possible = start_kinds(&self.rules, topo, side, node, self.all_kinds());
+            self.index[id.0 as usize] = Some(self.pieces.len() as u8);
+            self.pieces.push(EnemyPiece {
+                id,
+                possible,
+                moved: false,
+                alive: true,
+            });
+        }
+        self.complete = self.pieces.len() == self.rules.pieces_per_side();
+        self.propagate();
+    }
+
+    /// What is known of piece `id`, if it is an opponent piece.
+    pub fn get(&self, id: PieceId) -> Option<&EnemyPiece> {
+        self.index[id.0 as usize].map(|i| &self.pieces[i as usize])
+    }
+
+    /// Every opponent piece, dead or alive.
+    pub fn pieces(&self) -> &[EnemyPiece] {
+        &self.pieces
+    }
+
+    fn slot(&mut self, id: PieceId) -> Option<&mut EnemyPiece> {
+        self.index[id.0 as usize].map(|i| &mut self.pieces[i as usize])
+    }
+
+    /// Narrows piece `id` to `allowed`. A contradiction (nothing left) means the player's model
+    /// was wrong somewhere; the piece then keeps `allowed` alone rather than becoming impossible.
+    pub fn restrict(&mut self, id: PieceId, allowed: KindSet) {
+        let mobile = self.mobile_kinds();
+        let all = self.all_kinds();
+        if let Some(piece) = self.slot(id) {
+            let narrowed = KindSet(piece.possible.0 & allowed.0);
+            piece.possible = if !narrowed.is_empty() {
+                narrowed
+            } else {
+                let base = if piece.moved { mobile } else { all };
+                let fallback = KindSet(base.0 & allowed.0);
+                if fallback.is_empty() {
+                    allowed
+                } else {
+                    fallback
+                }
+            };
+            if piece.possible.is_empty() {
+                piece.possible = all;
+            }
+        }
+        self.propagate();
+    }
+
+    /// Piece `id` moved from `from` to `to`: it is no mine and no flag, and a move no straight
+    /// slide or single step explains was an engineer's turn along the rails.
+    pub fn saw_move(&mut self, id: PieceId, from: Node, to: Node) {
+        let topo = self.rules.topology();
+        let straight = topo.linked(from, to)
+            || topo
+                .rays
+                .get(from.index())
+                .is_some_and(|rays| rays.iter().any(|r| r & to.bit() != 0));
+        let mut allowed = self.mobile_kinds();
+        if !straight {
+            allowed = KindSet(allowed.0 & bit(junqi::ENGINEER));
+        }
+        if let Some(piece) = self.slot(id) {
+            piece.moved = true;
+        }
+        self.restrict(id, allowed);
+    }
+
+    /// Piece `id` attacked one of the player's pieces of kind `mine`, with this result.
+    pub fn saw_attack_by(
+        &mut self,
+        id: PieceId,
+        mine: PieceKind,
+        attacker_survives: bool,
+        defender_survives: bool,
+    ) {
+        let judge = self.judge;
+        let allowed = self
+            .mobile_kinds()
+            .iter()
+            .filter(|&k| {
+                let (a, d, _) = judge.judge(k, mine);
+                (a, d) == (attacker_survives, defender_survives)
+            })
+            .fold(0, |m, k| m | bit(k));
+        if let Some(piece) = self.slot(id) {
+            piece.moved = true;
+        }
+        self.restrict(id, KindSet(allowed));
+        self.set_alive(id, attacker_survives);
+    }
+
+    /// One of the player's pieces of kind `mine` attacked piece `id`, with this result.
+    pub fn saw_attack_on(
+        &mut self,
+        id: PieceId,
+        mine: PieceKind,
+        attacker_survives: bool,
+        defender_survives: bool,
+    ) {
+        let judge = self.judge;
+        let allowed = self
+            .all_kinds()
+            .iter()
+            .filter(|&k| {
+                let (a, d, _) = judge.judge(mine, k);
+                (a, d) == (attacker_survives, defender_survives)
+            })
+            .fold(0, |m, k| m | bit(k));
+        self.restrict(id, KindSet(allowed));
+        self.set_alive(id, defender_survives);
+    }
+
+    /// Piece `id` was shown to be of kind `kind` (a revealed flag).
+    pub fn saw_kind(&mut self, id: PieceId, kind: PieceKind) {
+        self.restrict(id, KindSet::only(kind));
+    }
+
+    /// Piece `id` left the board (or is still on it).
+    pub fn set_alive(&mut self, id: PieceId, alive: bool) {
+        if let Some(piece) = self.slot(id) {
+            piece.alive = alive;
+        }
+    }
+
+    /// Counting: a kind whose every copy is pinned to known pieces is ruled out for the others,
+    /// and (with the whole army known) a kind with as many candidates as copies pins them all.
+    fn propagate(&mut self) {
+        let kinds: Vec<(PieceKind, u8)> =
+            self.rules.kinds().iter().map(|&(k, _, n)| (k, n)).collect();
+        for _ in 0..32 {
+            let mut changed = false;
+            for &(kind, count) in &kinds {
+                let pinned = self
+                    .pieces
+                    .iter()
+                    .filter(|p| p.possible == KindSet::only(kind))
+                    .count();
+                if pinned >= count as usize {
+                    for p in self.pieces.iter_mut() {
+                        if p.possible != KindSet::only(kind) && p.possible.contains(kind) {
+                            let rest = KindSet(p.possible.0 & !bit(kind));
+                            if !rest.is_empty() {
+                                p.possible = rest;
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+                if self.complete {
+                    let candidates = self
+                        .pieces
+                        .iter()
+                        .filter(|p| p.possible.contains(kind))
+                        .count();
+                    if candidates == count as usize {
+                        for p in self.pieces.iter_mut() {
+                            if p.possible.contains(kind) && p.possible.len() > 1 {
+                                p.possible = KindSet::only(kind);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// For every opponent piece (in [`Beliefs::pieces`] order), the chance of each kind
+    /// (indexed by kind number), spreading each kind's copies over the pieces that can be it
+    /// (a few rounds of matrix scaling: rows sum to 1, columns to the kind's count).
+    pub fn marginals(&self) -> Vec<[f64; 16]> {
+        let mut m: Vec<[f64; 16]> = self
+            .pieces
+            .iter()
+            .map(|p| {
+                let mut row = [0.0; 16];
+                for &(k, _, n) in self.rules.kinds() {
+                    if p.possible.contains(k) {
+                        row[k.0 as usize] = f64::from(n);
+                    }
+                }
+                row
+            })
+            .collect();
+        let rounds = if self.complete { 12 } else { 0 };
+        for _ in 0..rounds {
+            for &(k, _, n) in self.rules.kinds() {
+                let col: f64 = m.iter().map(|r| r[k.0 as usize]).sum();
+                if col > 0.0 {
+                    let scale = f64::from(n) / col;
+                    for r in m.iter_mut() {
+                        r[k.0 as usize] *= scale;
+                    }
+                }
+            }
+            normalize_rows(&mut m);
+        }
+        normalize_rows(&mut m);
+        m
+    }
+}
+
+fn normalize_rows(m: &mut [[f64; 16]]) {
+    for r in m.iter_mut() {
+        let sum: f64 = r.iter().sum();
+        if sum > 0.0 {
+            for x in r.iter_mut() {
+                *x /= sum;
+            }
+        }
+    }
+}
+
+/// The kinds a piece of `side` deployed on `node` can be under the deployment rules.
+fn start_kinds(rules: &Rules, topo: &Topology, side: Side, node: Node, all: KindSet) -> KindSet {
+    let s = side.index();
+    let b = node.bit();
+    let mut set = all.0;
+    if topo.hq[s] & b == 0 {
+        set &= !bit(junqi::FLAG);
+    }
+    if topo.back_rows[s] & b == 0 || topo.hq[s] & b != 0 {
+        set &= !bit(junqi::MINE);
+    }
+    if !rules.bombs_on_front_row && topo.front_row[s] & b != 0 {
+        set &= !bit(junqi::BOMB);
+    }
+    if set == 0 { all } else { KindSet(set) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str) -> Node {
+        Rules::default().topology().node(name).unwrap()
+    }
+
+    #[test]
+    fn start_squares_narrow_kinds() {
+        let mut b = Beliefs::new(Rules::default());
+        b.start(
+            Side::North,
+            &[
+                (node("B12"), PieceId(1)),
+                (node("A12"), PieceId(2)),
+                (node("A7"), PieceId(3)),
+            ],
+        );
+        assert!(b.get(PieceId(1)).unwrap().possible.contains(junqi::FLAG));
+        assert!(!b.get(PieceId(1)).unwrap().possible.contains(junqi::MINE));
+        assert!(b.get(PieceId(2)).unwrap().possible.contains(junqi::MINE));
+        assert!(!b.get(PieceId(2)).unwrap().possible.contains(junqi::FLAG));
+        let front = b.get(PieceId(3)).unwrap().possible;
+        assert!(!front.contains(junqi::BOMB) && !front.contains(junqi::MINE));
+    }
+
+    #[test]
+    fn a_piece_that_beat_an_eight_is_the_commander() {
+        let mut b = Beliefs::new(Rules::default());
+        b.start(Side::North, &[(node("A7"), PieceId(4))]);
+        b.saw_attack_by(PieceId(4), PieceKind(8), true, false);
+        assert_eq!(
+            b.get(PieceId(4)).unwrap().possible.single(),
+            Some(PieceKind(9))
+        );
+        assert!(b.get(PieceId(4)).unwrap().alive);
+    }
+
+    #[test]
+    fn a_turn_along_the_rails_is_an_engineer() {
+        let mut b = Beliefs::new(Rules::default());
+        b.start(Side::North, &[(node("A7"), PieceId(4))]);
+        b.saw_move(PieceId(4), node("A7"), node("C6"));
+        assert_eq!(
+            b.get(PieceId(4)).unwrap().possible.single(),
+            Some(junqi::ENGINEER)
+        );
+    }
+
+    #[test]
+    fn surviving_my_attack_bounds_from_below() {
+        let mut b = Beliefs::new(Rules::default());
+        b.start(Side::North, &[(node("C7"), PieceId(9))]);
+        b.saw_attack_on(PieceId(9), PieceKind(6), false, true);
+        let p = b.get(PieceId(9)).unwrap().possible;
+        assert_eq!(p.iter().map(|k| k.0).collect::<Vec<_>>(), vec![7, 8, 9]);
+    }
+
+    #[test]
+    fn marginals_sum_to_one_and_respect_counts() {
+        let rules = Rules::default();
+        let topo = rules.topology();
+        let pieces: Vec<(Node, PieceId)> = topo
+            .deployment_squares(Side::North)
+            .enumerate()
+            .map(|(i, n)| (n, PieceId(i as u8)))
+            .collect();
+        let mut b = Beliefs::new(rules);
+        b.start(Side::North, &pieces);
+        let m = b.marginals();
+        for row in &m {
+            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        }
+        let flag_total: f64 = m.iter().map(|r| r[junqi::FLAG.0 as usize]).sum();
+        assert!((flag_total - 1.0).abs() < 0.05, "{flag_total}");
+    }
+}

@@ -1,0 +1,104 @@
+//! The computer player's deployment: the flag in an HQ walled in by mines, bombs in the middle of
+//! the half, a weak piece in the other HQ, the rest shuffled with the strongest pieces forward.
+
+use hidden_front_rules::piece::junqi;
+use hidden_front_rules::{Deployment, GameRng, Node, Nodes, PieceKind, Rules, Side};
+
+/// A deployment for `side` under `rules`, drawn with `rng`. Always valid: a plan that the engine's
+/// validation refuses (a rule set this plan does not foresee) falls back to a uniform random one.
+pub fn plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
+    let planned = try_plan(rules, side, rng);
+    match planned.validate(rules) {
+        Ok(()) => planned,
+        Err(_) => Deployment::random(rules, side, rng),
+    }
+}
+
+fn count(rules: &Rules, kind: PieceKind) -> usize {
+    rules
+        .kinds()
+        .iter()
+        .find(|(k, _, _)| *k == kind)
+        .map_or(0, |(_, _, n)| *n as usize)
+}
+
+fn pick(candidates: u64, rng: &mut GameRng) -> Option<Node> {
+    let nodes: Vec<Node> = Nodes(candidates).collect();
+    (!nodes.is_empty()).then(|| nodes[rng.below(nodes.len() as u32) as usize])
+}
+
+fn try_plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
+    let topo = rules.topology();
+    let s = side.index();
+    let mut free = topo.half[s] & !topo.camps;
+    let mut placements: Vec<(Node, PieceKind)> = Vec::with_capacity(free.count_ones() as usize);
+    let mut place = |node: Node, kind: PieceKind, free: &mut u64| {
+        *free &= !node.bit();
+        placements.push((node, kind));
+    };
+
+    // The flag in an HQ, its neighbours on the back rows mined first.
+    let mut flag_hq = None;
+    for _ in 0..count(rules, junqi::FLAG) {
+        if let Some(hq) = pick(topo.hq[s] & free, rng) {
+            place(hq, junqi::FLAG, &mut free);
+            flag_hq.get_or_insert(hq);
+        }
+    }
+    let mine_squares = topo.back_rows[s] & !topo.hq[s];
+    let guard = flag_hq.map_or(0, |hq| topo.neighbors[hq.index()]) & mine_squares;
+    for _ in 0..count(rules, junqi::MINE) {
+        let node = pick(guard & free, rng).or_else(|| pick(mine_squares & free, rng));
+        if let Some(node) = node {
+            place(node, junqi::MINE, &mut free);
+        }
+    }
+
+    // Bombs in the middle rows (not the front row, not the back rows), near the flag's column.
+    let middle = free & !topo.front_row[s] & !topo.back_rows[s];
+    for _ in 0..count(rules, junqi::BOMB) {
+        let node = pick(middle & free, rng).or_else(|| pick(free & !topo.front_row[s], rng));
+        if let Some(node) = node {
+            place(node, junqi::BOMB, &mut free);
+        }
+    }
+
+    // The ranked pieces: the weakest non-engineer rank waits in the other HQ (it never moves
+    // again there), then strong pieces take the front rows first.
+    let mut ranked: Vec<PieceKind> = rules
+        .kinds()
+        .iter()
+        .filter(|(k, _, _)| ![junqi::FLAG, junqi::MINE, junqi::BOMB].contains(k))
+        .flat_map(|&(k, _, n)| std::iter::repeat_n(k, n as usize))
+        .collect();
+    if let Some(hq) = pick(topo.hq[s] & free, rng) {
+        let weakest = ranked
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k != junqi::ENGINEER)
+            .min_by_key(|(_, k)| **k)
+            .map(|(i, _)| i);
+        if let Some(i) = weakest {
+            let kind = ranked.remove(i);
+            place(hq, kind, &mut free);
+        }
+    }
+    rng.shuffle(&mut ranked);
+    // Lift the three strongest to the front of the list so they take forward squares.
+    ranked.sort_by_key(|k| std::cmp::Reverse(u8::from(k.0 >= 7)));
+    let mut squares: Vec<Node> = Nodes(free).collect();
+    rng.shuffle(&mut squares);
+    // Forward squares first (distance from the own back row, largest first).
+    let depth = |n: Node| {
+        let row = n.0 / topo.columns;
+        match side {
+            Side::South => row,
+            Side::North => topo.rows - 1 - row,
+        }
+    };
+    squares.sort_by_key(|n| std::cmp::Reverse(depth(*n).min(4)));
+    for (node, kind) in squares.into_iter().zip(ranked) {
+        place(node, kind, &mut free);
+    }
+    Deployment::new(side, placements)
+}

@@ -1,0 +1,63 @@
+//! The Hidden Front computer player: a Junqi opponent for games against the computer.
+//!
+//! # No leak, by construction
+//! A [`ComputerPlayer`] is fed only what a person in its seat is fed: the events of the game as
+//! projected for its seat ([`hidden_front_rules::ViewEvent`], from
+//! [`hidden_front_rules::project`] with `Viewer::player(side)`) and the list of legal moves for
+//! its side. No entry point takes a `Game`, a `Position` or a full `Event`, so the player cannot
+//! learn an opponent kind the seat is not shown. It rebuilds its own board from `PlayStarted`
+//! and `Moved` events (who stands where, with opponent pieces known only by their public ids).
+//! Its move is always an element of the legal list it was given, so it never plays an illegal
+//! move.
+//!
+//! # What it infers
+//! For every opponent piece it keeps the set of kinds the piece can still be:
+//! - where it started: the flag only in an HQ, mines only on the two back rows (never an HQ),
+//!   bombs not on the front row (unless the rules allow it);
+//! - a piece that moved is no mine and no flag; a move along the rails that turns a corner is an
+//!   engineer's;
+//! - every fight with one of its own pieces is replayed through the engine's own combat judge
+//!   for each candidate kind, and only kinds that give the observed result are kept (beat my 8:
+//!   the commander; lost to my 5: an engineer to a 4, ...);
+//! - a flag shown under `flag-reveal` is a flag;
+//! - counting: a kind whose every copy is pinned elsewhere is ruled out, and a kind with exactly
+//!   as many candidates as copies pins those candidates.
+//!
+//! From these sets it estimates each piece's kind chances (each kind's copies spread over the
+//! pieces that can be it, by alternating row and column scaling).
+//!
+//! # How it chooses
+//! Each legal move is scored by its expected value one ply ahead:
+//! - a fight is split into its possible outcomes (win, trade, loss, flag capture) by the kind
+//!   chances of the defender, each worth the material won or lost (commander 12 ... platoon 2,
+//!   engineer 3, bomb 6); capturing the flag is worth 1000. So it takes pieces known weaker,
+//!   throws a bomb at a piece known strong, and leaves pieces known stronger alone;
+//! - after each outcome, the danger of the position: for every own piece the best expected gain
+//!   of an enemy piece that can reach it next ply (a share of it, since the opponent does not
+//!   know the piece's kind), a large penalty when an enemy piece that may move can reach the
+//!   own flag, and a smaller one when it can reach (or take) a square next to the flag. So it
+//!   attacks a piece that threatens its flag's HQ with the piece most likely to remove it, meets
+//!   a piece two steps from the flag, and keeps the squares around the flag held;
+//! - a small bonus for steps toward the enemy HQ that may hold the flag, a penalty for freezing a
+//!   piece in an empty HQ, and, after many plies without a fight, a bonus for fighting;
+//! - ties are broken by a tiny jitter from the seeded generator, so a seed fixes every choice.
+//!
+//! # Deployment
+//! The flag in an HQ, its back-row neighbours mined, bombs in the middle rows, the weakest
+//! non-engineer rank frozen in the other HQ, the strongest pieces forward; checked with the
+//! engine's deployment validation (falling back to a random legal deployment if a rule set
+//! ever refuses the plan).
+//!
+//! # Checked by
+//! `cargo nextest run -p hidden-front-bot`: refereed games (the engine's `Game` judges, the bot
+//! gets only its seat's projections and the engine's legal moves, and the harness asserts that
+//! no projection shows an opponent kind before the end) under the default and house rule sets,
+//! against a random mover and against itself; deployments for many seeds; hand-made positions
+//! for the fights it must take or avoid and for its flag's defence; and 100 fixed games against
+//! a uniformly random mover (100 won at the time of writing; the test demands at least 80).
+
+pub mod belief;
+mod formation;
+mod player;
+
+pub use player::ComputerPlayer;

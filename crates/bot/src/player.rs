@@ -1,0 +1,534 @@
+//! The computer player: a board model rebuilt from projected events, and a one-ply expected-value
+//! choice among the legal moves.
+
+use crate::belief::{Beliefs, KindSet};
+use crate::formation;
+use hidden_front_rules::piece::junqi;
+use hidden_front_rules::{
+    Deployment, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side, ViewEvent,
+};
+
+/// Worth of capturing the enemy flag (the game is won).
+const WIN: f64 = 1000.0;
+/// Worth of keeping the own flag out of reach (scaled by the chance the attacker can move).
+const FLAG_DANGER: f64 = 400.0;
+/// Worth of keeping enemy pieces off the squares next to the own flag (one move from taking it).
+const FLAG_NEAR: f64 = 60.0;
+/// Share of a piece's worth counted as lost when an enemy piece can attack it next ply: the
+/// opponent does not know the piece's kind, so a threat is not a certain loss.
+const THREAT_SHARE: f64 = 0.45;
+/// Worth of one step closer to an enemy HQ that may hold the flag.
+const ADVANCE: f64 = 0.12;
+/// Plies without a fight after which attacks get a bonus (to avoid the no-combat draw).
+const RESTLESS_AFTER: u16 = 60;
+
+/// Material worth of a kind for the player's trade-offs.
+fn worth(kind: PieceKind) -> f64 {
+    match kind.0 {
+        9 => 12.0,
+        8 => 9.0,
+        7 => 7.0,
+        6 => 5.5,
+        5 => 4.5,
+        4 => 3.5,
+        3 => 2.5,
+        2 => 2.0,
+        1 => 3.0,
+        10 => 6.0,
+        11 => 2.5,
+        12 => 0.0,
+        _ => 3.0,
+    }
+}
+
+/// Who stands on a node of the player's model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Occupant {
+    side: Side,
+    id: PieceId,
+}
+
+/// A computer player for one seat. It learns only from what its seat is shown ([`ViewEvent`]s
+/// and the list of legal moves), so it cannot know an opponent kind the seat does not know.
+#[derive(Debug, Clone)]
+pub struct ComputerPlayer {
+    side: Side,
+    rules: Rules,
+    rng: GameRng,
+    board: [Option<Occupant>; 64],
+    own_kinds: [Option<PieceKind>; 256],
+    beliefs: Beliefs,
+    plies_without_combat: u16,
+    /// All-pairs step distances on the board (ignoring pieces), for "advance toward".
+    distance: Vec<[u8; 64]>,
+}
+
+/// What the player expects of one enemy piece: where it is and its kind chances.
+#[derive(Debug, Clone, Copy)]
+struct EnemyView {
+    node: Node,
+    chances: [f64; 16],
+}
+
+impl EnemyView {
+    fn p(&self, kind: PieceKind) -> f64 {
+        self.chances[kind.0 as usize]
+    }
+}
+
+impl ComputerPlayer {
+    /// A player for `side` under `rules`, deterministic for a seed.
+    pub fn new(side: Side, rules: Rules, seed: u64) -> ComputerPlayer {
+        let topo = rules.topology();
+        let n = topo.node_count as usize;
+        let mut distance = vec![[u8::MAX; 64]; n];
+        for (start, row) in distance.iter_mut().enumerate() {
+            row[start] = 0;
+            let mut frontier = 1u64 << start;
+            let mut seen = frontier;
+            let mut d = 0u8;
+            while frontier != 0 {
+                d += 1;
+                let mut next = 0u64;
+                for node in Nodes(frontier) {
+                    next |= topo.neighbors[node.index()];
+                }
+                next &= !seen;
+                for node in Nodes(next) {
+                    row[node.index()] = d;
+                }
+                seen |= next;
+                frontier = next;
+            }
+        }
+        ComputerPlayer {
+            side,
+            rules,
+            rng: GameRng::from_seed(seed),
+            board: [None; 64],
+            own_kinds: [None; 256],
+            beliefs: Beliefs::new(rules),
+            plies_without_combat: 0,
+            distance,
+        }
+    }
+
+    /// The seat this player plays.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The deployment it wants (its own pieces only), valid under `rules`.
+    pub fn deployment(&mut self) -> Deployment {
+        formation::plan(&self.rules, self.side, &mut self.rng)
+    }
+
+    /// The kinds an opponent piece can still be, as the player has inferred them; `None` for an
+    /// id that is not a known opponent piece. For tests, logs and curious callers.
+    pub fn possible_kinds(&self, id: PieceId) -> Option<Vec<PieceKind>> {
+        self.beliefs.get(id).map(|p| p.possible.iter().collect())
+    }
+
+    /// Learns from one event exactly as its seat sees it (the projection a person gets).
+    /// Events it cannot place in its model (a move from an empty node, an unknown id) are
+    /// absorbed without panicking; the model then trusts later events.
+    pub fn observe(&mut self, event: &ViewEvent) {
+        match event {
+            ViewEvent::PlayStarted { pieces } => {
+                self.board = [None; 64];
+                self.own_kinds = [None; 256];
+                self.plies_without_combat = 0;
+                let mut enemy = Vec::new();
+                for p in pieces {
+                    if p.node.index() >= 64 {
+                        continue;
+                    }
+                    self.board[p.node.index()] = Some(Occupant {
+                        side: p.side,
+                        id: p.id,
+                    });
+                    if p.side == self.side {
+                        self.own_kinds[p.id.0 as usize] = p.kind;
+                    } else {
+                        enemy.push((p.node, p.id));
+                    }
+                }
+                self.beliefs.start(self.side.other(), &enemy);
+            }
+            ViewEvent::Moved {
+                side,
+                mv,
+                piece,
+                kind,
+                combat,
+                flag_reveal,
+            } => {
+                self.observe_move(*side, *mv, *piece, *kind, combat.as_ref());
+                for reveal in flag_reveal {
+                    if reveal.side != self.side {
+                        for &(_, id) in &reveal.flags {
+                            self.beliefs.saw_kind(id, junqi::FLAG);
+                        }
+                    }
+                }
+            }
+            ViewEvent::TimedOut { .. } => {
+                self.plies_without_combat = self.plies_without_combat.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+
+    fn observe_move(
+        &mut self,
+        side: Side,
+        mv: Move,
+        piece: PieceId,
+        kind: Option<PieceKind>,
+        combat: Option<&hidden_front_rules::ViewCombat>,
+    ) {
+        if mv.from.index() >= 64 || mv.to.index() >= 64 {
+            return;
+        }
+        let mover = Occupant { side, id: piece };
+        self.board[mv.from.index()] = None;
+        match combat {
+            None => {
+                self.plies_without_combat = self.plies_without_combat.saturating_add(1);
+                self.board[mv.to.index()] = Some(mover);
+                if side != self.side {
+                    self.beliefs.saw_move(piece, mv.from, mv.to);
+                } else if kind.is_some() {
+                    self.own_kinds[piece.0 as usize] = kind;
+                }
+            }
+            Some(c) => {
+                self.plies_without_combat = 0;
+                if side == self.side {
+                    let mine = kind.or(self.own_kinds[piece.0 as usize]);
+                    if let Some(mine) = mine {
+                        self.beliefs.saw_attack_on(
+                            c.defender,
+                            mine,
+                            c.attacker_survives,
+                            c.defender_survives,
+                        );
+                    } else {
+                        self.beliefs.set_alive(c.defender, c.defender_survives);
+                    }
+                } else {
+                    let mine = c.defender_kind.or(self.own_kinds[c.defender.0 as usize]);
+                    self.beliefs.saw_move(piece, mv.from, mv.to);
+                    if let Some(mine) = mine {
+                        self.beliefs.saw_attack_by(
+                            piece,
+                            mine,
+                            c.attacker_survives,
+                            c.defender_survives,
+                        );
+                    } else {
+                        self.beliefs.set_alive(piece, c.attacker_survives);
+                    }
+                }
+                self.board[mv.to.index()] = if c.attacker_survives {
+                    Some(mover)
+                } else if c.defender_survives {
+                    Some(Occupant {
+                        side: side.other(),
+                        id: c.defender,
+                    })
+                } else {
+                    None
+                };
+            }
+        }
+    }
+
+    /// Chooses one of `legal` (non-empty; the session's legal moves for its side) from what it
+    /// has observed.
+    ///
+    /// # Panics
+    /// If `legal` is empty (the session never asks a side without moves to move); use
+    /// [`ComputerPlayer::try_choose_move`] to get `None` instead.
+    pub fn choose_move(&mut self, legal: &[Move]) -> Move {
+        self.try_choose_move(legal)
+            .expect("choose_move needs at least one legal move")
+    }
+
+    /// [`ComputerPlayer::choose_move`] that answers `None` for an empty list. The answer is
+    /// always an element of `legal`.
+    pub fn try_choose_move(&mut self, legal: &[Move]) -> Option<Move> {
+        if legal.is_empty() {
+            return None;
+        }
+        let scores = self.score_moves(legal);
+        let mut best: Option<(f64, Move)> = None;
+        for (&mv, score) in legal.iter().zip(scores) {
+            // A tiny seeded jitter breaks ties among equals.
+            let jitter = f64::from(self.rng.below(1000)) * 1e-6;
+            let score = score + jitter;
+            if best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, mv));
+            }
+        }
+        best.map(|(_, mv)| mv)
+    }
+
+    /// The player's score of each move of `legal`, in order (higher is better). Exposed for
+    /// tests and diagnostics.
+    pub fn score_moves(&self, legal: &[Move]) -> Vec<f64> {
+        let marginals = self.beliefs.marginals();
+        let mut enemies: [Option<EnemyView>; 256] = [None; 256];
+        for (piece, chances) in self.beliefs.pieces().iter().zip(&marginals) {
+            enemies[piece.id.0 as usize] = Some(EnemyView {
+                node: Node(0),
+                chances: *chances,
+            });
+        }
+        for (i, occ) in self.board.iter().enumerate() {
+            if let Some(occ) = occ.filter(|o| o.side != self.side)
+                && let Some(e) = enemies[occ.id.0 as usize].as_mut()
+            {
+                e.node = Node(i as u8);
+            }
+        }
+        let model = self.model_position();
+        let targets = self.flag_targets(&enemies);
+        legal
+            .iter()
+            .map(|&mv| self.score(mv, &model, &enemies, &targets))
+            .collect()
+    }
+
+    /// The player's board as a position: own pieces with their kinds, enemy pieces with a
+    /// stand-in kind that moves like them as far as known (fixed if they cannot move, an
+    /// engineer if known to be one, a plain rank otherwise).
+    fn model_position(&self) -> Position {
+        let mut pos = Position::empty(self.rules, self.side.other());
+        let topo = self.rules.topology();
+        for (i, occ) in self.board.iter().enumerate() {
+            let Some(occ) = occ else { continue };
+            if i >= topo.node_count as usize {
+                continue;
+            }
+            let kind = if occ.side == self.side {
+                self.own_kinds[occ.id.0 as usize].unwrap_or(PieceKind(4))
+            } else {
+                match self.beliefs.get(occ.id).map(|p| p.possible) {
+                    Some(possible) => stand_in(possible, &self.beliefs),
+                    None => PieceKind(4),
+                }
+            };
+            pos.put(
+                Node(i as u8),
+                hidden_front_rules::Piece {
+                    side: occ.side,
+                    kind,
+                    id: occ.id,
+                },
+            );
+        }
+        pos
+    }
+
+    /// Enemy HQ nodes that may hold the flag, with the chance.
+    fn flag_targets(&self, enemies: &[Option<EnemyView>; 256]) -> Vec<(Node, f64)> {
+        let topo = self.rules.topology();
+        let mut targets: Vec<(Node, f64)> = Nodes(topo.hq[self.side.other().index()])
+            .map(|hq| {
+                let p = match self.board[hq.index()] {
+                    Some(o) if o.side != self.side => {
+                        enemies[o.id.0 as usize].map_or(0.0, |e| e.p(junqi::FLAG))
+                    }
+                    _ => 0.0,
+                };
+                (hq, p)
+            })
+            .filter(|(_, p)| *p > 0.01)
+            .collect();
+        if targets.is_empty() {
+            targets = Nodes(topo.hq[self.side.other().index()])
+                .map(|hq| (hq, 0.5))
+                .collect();
+        }
+        targets
+    }
+
+    fn distance_to_targets(&self, node: Node, targets: &[(Node, f64)]) -> f64 {
+        targets
+            .iter()
+            .map(|(t, _)| f64::from(self.distance[node.index()][t.index()]))
+            .fold(f64::MAX, f64::min)
+    }
+
+    fn score(
+        &self,
+        mv: Move,
+        model: &Position,
+        enemies: &[Option<EnemyView>; 256],
+        targets: &[(Node, f64)],
+    ) -> f64 {
+        let topo = self.rules.topology();
+        if mv.from.index() >= topo.node_count as usize || mv.to.index() >= topo.node_count as usize
+        {
+            return f64::MIN / 2.0;
+        }
+        let my_kind = model
+            .piece_at(mv.from)
+            .filter(|p| p.side == self.side)
+            .map_or(PieceKind(4), |p| p.kind);
+        let me = hidden_front_rules::Piece {
+            side: self.side,
+            kind: my_kind,
+            id: model.piece_at(mv.from).map_or(PieceId(0), |p| p.id),
+        };
+        let defender = self.board[mv.to.index()]
+            .filter(|o| o.side != self.side)
+            .and_then(|o| enemies[o.id.0 as usize]);
+
+        // Outcome buckets: (attacker survives, defender survives) -> (chance, material change).
+        let mut score = 0.0;
+        let mut buckets: Vec<(bool, bool, f64, f64)> = Vec::with_capacity(3);
+        match defender {
+            Some(enemy) => {
+                for (k, &p) in enemy.chances.iter().enumerate() {
+                    if p <= 0.0 {
+                        continue;
+                    }
+                    let kind = PieceKind(k as u8);
+                    let (a, d, flag) = model.judge(my_kind, kind);
+                    if flag {
+                        score += p * WIN;
+                        continue;
+                    }
+                    let delta =
+                        if d { 0.0 } else { worth(kind) } - if a { 0.0 } else { worth(my_kind) };
+                    match buckets.iter_mut().find(|b| b.0 == a && b.1 == d) {
+                        Some(b) => {
+                            b.2 += p;
+                            b.3 += p * delta;
+                        }
+                        None => buckets.push((a, d, p, p * delta)),
+                    }
+                }
+                if self.plies_without_combat >= RESTLESS_AFTER {
+                    score += 0.5 + f64::from(self.plies_without_combat - RESTLESS_AFTER) * 0.05;
+                }
+            }
+            None => buckets.push((true, false, 1.0, 0.0)),
+        }
+        for (attacker_survives, defender_survives, p, material) in buckets {
+            let mut after = *model;
+            after.remove(mv.from);
+            if defender.is_some() && !defender_survives {
+                after.remove(mv.to);
+            }
+            if attacker_survives {
+                after.remove(mv.to);
+                after.put(mv.to, me);
+            }
+            score += material + p * self.danger(&after, enemies);
+            if attacker_survives {
+                let gained = self.distance_to_targets(mv.from, targets)
+                    - self.distance_to_targets(mv.to, targets);
+                let pace = match my_kind {
+                    junqi::BOMB => 0.3,
+                    junqi::ENGINEER => 0.6,
+                    _ => 1.0,
+                };
+                score += p * ADVANCE * pace * gained;
+                // A piece entering an HQ without capturing is frozen there for good.
+                let frozen =
+                    !self.rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
+                if frozen {
+                    score -= p * (worth(my_kind) * 0.8 + 1.0);
+                }
+            }
+        }
+        score
+    }
+
+    /// How much the opponent can take next ply in `pos` (negative): for each own piece, the
+    /// best expected gain of an enemy piece that can reach it, counted at [`THREAT_SHARE`]; the
+    /// own flag within reach counts as [`FLAG_DANGER`], an enemy piece that can reach (or take)
+    /// a square next to the flag as [`FLAG_NEAR`].
+    fn danger(&self, pos: &Position, enemies: &[Option<EnemyView>; 256]) -> f64 {
+        let mine = pos.occupied(self.side);
+        let mut worst = [0.0f64; 64];
+        let mut flag_risk = 0.0f64;
+        let mut near_risk = 0.0f64;
+        let flags = pos.nodes_of(self.side, junqi::FLAG);
+        let topo = self.rules.topology();
+        let next_to_flag = Nodes(flags).fold(0u64, |m, f| m | topo.neighbors[f.index()]);
+        for node in Nodes(pos.occupied(self.side.other())) {
+            let Some(piece) = pos.piece_at(node) else {
+                continue;
+            };
+            let Some(enemy) = enemies[piece.id.0 as usize] else {
+                continue;
+            };
+            let dests = pos.destinations(node);
+            // A square next to the flag that this piece can take or enter: next ply it could
+            // strike the flag from there.
+            for square in Nodes(dests & next_to_flag) {
+                let stands = match pos.piece_at(square) {
+                    None => self.beliefs.mobile_kinds().iter().map(|k| enemy.p(k)).sum(),
+                    Some(victim) => self
+                        .beliefs
+                        .mobile_kinds()
+                        .iter()
+                        .filter(|&k| pos.judge(k, victim.kind).0)
+                        .map(|k| enemy.p(k))
+                        .sum(),
+                };
+                near_risk = near_risk.max(stands);
+            }
+            let reach = dests & mine;
+            if reach == 0 {
+                continue;
+            }
+            for target in Nodes(reach) {
+                let Some(victim) = pos.piece_at(target) else {
+                    continue;
+                };
+                if victim.kind == junqi::FLAG {
+                    let mobile: f64 = self.beliefs.mobile_kinds().iter().map(|k| enemy.p(k)).sum();
+                    flag_risk = flag_risk.max(mobile);
+                    continue;
+                }
+                let mut gain = 0.0;
+                for k in self.beliefs.mobile_kinds().iter() {
+                    let p = enemy.p(k);
+                    if p <= 0.0 {
+                        continue;
+                    }
+                    let (a, d, _) = pos.judge(k, victim.kind);
+                    gain += p
+                        * (if d { 0.0 } else { worth(victim.kind) }
+                            - if a { 0.0 } else { worth(k) });
+                }
+                let slot = &mut worst[target.index()];
+                *slot = slot.max(gain);
+            }
+        }
+        -(worst.iter().sum::<f64>() * THREAT_SHARE)
+            - flag_risk * FLAG_DANGER
+            - near_risk * FLAG_NEAR
+    }
+}
+
+/// A kind that moves like an enemy piece with these possible kinds, for reach questions.
+fn stand_in(possible: KindSet, beliefs: &Beliefs) -> PieceKind {
+    let mobile = beliefs.mobile_kinds();
+    if possible.0 & mobile.0 == 0 {
+        if possible.contains(junqi::FLAG) {
+            junqi::FLAG
+        } else {
+            junqi::MINE
+        }
+    } else if possible.single() == Some(junqi::ENGINEER) {
+        junqi::ENGINEER
+    } else {
+        PieceKind(5)
+    }
+}
