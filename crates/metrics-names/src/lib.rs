@@ -23,6 +23,14 @@ pub const STREAM_LAG_EVENTS: &str = "hf_stream_lag_events";
 pub const STORE_ERRORS_TOTAL: &str = "hf_store_errors_total";
 /// Histogram (seconds): how long a store append (events + snapshot + answer) took.
 pub const STORE_APPEND_DURATION_SECONDS: &str = "hf_store_append_duration_seconds";
+/// Gauge: timers armed in the store (deployment, move and reconnect deadlines), as the clock
+/// process last counted them.
+pub const TIMERS_ARMED: &str = "hf_timers_armed";
+/// Counter: timers the clock fired at the session, by [`TIMER_KIND`] and [`TIMER_RESULT`].
+pub const TIMERS_FIRED_TOTAL: &str = "hf_timers_fired_total";
+/// Histogram (seconds): how late a timer's fire reached the session, after its deadline, by
+/// [`TIMER_KIND`].
+pub const TIMER_LATENESS_SECONDS: &str = "hf_timer_lateness_seconds";
 
 /// Label: `ok` or `refused`.
 pub const RESULT: &str = "result";
@@ -34,6 +42,10 @@ pub const OUTCOME: &str = "outcome";
 pub const PHASE: &str = "phase";
 /// Label: the store operation, one of [`STORE_OPERATIONS`].
 pub const OPERATION: &str = "operation";
+/// Label: the timer kind, one of [`TIMER_KINDS`].
+pub const TIMER_KIND: &str = "timer_kind";
+/// Label: what a timer's fire did, one of [`TIMER_RESULTS`].
+pub const TIMER_RESULT: &str = "timer_result";
 
 /// Label value: the command was applied.
 pub const OK: &str = "ok";
@@ -60,8 +72,13 @@ pub const COMMAND_KINDS: [&str; 9] = [
 ];
 /// Every value of [`PHASE`].
 pub const PHASES: [&str; 3] = ["deployment", "play", "ended"];
+/// Every value of [`TIMER_KIND`].
+pub const TIMER_KINDS: [&str; 3] = ["deployment", "move", "reconnect"];
+/// Every value of [`TIMER_RESULT`]: `applied` (it changed the game), `stale` (the game had moved
+/// on: nothing changed), `retry` (the session could not be reached or it was not due yet).
+pub const TIMER_RESULTS: [&str; 3] = ["applied", "stale", "retry"];
 /// Every value of [`OPERATION`].
-pub const STORE_OPERATIONS: [&str; 10] = [
+pub const STORE_OPERATIONS: [&str; 18] = [
     "create",
     "load",
     "append",
@@ -72,6 +89,14 @@ pub const STORE_OPERATIONS: [&str; 10] = [
     "presence",
     "games_of_player",
     "ping",
+    "ended_games",
+    "arm_timer",
+    "cancel_timer",
+    "timers_of",
+    "claim_due",
+    "release_timer",
+    "complete_timers",
+    "armed_timer_count",
 ];
 
 /// Histogram buckets (seconds) of the latency histograms.

@@ -25,6 +25,9 @@ pub mod conformance;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;
+pub mod timers;
+
+pub use timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
@@ -113,6 +116,9 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The event, with full information.
     pub event: Event,
+    /// The W3C `traceparent` of the command that caused it, if it was traced: whoever delivers
+    /// the event later continues that trace.
+    pub trace_parent: Option<String>,
 }
 
 /// A game in a player's list.
@@ -189,9 +195,21 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// A game in the feed of ended games ([`GameStore::ended_games`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedRecord {
+    /// Its position in the feed: increasing in the order the games' ends committed.
+    pub cursor: u64,
+    /// The game as it ended.
+    pub record: GameRecord,
+}
+
 /// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].
+///
+/// Every store also keeps the games' timers ([`TimerStore`]), because they are written in the
+/// same transaction as the events that arm them.
 #[async_trait]
-pub trait GameStore: Send + Sync + 'static {
+pub trait GameStore: TimerStore {
     /// Creates a game with its first events (`events[0]` gets seq 1) and the state after them.
     /// Idempotent on `creation_key`: a second call with the same key writes nothing and returns
     /// the first game's id with `replayed: true`.
@@ -201,6 +219,19 @@ pub trait GameStore: Send + Sync + 'static {
         meta: &GameMeta,
         events: &[Event],
         game: &Game,
+    ) -> Result<Created, StoreError> {
+        self.create_armed(creation_key, meta, events, game, &[])
+            .await
+    }
+
+    /// [`GameStore::create`], arming `timers` in the same transaction (not when replayed).
+    async fn create_armed(
+        &self,
+        creation_key: &str,
+        meta: &GameMeta,
+        events: &[Event],
+        game: &Game,
+        timers: &[Timer],
     ) -> Result<Created, StoreError>;
 
     /// The game's metadata, version and state; `None` if there is no such game.
@@ -220,7 +251,41 @@ pub trait GameStore: Send + Sync + 'static {
         events: &[Event],
         game: &Game,
         command: Option<CommandRecord<'_>>,
+    ) -> Result<u64, StoreError> {
+        self.append_armed(
+            game_id,
+            expected_version,
+            events,
+            game,
+            command,
+            &TimerChange::none(),
+            None,
+        )
+        .await
+    }
+
+    /// [`GameStore::append`], changing the game's timers in the same transaction: a command is
+    /// acknowledged only once the deadline it starts is durable. An append that ends the game
+    /// also puts it in the feed of ended games. `trace_parent` (a W3C `traceparent`) is stored
+    /// with each event.
+    #[allow(clippy::too_many_arguments)]
+    async fn append_armed(
+        &self,
+        game_id: Uuid,
+        expected_version: u64,
+        events: &[Event],
+        game: &Game,
+        command: Option<CommandRecord<'_>>,
+        timers: &TimerChange,
+        trace_parent: Option<&str>,
     ) -> Result<u64, StoreError>;
+
+    /// Games that ended after feed position `after_cursor`, in feed order, at most `limit`.
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError>;
 
     /// The stored answer of a command already applied to the game, if any.
     async fn command_response(

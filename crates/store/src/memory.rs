@@ -3,14 +3,16 @@
 //! conformance suite, but loses everything when the process exits.
 
 use crate::notifier::Notifier;
+use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, GameMeta, GameRecord, GameStore, GameSummary, StoreError, StoredEvent,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
+    StoredEvent,
 };
 use async_trait::async_trait;
-use hidden_front_rules::{Event, Game, Side};
-use std::collections::HashMap;
+use hidden_front_rules::{Event, Game, Phase, Side};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -32,14 +34,98 @@ struct State {
     creations: HashMap<String, Uuid>,
     /// Player -> their games, oldest first (each game once, even if seated on both sides).
     by_player: HashMap<String, Vec<Uuid>>,
+    /// The feed of ended games: `ended[i]` has cursor `i + 1`.
+    ended: Vec<Uuid>,
+    /// Armed timers by slot, with the claim on each.
+    timers: HashMap<(Uuid, TimerSlot), ArmedTimer>,
+    /// The same timers in deadline order, for claiming.
+    due: BTreeSet<(SystemTime, Uuid, SlotKey)>,
+}
+
+/// A [`TimerSlot`] as an ordered key.
+type SlotKey = u8;
+
+fn slot_key(slot: TimerSlot) -> SlotKey {
+    match slot {
+        TimerSlot::Turn => 0,
+        TimerSlot::Reconnect(Side::South) => 1,
+        TimerSlot::Reconnect(Side::North) => 2,
+    }
+}
+
+fn slot_of_key(key: SlotKey) -> TimerSlot {
+    match key {
+        0 => TimerSlot::Turn,
+        1 => TimerSlot::Reconnect(Side::South),
+        _ => TimerSlot::Reconnect(Side::North),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ArmedTimer {
+    timer: Timer,
+    /// Not handed out again before this time.
+    claimed_until: Option<SystemTime>,
+}
+
+impl State {
+    fn arm(&mut self, timer: Timer) {
+        self.cancel(timer.game_id, timer.slot());
+        self.due
+            .insert((timer.fire_at, timer.game_id, slot_key(timer.slot())));
+        self.timers.insert(
+            (timer.game_id, timer.slot()),
+            ArmedTimer {
+                timer,
+                claimed_until: None,
+            },
+        );
+    }
+
+    fn cancel(&mut self, game_id: Uuid, slot: TimerSlot) -> bool {
+        match self.timers.remove(&(game_id, slot)) {
+            Some(armed) => {
+                self.due
+                    .remove(&(armed.timer.fire_at, game_id, slot_key(slot)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn apply_timers(&mut self, game_id: Uuid, change: &TimerChange) {
+        if change.clear_all {
+            for slot in [
+                TimerSlot::Turn,
+                TimerSlot::Reconnect(Side::South),
+                TimerSlot::Reconnect(Side::North),
+            ] {
+                self.cancel(game_id, slot);
+            }
+        }
+        match change.turn {
+            Some(TurnTimerChange::Arm(timer)) => self.arm(timer),
+            Some(TurnTimerChange::Retag { armed_version }) => {
+                if let Some(armed) = self.timers.get_mut(&(game_id, TimerSlot::Turn)) {
+                    armed.timer.armed_version = armed_version;
+                    armed.claimed_until = None;
+                }
+            }
+            None => {}
+        }
+        for timer in &change.reconnect {
+            self.arm(*timer);
+        }
+    }
 }
 
 #[derive(Debug)]
 struct StoredGame {
     meta: GameMeta,
     game: Game,
-    /// The log; `events[i]` has seq `i + 1`, so the version is `events.len()`.
-    events: Vec<Event>,
+    /// The log with each event's trace parent; `events[i]` has seq `i + 1`, so the version is
+    /// `events.len()`.
+    events: Vec<(Event, Option<String>)>,
     /// Idempotency key -> stored answer.
     commands: HashMap<String, Vec<u8>>,
     /// (side, gateway) -> (connected, lease until).
@@ -77,12 +163,13 @@ impl MemoryStore {
 
 #[async_trait]
 impl GameStore for MemoryStore {
-    async fn create(
+    async fn create_armed(
         &self,
         creation_key: &str,
         meta: &GameMeta,
         events: &[Event],
         game: &Game,
+        timers: &[Timer],
     ) -> Result<Created, StoreError> {
         let mut state = self.state();
         if let Some(game_id) = state.creations.get(creation_key) {
@@ -108,11 +195,14 @@ impl GameStore for MemoryStore {
             StoredGame {
                 meta: meta.clone(),
                 game: game.clone(),
-                events: events.to_vec(),
+                events: events.iter().map(|e| (e.clone(), None)).collect(),
                 commands: HashMap::new(),
                 presence: HashMap::new(),
             },
         );
+        for timer in timers {
+            state.arm(*timer);
+        }
         Ok(Created {
             game_id: meta.game_id,
             replayed: false,
@@ -128,13 +218,15 @@ impl GameStore for MemoryStore {
         }))
     }
 
-    async fn append(
+    async fn append_armed(
         &self,
         game_id: Uuid,
         expected_version: u64,
         events: &[Event],
         game: &Game,
         command: Option<CommandRecord<'_>>,
+        timers: &TimerChange,
+        trace_parent: Option<&str>,
     ) -> Result<u64, StoreError> {
         let version = {
             let mut state = self.state();
@@ -160,14 +252,24 @@ impl GameStore for MemoryStore {
                     actual,
                 });
             }
-            stored.events.extend_from_slice(events);
+            let newly_ended = stored.game.phase() != Phase::Ended && game.phase() == Phase::Ended;
+            stored.events.extend(
+                events
+                    .iter()
+                    .map(|e| (e.clone(), trace_parent.map(str::to_owned))),
+            );
             stored.game = game.clone();
             if let Some(command) = command {
                 stored
                     .commands
                     .insert(command.key.to_owned(), command.response.to_vec());
             }
-            stored.version()
+            let version = stored.version();
+            if newly_ended {
+                state.ended.push(game_id);
+            }
+            state.apply_timers(game_id, timers);
+            version
         };
         if !events.is_empty() {
             self.notifier.notify(game_id, version);
@@ -207,9 +309,10 @@ impl GameStore for MemoryStore {
             .enumerate()
             .skip(skip)
             .take(limit)
-            .map(|(index, event)| StoredEvent {
+            .map(|(index, (event, trace_parent))| StoredEvent {
                 seq: index as u64 + 1,
                 event: event.clone(),
+                trace_parent: trace_parent.clone(),
             })
             .collect())
     }
@@ -276,5 +379,124 @@ impl GameStore for MemoryStore {
                 version: stored.version(),
             })
             .collect())
+    }
+
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError> {
+        let state = self.state();
+        let skip = usize::try_from(after_cursor).unwrap_or(usize::MAX);
+        Ok(state
+            .ended
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .take(limit)
+            .filter_map(|(index, game_id)| {
+                let stored = state.games.get(game_id)?;
+                Some(EndedRecord {
+                    cursor: index as u64 + 1,
+                    record: GameRecord {
+                        meta: stored.meta.clone(),
+                        version: stored.version(),
+                        game: stored.game.clone(),
+                    },
+                })
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl TimerStore for MemoryStore {
+    async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        let mut state = self.state();
+        if !state.games.contains_key(&timer.game_id) {
+            return Err(StoreError::NotFound(timer.game_id));
+        }
+        state.arm(*timer);
+        Ok(())
+    }
+
+    async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
+        Ok(self.state().cancel(game_id, slot))
+    }
+
+    async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
+        let state = self.state();
+        let mut timers: Vec<Timer> = [
+            TimerSlot::Turn,
+            TimerSlot::Reconnect(Side::South),
+            TimerSlot::Reconnect(Side::North),
+        ]
+        .into_iter()
+        .filter_map(|slot| state.timers.get(&(game_id, slot)).map(|a| a.timer))
+        .collect();
+        timers.sort_by_key(|t| t.fire_at);
+        Ok(timers)
+    }
+
+    async fn claim_due(
+        &self,
+        _owner: &str,
+        horizon: SystemTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Timer>, StoreError> {
+        let now = SystemTime::now();
+        let mut state = self.state();
+        let candidates: Vec<(Uuid, SlotKey)> = state
+            .due
+            .iter()
+            .take_while(|(fire_at, _, _)| *fire_at <= horizon)
+            .map(|&(_, game_id, key)| (game_id, key))
+            .collect();
+        let mut claimed = Vec::new();
+        for (game_id, key) in candidates {
+            if claimed.len() >= limit {
+                break;
+            }
+            let Some(armed) = state.timers.get_mut(&(game_id, slot_of_key(key))) else {
+                continue;
+            };
+            if armed.claimed_until.is_some_and(|until| until > now) {
+                continue;
+            }
+            armed.claimed_until = Some(armed.timer.fire_at.max(now) + lease);
+            claimed.push(armed.timer);
+        }
+        Ok(claimed)
+    }
+
+    async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
+        let mut state = self.state();
+        if let Some(armed) = state.timers.get_mut(&(timer.game_id, timer.slot()))
+            && armed.timer == *timer
+        {
+            armed.claimed_until = Some(retry_at);
+        }
+        Ok(())
+    }
+
+    async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
+        let mut state = self.state();
+        let mut deleted = 0;
+        for timer in timers {
+            let matches = state
+                .timers
+                .get(&(timer.game_id, timer.slot()))
+                .is_some_and(|armed| armed.timer == *timer);
+            if matches {
+                state.cancel(timer.game_id, timer.slot());
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn armed_timer_count(&self) -> Result<u64, StoreError> {
+        Ok(self.state().timers.len() as u64)
     }
 }

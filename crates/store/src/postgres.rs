@@ -15,9 +15,10 @@
 //! database and no `.sqlx/` cache; the conformance suite checks them against a real Postgres.
 
 use crate::notifier::Notifier;
+use crate::timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, GameMeta, GameRecord, GameStore, GameSummary, StoreError, StoredEvent,
-    TimeControl,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
+    StoredEvent, TimeControl,
 };
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
@@ -380,17 +381,19 @@ async fn insert_events(
     game_id: Uuid,
     seqs: Vec<i64>,
     values: Vec<serde_json::Value>,
+    trace_parent: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     if seqs.is_empty() {
         return Ok(());
     }
     sqlx::query(
-        "INSERT INTO game_events (game_id, seq, event) \
-         SELECT $1, seq, event FROM UNNEST($2::bigint[], $3::jsonb[]) AS e (seq, event)",
+        "INSERT INTO game_events (game_id, seq, event, trace_parent) \
+         SELECT $1, seq, event, $4 FROM UNNEST($2::bigint[], $3::jsonb[]) AS e (seq, event)",
     )
     .bind(game_id)
     .bind(seqs)
     .bind(values)
+    .bind(trace_parent)
     .execute(conn)
     .await?;
     Ok(())
@@ -447,15 +450,219 @@ async fn presence_at(
         .transpose()
 }
 
+/// The `side` column's text.
+fn side_text(side: Side) -> &'static str {
+    match side {
+        Side::South => "south",
+        Side::North => "north",
+    }
+}
+
+/// Arms a timer's slot, replacing what was there and dropping any claim on it.
+async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Result<(), StoreError> {
+    let result = sqlx::query(
+        "INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (game_id, slot) DO UPDATE SET kind = EXCLUDED.kind, side = EXCLUDED.side, \
+           armed_version = EXCLUDED.armed_version, fire_at = EXCLUDED.fire_at, \
+           claimed_by = NULL, claimed_until = NULL, armed_at = now()",
+    )
+    .bind(timer.game_id)
+    .bind(timer.slot().name())
+    .bind(timer.kind.name())
+    .bind(side_text(timer.side))
+    .bind(to_db(timer.armed_version))
+    .bind(OffsetDateTime::from(timer.fire_at))
+    .execute(conn)
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(error) if is_foreign_key_violation(&error) => Err(StoreError::NotFound(timer.game_id)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Writes an append's timer changes (inside its transaction).
+async fn apply_timer_change(
+    conn: &mut PgConnection,
+    game_id: Uuid,
+    change: &TimerChange,
+) -> Result<(), StoreError> {
+    if change.clear_all {
+        sqlx::query("DELETE FROM game_timers WHERE game_id = $1")
+            .bind(game_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    match change.turn {
+        Some(TurnTimerChange::Arm(timer)) => upsert_timer(&mut *conn, &timer).await?,
+        Some(TurnTimerChange::Retag { armed_version }) => {
+            sqlx::query(
+                "UPDATE game_timers SET armed_version = $2, claimed_by = NULL, claimed_until = NULL \
+                 WHERE game_id = $1 AND slot = 'turn'",
+            )
+            .bind(game_id)
+            .bind(to_db(armed_version))
+            .execute(&mut *conn)
+            .await?;
+        }
+        None => {}
+    }
+    for timer in &change.reconnect {
+        upsert_timer(&mut *conn, timer).await?;
+    }
+    Ok(())
+}
+
+/// A `game_timers` row as a [`Timer`].
+fn timer_of(row: &PgRow) -> Result<Timer, StoreError> {
+    let game_id: Uuid = row.try_get("game_id")?;
+    let corrupt = |what: &str, value: String| StoreError::Corrupt {
+        game_id,
+        reason: format!("timer {what} {value:?} is unknown"),
+    };
+    let kind: String = row.try_get("kind")?;
+    let kind = TimerKind::from_name(&kind).ok_or_else(|| corrupt("kind", kind.clone()))?;
+    let side: String = row.try_get("side")?;
+    let side = match side.as_str() {
+        "south" => Side::South,
+        "north" => Side::North,
+        _ => return Err(corrupt("side", side)),
+    };
+    let fire_at: OffsetDateTime = row.try_get("fire_at")?;
+    Ok(Timer {
+        game_id,
+        kind,
+        side,
+        armed_version: from_db(game_id, "armed version", row.try_get("armed_version")?)?,
+        fire_at: fire_at.into(),
+    })
+}
+
+#[async_trait]
+impl TimerStore for PostgresStore {
+    #[tracing::instrument(name = "store.arm_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %timer.game_id))]
+    async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        let mut conn = self.inner.pool.acquire().await?;
+        upsert_timer(&mut conn, timer).await
+    }
+
+    #[tracing::instrument(name = "store.cancel_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
+    async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
+        let deleted = sqlx::query("DELETE FROM game_timers WHERE game_id = $1 AND slot = $2")
+            .bind(game_id)
+            .bind(slot.name())
+            .execute(&self.inner.pool)
+            .await?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+
+    #[tracing::instrument(name = "store.timers_of", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
+    async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT game_id, kind, side, armed_version, fire_at FROM game_timers \
+             WHERE game_id = $1 ORDER BY fire_at, slot",
+        )
+        .bind(game_id)
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.iter().map(timer_of).collect()
+    }
+
+    #[tracing::instrument(name = "store.claim_due", level = "debug", skip_all, fields(db.system = "postgresql", limit = limit))]
+    async fn claim_due(
+        &self,
+        owner: &str,
+        horizon: SystemTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Timer>, StoreError> {
+        // Rows another claimer is locking right now are skipped, not waited for: several clock
+        // processes claim disjoint sets.
+        let rows = sqlx::query(
+            "UPDATE game_timers t \
+             SET claimed_by = $1, claimed_until = greatest(t.fire_at, now()) + $3 * interval '1 millisecond' \
+             FROM (SELECT game_id, slot FROM game_timers \
+                   WHERE fire_at <= $2 AND (claimed_until IS NULL OR claimed_until < now()) \
+                   ORDER BY fire_at LIMIT $4 FOR UPDATE SKIP LOCKED) due \
+             WHERE t.game_id = due.game_id AND t.slot = due.slot \
+             RETURNING t.game_id, t.kind, t.side, t.armed_version, t.fire_at",
+        )
+        .bind(owner)
+        .bind(OffsetDateTime::from(horizon))
+        .bind(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX))
+        .bind(to_limit(limit))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        let mut timers = rows.iter().map(timer_of).collect::<Result<Vec<_>, _>>()?;
+        timers.sort_by_key(|t| t.fire_at);
+        Ok(timers)
+    }
+
+    #[tracing::instrument(name = "store.release_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %timer.game_id))]
+    async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE game_timers SET claimed_until = $5 \
+             WHERE game_id = $1 AND slot = $2 AND armed_version = $3 AND fire_at = $4",
+        )
+        .bind(timer.game_id)
+        .bind(timer.slot().name())
+        .bind(to_db(timer.armed_version))
+        .bind(OffsetDateTime::from(timer.fire_at))
+        .bind(OffsetDateTime::from(retry_at))
+        .execute(&self.inner.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store.complete_timers", level = "debug", skip_all, fields(db.system = "postgresql", count = timers.len()))]
+    async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
+        if timers.is_empty() {
+            return Ok(0);
+        }
+        let game_ids: Vec<Uuid> = timers.iter().map(|t| t.game_id).collect();
+        let slots: Vec<&str> = timers.iter().map(|t| t.slot().name()).collect();
+        let versions: Vec<i64> = timers.iter().map(|t| to_db(t.armed_version)).collect();
+        let fire_ats: Vec<OffsetDateTime> = timers
+            .iter()
+            .map(|t| OffsetDateTime::from(t.fire_at))
+            .collect();
+        let deleted = sqlx::query(
+            "DELETE FROM game_timers t \
+             USING UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::timestamptz[]) \
+               AS f (game_id, slot, armed_version, fire_at) \
+             WHERE t.game_id = f.game_id AND t.slot = f.slot \
+               AND t.armed_version = f.armed_version AND t.fire_at = f.fire_at",
+        )
+        .bind(game_ids)
+        .bind(slots)
+        .bind(versions)
+        .bind(fire_ats)
+        .execute(&self.inner.pool)
+        .await?
+        .rows_affected();
+        Ok(deleted)
+    }
+
+    async fn armed_timer_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM game_timers")
+            .fetch_one(&self.inner.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+}
+
 #[async_trait]
 impl GameStore for PostgresStore {
     #[tracing::instrument(name = "store.create", level = "info", skip_all, fields(db.system = "postgresql", game_id = %meta.game_id, event_count = events.len()))]
-    async fn create(
+    async fn create_armed(
         &self,
         creation_key: &str,
         meta: &GameMeta,
         events: &[Event],
         game: &Game,
+        timers: &[Timer],
     ) -> Result<Created, StoreError> {
         let game_id = meta.game_id;
         let time_control = encode_json(game_id, "time control", &meta.time_control)?;
@@ -515,7 +722,10 @@ impl GameStore for PostgresStore {
             }
             Err(error) => return Err(error.into()),
         }
-        insert_events(&mut tx, game_id, seqs, values).await?;
+        insert_events(&mut tx, game_id, seqs, values, None).await?;
+        for timer in timers {
+            upsert_timer(&mut tx, timer).await?;
+        }
         tx.commit().await?;
         Ok(Created {
             game_id,
@@ -545,13 +755,15 @@ impl GameStore for PostgresStore {
     }
 
     #[tracing::instrument(name = "store.append", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, expected_version = expected_version, event_count = events.len(), version = tracing::field::Empty))]
-    async fn append(
+    async fn append_armed(
         &self,
         game_id: Uuid,
         expected_version: u64,
         events: &[Event],
         game: &Game,
         command: Option<CommandRecord<'_>>,
+        timers: &TimerChange,
+        trace_parent: Option<&str>,
     ) -> Result<u64, StoreError> {
         let new_version = expected_version.saturating_add(events.len() as u64);
         let snapshot = encode_json(game_id, "engine state", game)?;
@@ -636,7 +848,7 @@ impl GameStore for PostgresStore {
             }
         }
 
-        match insert_events(&mut tx, game_id, seqs, values).await {
+        match insert_events(&mut tx, game_id, seqs, values, trace_parent).await {
             Ok(()) => {}
             // The version guard passed, yet a seq is taken: the snapshot's version and the log
             // disagree. The primary key refuses the fork; nothing is written.
@@ -653,6 +865,17 @@ impl GameStore for PostgresStore {
             Err(error) => return Err(error.into()),
         }
 
+        apply_timer_change(&mut tx, game_id, timers).await?;
+        if events.iter().any(|e| matches!(e, Event::Ended { .. })) {
+            // The counter row's lock is held to commit: feed positions follow commit order.
+            sqlx::query(
+                "WITH next AS (UPDATE ended_games_counter SET last = last + 1 RETURNING last) \
+                 UPDATE games SET ended_seq = (SELECT last FROM next) WHERE game_id = $1",
+            )
+            .bind(game_id)
+            .execute(&mut *tx)
+            .await?;
+        }
         if !events.is_empty() {
             sqlx::query("SELECT pg_notify($1, $2::text || ':' || $3::text)")
                 .bind(CHANNEL)
@@ -695,7 +918,7 @@ impl GameStore for PostgresStore {
             Vec::new()
         } else {
             sqlx::query(
-                "SELECT seq, event FROM game_events WHERE game_id = $1 AND seq >= $2 \
+                "SELECT seq, event, trace_parent FROM game_events WHERE game_id = $1 AND seq >= $2 \
                  ORDER BY seq LIMIT $3",
             )
             .bind(game_id)
@@ -713,6 +936,7 @@ impl GameStore for PostgresStore {
                 Ok(StoredEvent {
                     seq: from_db(game_id, "seq", row.try_get("seq")?)?,
                     event: decode_json(game_id, "event", row.try_get("event")?)?,
+                    trace_parent: row.try_get("trace_parent")?,
                 })
             })
             .collect()
@@ -814,6 +1038,37 @@ impl GameStore for PostgresStore {
                     meta,
                     phase: parse_phase(game_id, row.try_get("phase")?)?,
                     version: from_db(game_id, "version", row.try_get("version")?)?,
+                })
+            })
+            .collect()
+    }
+
+    #[tracing::instrument(name = "store.ended_games", level = "debug", skip_all, fields(db.system = "postgresql", after_cursor = after_cursor))]
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT game_id, rules, time_control, south_player, north_player, version, snapshot, \
+                    ended_seq \
+             FROM games WHERE ended_seq > $1 ORDER BY ended_seq LIMIT $2",
+        )
+        .bind(to_db(after_cursor))
+        .bind(to_limit(limit))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let meta = meta_of(row)?;
+                let game_id = meta.game_id;
+                Ok(EndedRecord {
+                    cursor: from_db(game_id, "ended_seq", row.try_get("ended_seq")?)?,
+                    record: GameRecord {
+                        meta,
+                        version: from_db(game_id, "version", row.try_get("version")?)?,
+                        game: decode_json(game_id, "snapshot", row.try_get("snapshot")?)?,
+                    },
                 })
             })
             .collect()

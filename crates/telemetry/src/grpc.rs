@@ -184,6 +184,31 @@ where
     }
 }
 
+/// The current span's trace context as a W3C `traceparent` value, to be stored beside what the
+/// span produced (a game event) so that whoever handles it later, in any process, continues the
+/// same trace. `None` when there is no sampled trace (no OpenTelemetry layer, or no span).
+pub fn current_traceparent() -> Option<String> {
+    let context = tracing::Span::current().context();
+    let mut fields = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut fields)
+    });
+    fields.remove("traceparent")
+}
+
+/// Makes `span` a child of the trace context carried as a W3C `traceparent` value (see
+/// [`current_traceparent`]); a malformed or empty value leaves `span` as it is.
+pub fn set_remote_parent(span: &tracing::Span, traceparent: &str) {
+    if traceparent.is_empty() {
+        return;
+    }
+    let mut fields = std::collections::HashMap::new();
+    fields.insert("traceparent".to_string(), traceparent.to_string());
+    let parent =
+        opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&fields));
+    let _ = span.set_parent(parent);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,10 @@
 
 mod grpc;
 
-pub use grpc::{GrpcServerLayer, GrpcServerService, InjectLayer, Injecting, TracedChannel};
+pub use grpc::{
+    GrpcServerLayer, GrpcServerService, InjectLayer, Injecting, TracedChannel, current_traceparent,
+    set_remote_parent,
+};
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;

@@ -20,6 +20,7 @@
 mod errors;
 mod metered;
 mod service;
+mod timers;
 
 pub use errors::{game_error_status, store_error_status};
-pub use service::{SessionConfig, SessionService};
+pub use service::{SessionClock, SessionConfig, SessionService};

@@ -5,10 +5,11 @@ use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::{
-    CommandRecord, Created, GameMeta, GameRecord, GameStore, GameSummary, StoreError, StoredEvent,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
+    StoredEvent, Timer, TimerChange, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -37,16 +38,19 @@ fn counted<T>(operation: &'static str, result: Result<T, StoreError>) -> Result<
 
 #[async_trait]
 impl GameStore for MeteredStore {
-    async fn create(
+    async fn create_armed(
         &self,
         creation_key: &str,
         meta: &GameMeta,
         events: &[Event],
         game: &Game,
+        timers: &[Timer],
     ) -> Result<Created, StoreError> {
         counted(
             "create",
-            self.inner.create(creation_key, meta, events, game).await,
+            self.inner
+                .create_armed(creation_key, meta, events, game, timers)
+                .await,
         )
     }
 
@@ -54,18 +58,28 @@ impl GameStore for MeteredStore {
         counted("load", self.inner.load(game_id).await)
     }
 
-    async fn append(
+    async fn append_armed(
         &self,
         game_id: Uuid,
         expected_version: u64,
         events: &[Event],
         game: &Game,
         command: Option<CommandRecord<'_>>,
+        timers: &TimerChange,
+        trace_parent: Option<&str>,
     ) -> Result<u64, StoreError> {
         let started = Instant::now();
         let result = self
             .inner
-            .append(game_id, expected_version, events, game, command)
+            .append_armed(
+                game_id,
+                expected_version,
+                events,
+                game,
+                command,
+                timers,
+                trace_parent,
+            )
             .await;
         metrics::histogram!(names::STORE_APPEND_DURATION_SECONDS)
             .record(started.elapsed().as_secs_f64());
@@ -129,5 +143,59 @@ impl GameStore for MeteredStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         counted("ping", self.inner.ping().await)
+    }
+
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError> {
+        counted(
+            "ended_games",
+            self.inner.ended_games(after_cursor, limit).await,
+        )
+    }
+}
+
+#[async_trait]
+impl TimerStore for MeteredStore {
+    async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        counted("arm_timer", self.inner.arm_timer(timer).await)
+    }
+
+    async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
+        counted("cancel_timer", self.inner.cancel_timer(game_id, slot).await)
+    }
+
+    async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
+        counted("timers_of", self.inner.timers_of(game_id).await)
+    }
+
+    async fn claim_due(
+        &self,
+        owner: &str,
+        horizon: SystemTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Timer>, StoreError> {
+        counted(
+            "claim_due",
+            self.inner.claim_due(owner, horizon, lease, limit).await,
+        )
+    }
+
+    async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
+        counted(
+            "release_timer",
+            self.inner.release_timer(timer, retry_at).await,
+        )
+    }
+
+    async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
+        counted("complete_timers", self.inner.complete_timers(timers).await)
+    }
+
+    async fn armed_timer_count(&self) -> Result<u64, StoreError> {
+        counted("armed_timer_count", self.inner.armed_timer_count().await)
     }
 }

@@ -2,11 +2,15 @@
 
 use crate::errors::{game_error_status, store_error_status, wire_status};
 use crate::metered::MeteredStore;
+use crate::timers::{self, FireCheck};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
 use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
-use hidden_front_store::{CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl};
+use hidden_front_store::timers::{from_unix_millis, unix_millis};
+use hidden_front_store::{
+    CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl, Timer, TimerKind,
+};
 use hidden_front_wire as wire;
 use prost::Message;
 use std::collections::HashMap;
@@ -33,6 +37,8 @@ pub struct SessionConfig {
     pub default_presence_lease: Duration,
     /// Games kept in the process cache (a cache miss only costs a store read).
     pub cache_capacity: usize,
+    /// The session's clock: the only clock deadlines are judged by.
+    pub clock: SessionClock,
 }
 
 impl Default for SessionConfig {
@@ -40,7 +46,36 @@ impl Default for SessionConfig {
         SessionConfig {
             default_presence_lease: Duration::from_secs(30),
             cache_capacity: 10_000,
+            clock: SessionClock::system(),
         }
+    }
+}
+
+/// Where the session reads the time: the system clock in production; tests substitute a clock
+/// they move by hand, so deadlines can pass without waiting for them.
+#[derive(Clone)]
+pub struct SessionClock(Arc<dyn Fn() -> SystemTime + Send + Sync>);
+
+impl SessionClock {
+    /// The system's wall clock.
+    pub fn system() -> SessionClock {
+        SessionClock(Arc::new(SystemTime::now))
+    }
+
+    /// A clock reading `now` (for tests).
+    pub fn from_fn(now: impl Fn() -> SystemTime + Send + Sync + 'static) -> SessionClock {
+        SessionClock(Arc::new(now))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> SystemTime {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for SessionClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionClock")
     }
 }
 
@@ -299,9 +334,10 @@ impl SessionService {
             };
             let result = self.result_for(&record, &game, &events, Viewer::player(ctx.side));
             let bytes = result.encode_to_vec();
+            let timer_change = self.timer_change(&record, &game, &events).await?;
             match self
                 .store
-                .append(
+                .append_armed(
                     ctx.game_id,
                     record.version,
                     &events,
@@ -310,6 +346,8 @@ impl SessionService {
                         key: &ctx.key,
                         response: &bytes,
                     }),
+                    &timer_change,
+                    hidden_front_telemetry::current_traceparent().as_deref(),
                 )
                 .await
             {
@@ -347,6 +385,36 @@ impl SessionService {
         }
         Err(Status::aborted(
             "the game changed too often while this command was judged; retry with the same key",
+        ))
+    }
+
+    /// The deadlines the append of `events` (taking `record` to `after`) starts or ends; see
+    /// [`timers::plan`].
+    async fn timer_change(
+        &self,
+        record: &GameRecord,
+        after: &Game,
+        events: &[hidden_front_rules::Event],
+    ) -> Result<hidden_front_store::TimerChange, Status> {
+        let now = self.config.clock.now();
+        let absent = if timers::needs_presence(events) {
+            let present = self
+                .store
+                .presence(record.meta.game_id, now)
+                .await
+                .map_err(|e| store_error_status(&e))?;
+            [!present[0], !present[1]]
+        } else {
+            [false; 2]
+        };
+        Ok(timers::plan(
+            record.meta.game_id,
+            &record.meta.time_control,
+            after,
+            events,
+            record.version + events.len() as u64,
+            now,
+            absent,
         ))
     }
 
@@ -460,20 +528,58 @@ impl SessionService {
                     "kind must be TIMER_KIND_DEPLOYMENT, TIMER_KIND_MOVE or TIMER_KIND_RECONNECT",
                 )
             })?;
+        if request.deadline_unix_millis == 0 {
+            return Err(Status::invalid_argument(
+                "deadline_unix_millis is required: the deadline the timer was armed with",
+            ));
+        }
+        let fired = Timer {
+            game_id,
+            kind: match kind {
+                pb::TimerKind::Deployment => TimerKind::Deployment,
+                pb::TimerKind::Move => TimerKind::Move,
+                _ => TimerKind::Reconnect,
+            },
+            side,
+            armed_version: request.armed_version,
+            fire_at: from_unix_millis(request.deadline_unix_millis),
+        };
+        // The first fence: the fire must be the timer the game's slot holds now. A timer that
+        // was replaced, disarmed or already applied is stale, and a live one that is not due by
+        // this clock is refused so the clock tries again.
+        let stored = self
+            .store
+            .timers_of(game_id)
+            .await
+            .map_err(|e| store_error_status(&e))?
+            .into_iter()
+            .find(|t| t.slot() == fired.slot());
         let record = self.load(game_id, true).await?;
         let stale = pb::ApplyTimerResponse {
             applied: false,
             version: record.version,
         };
+        match timers::check_fire(&fired, stored.as_ref(), self.config.clock.now()) {
+            FireCheck::Apply => {}
+            FireCheck::Stale => return Ok(stale),
+            FireCheck::NotDue(at) => {
+                return Err(Status::failed_precondition(format!(
+                    "the timer is not due until {} ms after the Unix epoch",
+                    unix_millis(at)
+                )));
+            }
+        }
+        // The second fence: the game itself.
         let game = &record.game;
         let command = match kind {
             pb::TimerKind::Deployment => {
-                if record.version != request.armed_version || game.phase() != Phase::Deployment {
+                // One deployment phase per game: its deadline holds across swaps and drafts.
+                if game.phase() != Phase::Deployment {
                     return Ok(stale);
                 }
                 let present = self
                     .store
-                    .presence(game_id, SystemTime::now())
+                    .presence(game_id, self.config.clock.now())
                     .await
                     .map_err(|e| store_error_status(&e))?;
                 Command::DeploymentDeadline { present }
@@ -489,11 +595,10 @@ impl SessionService {
             }
             pb::TimerKind::Reconnect => {
                 // A reconnect deadline holds across moves (the clock keeps running while the
-                // player is away), so it is fenced by presence, not by version: it applies only
-                // if the player is still away and the game still running.
+                // player is away): it applies if the player is still away and the game running.
                 let present = self
                     .store
-                    .presence(game_id, SystemTime::now())
+                    .presence(game_id, self.config.clock.now())
                     .await
                     .map_err(|e| store_error_status(&e))?;
                 if game.phase() != Phase::Play || present[side.index()] {
@@ -507,10 +612,11 @@ impl SessionService {
             game_id,
             side,
             key: format!(
-                "timer:{}:{}:{}",
+                "timer:{}:{}:{}:{}",
                 kind.as_str_name(),
                 request.armed_version,
-                side.name()
+                side.name(),
+                request.deadline_unix_millis
             ),
             expected_version: Some(record.version),
         };
@@ -529,6 +635,82 @@ impl SessionService {
             }
             Err(status) => Err(status),
         }
+    }
+
+    /// Arms `side`'s time to come back after a presence report: counted from now when the side
+    /// is away, from the end of the report's lease when it is connected (each renewal pushes it
+    /// on, so a gateway that dies without a word still starts the count when its lease ends).
+    async fn arm_reconnect(
+        &self,
+        record: &GameRecord,
+        side: Side,
+        connected_now: bool,
+        lease_until: SystemTime,
+    ) -> Result<(), Status> {
+        if record.game.phase() == Phase::Ended {
+            return Ok(());
+        }
+        let from = if connected_now {
+            lease_until.max(self.config.clock.now() + self.config.default_presence_lease)
+        } else {
+            self.config.clock.now()
+        };
+        let timer = timers::reconnect_timer(
+            record.meta.game_id,
+            &record.meta.time_control,
+            side,
+            record.version,
+            from,
+        );
+        self.store
+            .arm_timer(&timer)
+            .await
+            .map_err(|e| store_error_status(&e))
+    }
+
+    /// The feed of ended games, as [`pb::EndedGame`]s.
+    async fn ended_games(
+        &self,
+        request: pb::ListEndedGamesRequest,
+    ) -> Result<pb::ListEndedGamesResponse, Status> {
+        let limit = match request.limit {
+            0 => 100,
+            n if n <= 1000 => n as usize,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "limit must be at most 1000, got {n}"
+                )));
+            }
+        };
+        let ended = self
+            .store
+            .ended_games(request.after_cursor, limit)
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        let games = ended
+            .into_iter()
+            .map(|entry| {
+                let meta = &entry.record.meta;
+                let game = &entry.record.game;
+                let lost = game.seats_lost();
+                pb::EndedGame {
+                    cursor: entry.cursor,
+                    game_id: meta.game_id.to_string(),
+                    rules: meta.rules.clone(),
+                    time_control: Some(time_control_to_proto(&meta.time_control)),
+                    south_player: meta.south_player.clone(),
+                    north_player: meta.north_player.clone(),
+                    outcome: game.outcome().map(wire::outcome_to_proto),
+                    seats_lost: Side::BOTH
+                        .into_iter()
+                        .filter(|side| lost[side.index()])
+                        .map(|side| wire::side_to_proto(side) as i32)
+                        .collect(),
+                    plies: game.plies(),
+                }
+            })
+            .collect();
+        Ok(pb::ListEndedGamesResponse { games })
     }
 }
 
@@ -578,9 +760,16 @@ impl SessionApi for SessionService {
         } else {
             request.idempotency_key
         };
+        // The deployment deadline is durable with the game itself.
+        let deadline = timers::deployment_timer(
+            meta.game_id,
+            &meta.time_control,
+            events.len() as u64,
+            self.config.clock.now(),
+        );
         let created = self
             .store
-            .create(&key, &meta, &events, &game)
+            .create_armed(&key, &meta, &events, &game, &[deadline])
             .await
             .map_err(|e| store_error_status(&e))?;
         if !created.replayed {
@@ -793,7 +982,8 @@ impl SessionApi for SessionService {
             }
         };
         // The game must exist: presence for unknown games would grow the table without bound.
-        self.load(game_id, false).await?;
+        let record = self.load(game_id, false).await?;
+        let lease_until = self.config.clock.now() + lease;
         let connected = self
             .store
             .report_presence(
@@ -801,10 +991,12 @@ impl SessionApi for SessionService {
                 side,
                 &request.gateway_id,
                 request.connected,
-                SystemTime::now() + lease,
+                lease_until,
             )
             .await
             .map_err(|e| store_error_status(&e))?;
+        self.arm_reconnect(&record, side, connected[side.index()], lease_until)
+            .await?;
         Ok(Response::new(pb::ReportPresenceResponse {
             south_connected: connected[0],
             north_connected: connected[1],
@@ -821,7 +1013,7 @@ impl SessionApi for SessionService {
         let record = self.load(game_id, true).await?;
         let connected = self
             .store
-            .presence(game_id, SystemTime::now())
+            .presence(game_id, self.config.clock.now())
             .await
             .map_err(|e| store_error_status(&e))?;
         let id = game_id.to_string();
@@ -893,6 +1085,15 @@ impl SessionApi for SessionService {
             });
         }
         Ok(Response::new(pb::ListGamesResponse { games }))
+    }
+
+    async fn list_ended_games(
+        &self,
+        request: Request<pb::ListEndedGamesRequest>,
+    ) -> Result<Response<pb::ListEndedGamesResponse>, Status> {
+        self.ended_games(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn list_legal_moves(
@@ -973,6 +1174,7 @@ impl SessionApi for SessionService {
                             .send(Ok(pb::WatchGameResponse {
                                 event: Some(event),
                                 engine_event_json,
+                                trace_parent: stored.trace_parent.clone().unwrap_or_default(),
                             }))
                             .await
                             .is_err()

@@ -4,9 +4,12 @@
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as _;
-use hidden_front_session::{SessionConfig, SessionService};
+use hidden_front_rules::Side;
+use hidden_front_session::{SessionClock, SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
-use std::sync::Arc;
+use hidden_front_store::{Timer, TimerKind, TimerSlot, TimerStore};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 use tonic::{Code, Request};
 
 fn service() -> SessionService {
@@ -67,53 +70,111 @@ async fn start_play(s: &SessionService, game: &str) -> u64 {
     version
 }
 
-async fn timer(
-    s: &SessionService,
-    game: &str,
-    kind: pb::TimerKind,
-    armed_version: u64,
-    side: pb::Side,
-) -> pb::ApplyTimerResponse {
+/// The session's clock in these tests: it moves only when a test moves it.
+#[derive(Clone)]
+struct ManualClock(Arc<Mutex<SystemTime>>);
+
+impl ManualClock {
+    fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap() += by;
+    }
+    fn now(&self) -> SystemTime {
+        *self.0.lock().unwrap()
+    }
+}
+
+/// A session on a memory store with a hand-moved clock.
+fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
+    let store = Arc::new(MemoryStore::new());
+    let clock = ManualClock(Arc::new(Mutex::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+    )));
+    let reading = clock.clone();
+    let config = SessionConfig {
+        clock: SessionClock::from_fn(move || reading.now()),
+        ..SessionConfig::default()
+    };
+    (SessionService::new(store.clone(), config), store, clock)
+}
+
+/// The timer armed in `game`'s `slot`.
+async fn armed(store: &MemoryStore, game: &str, slot: TimerSlot) -> Option<Timer> {
+    store
+        .timers_of(game.parse().unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.slot() == slot)
+}
+
+/// Fires `timer` as the clock service would.
+async fn fire(s: &SessionService, timer: &Timer) -> Result<pb::ApplyTimerResponse, tonic::Status> {
     s.apply_timer(Request::new(pb::ApplyTimerRequest {
-        game_id: game.into(),
-        kind: kind as i32,
-        armed_version,
-        side: side as i32,
+        game_id: timer.game_id.to_string(),
+        kind: match timer.kind {
+            TimerKind::Deployment => pb::TimerKind::Deployment,
+            TimerKind::Move => pb::TimerKind::Move,
+            TimerKind::Reconnect => pb::TimerKind::Reconnect,
+        } as i32,
+        armed_version: timer.armed_version,
+        side: match timer.side {
+            Side::South => pb::Side::South,
+            Side::North => pb::Side::North,
+        } as i32,
+        deadline_unix_millis: timer.fire_at_unix_millis(),
     }))
     .await
-    .unwrap()
-    .into_inner()
+    .map(tonic::Response::into_inner)
 }
 
 #[tokio::test]
-async fn a_move_timer_applies_once_and_only_for_its_version() {
-    let s = service();
+async fn a_move_timer_applies_once_at_its_deadline_and_only_for_its_version() {
+    let (s, store, clock) = timed_service();
     let (game, first) = create(&s).await;
     let version = start_play(&s, &game).await;
-    // Stale: armed for an older version.
-    let stale = timer(&s, &game, pb::TimerKind::Move, version - 1, first).await;
-    assert!(!stale.applied);
-    assert_eq!(stale.version, version);
-    // Wrong side: the side to move is `first`.
+    let timer = armed(&store, &game, TimerSlot::Turn)
+        .await
+        .expect("a move clock");
+    assert_eq!(timer.kind, TimerKind::Move);
+    assert_eq!(timer.armed_version, version);
+    assert_eq!(timer.fire_at, clock.now() + Duration::from_secs(30));
+    // Not due yet by the session's clock: refused, nothing changes.
+    let early = fire(&s, &timer).await.unwrap_err();
+    assert_eq!(early.code(), Code::FailedPrecondition, "{early:?}");
+    clock.advance(Duration::from_secs(30));
+    // Stale copies: another version, the other side, another deadline.
+    for stale in [
+        Timer {
+            armed_version: version - 1,
+            ..timer
+        },
+        Timer {
+            side: timer.side.other(),
+            ..timer
+        },
+        Timer {
+            fire_at: timer.fire_at - Duration::from_secs(1),
+            ..timer
+        },
+    ] {
+        let answer = fire(&s, &stale).await.unwrap();
+        assert!(!answer.applied, "{stale:?} must be stale");
+        assert_eq!(answer.version, version);
+    }
+    // The real one: a timeout ply.
+    let fired = fire(&s, &timer).await.unwrap();
+    assert!(fired.applied);
+    assert_eq!(fired.version, version + 1);
+    // The same fire again (a duplicate delivery): no effect.
+    let again = fire(&s, &timer).await.unwrap();
+    assert!(!again.applied);
+    assert_eq!(again.version, version + 1);
+    let view = get(&s, &game, pb::Viewer::Spectator).await;
     let other = if first == pb::Side::South {
         pb::Side::North
     } else {
         pb::Side::South
     };
-    assert!(
-        !timer(&s, &game, pb::TimerKind::Move, version, other)
-            .await
-            .applied
-    );
-    // The real one: a timeout ply.
-    let fired = timer(&s, &game, pb::TimerKind::Move, version, first).await;
-    assert!(fired.applied);
-    assert_eq!(fired.version, version + 1);
-    // The same fire again (a duplicate delivery): no effect.
-    let again = timer(&s, &game, pb::TimerKind::Move, version, first).await;
-    assert!(!again.applied);
-    assert_eq!(again.version, version + 1);
-    let view = get(&s, &game, pb::Viewer::Spectator).await;
     assert_eq!(view.to_move, other as i32, "the turn passed");
     let timeouts = if first == pb::Side::South {
         view.south_timeouts
@@ -121,28 +182,88 @@ async fn a_move_timer_applies_once_and_only_for_its_version() {
         view.north_timeouts
     };
     assert_eq!(timeouts, 1);
+    // The next turn got a fresh clock, durable with the timeout itself.
+    let next = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    assert_eq!(next.side, timer.side.other());
+    assert_eq!(next.armed_version, version + 1);
+    assert_eq!(next.fire_at, clock.now() + Duration::from_secs(30));
+}
+
+#[tokio::test]
+async fn acting_off_turn_never_extends_the_move_clock() {
+    let (s, store, clock) = timed_service();
+    let (game, first) = create(&s).await;
+    start_play(&s, &game).await;
+    let before = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    clock.advance(Duration::from_secs(20));
+    let other = if first == pb::Side::South {
+        pb::Side::North
+    } else {
+        pb::Side::South
+    };
+    let offered = s
+        .offer_draw(Request::new(pb::OfferDrawRequest {
+            context: ctx(&game, other, "offer"),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    let after = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    assert_eq!(after.fire_at, before.fire_at, "the deadline stands");
+    assert_eq!(
+        after.armed_version, offered.version,
+        "re-fenced to the new version"
+    );
+    // The old fence is stale; the re-fenced timer applies at the old deadline.
+    clock.advance(Duration::from_secs(10));
+    assert!(!fire(&s, &before).await.unwrap().applied);
+    assert!(fire(&s, &after).await.unwrap().applied);
 }
 
 #[tokio::test]
 async fn the_deployment_deadline_cancels_when_a_player_is_away_and_starts_when_present() {
-    let s = service();
+    let (s, store, clock) = timed_service();
     let (game, _) = create(&s).await;
-    // Nobody reported presence: both away, the game is cancelled.
-    let version = get(&s, &game, pb::Viewer::Spectator).await.version;
-    assert!(
-        timer(
-            &s,
-            &game,
-            pb::TimerKind::Deployment,
-            version,
-            pb::Side::South
-        )
-        .await
-        .applied
-    );
+    let deadline = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    assert_eq!(deadline.kind, TimerKind::Deployment);
+    assert_eq!(deadline.fire_at, clock.now() + Duration::from_secs(90));
+    // A swap changes the version but not the deadline.
+    s.reshuffle_deployment(Request::new(pb::ReshuffleDeploymentRequest {
+        context: ctx(&game, pb::Side::South, "reshuffle"),
+    }))
+    .await
+    .unwrap();
+    clock.advance(Duration::from_secs(90));
+    // Nobody reported presence: both away, the game is cancelled and both seats are lost.
+    assert!(fire(&s, &deadline).await.unwrap().applied);
     let view = get(&s, &game, pb::Viewer::Spectator).await;
     assert_eq!(view.phase, pb::Phase::Ended as i32);
     assert_eq!(view.outcome.unwrap().reason, pb::EndReason::SeatLost as i32);
+    assert!(
+        store
+            .timers_of(game.parse().unwrap())
+            .await
+            .unwrap()
+            .is_empty(),
+        "an ended game has no timers"
+    );
+    let feed = s
+        .list_ended_games(Request::new(pb::ListEndedGamesRequest {
+            after_cursor: 0,
+            limit: 0,
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .games;
+    assert_eq!(feed.len(), 1);
+    assert_eq!(feed[0].game_id, game);
+    assert_eq!(
+        feed[0].seats_lost,
+        vec![pb::Side::South as i32, pb::Side::North as i32]
+    );
 
     let (game, _) = create(&s).await;
     for side in [pb::Side::South, pb::Side::North] {
@@ -152,7 +273,7 @@ async fn the_deployment_deadline_cancels_when_a_player_is_away_and_starts_when_p
                 side: side as i32,
                 connected: true,
                 gateway_id: "gw-1".into(),
-                lease_seconds: 60,
+                lease_seconds: 600,
             }))
             .await
             .unwrap()
@@ -163,18 +284,9 @@ async fn the_deployment_deadline_cancels_when_a_player_is_away_and_starts_when_p
             presence.north_connected
         });
     }
-    let version = get(&s, &game, pb::Viewer::Spectator).await.version;
-    assert!(
-        timer(
-            &s,
-            &game,
-            pb::TimerKind::Deployment,
-            version,
-            pb::Side::South
-        )
-        .await
-        .applied
-    );
+    let deadline = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    clock.advance(Duration::from_secs(90));
+    assert!(fire(&s, &deadline).await.unwrap().applied);
     let view = get(&s, &game, pb::Viewer::Spectator).await;
     assert_eq!(
         view.phase,
@@ -182,46 +294,58 @@ async fn the_deployment_deadline_cancels_when_a_player_is_away_and_starts_when_p
         "present players start with their drafts"
     );
     assert_eq!(view.pieces.len(), 50);
+    assert_eq!(
+        armed(&store, &game, TimerSlot::Turn).await.unwrap().kind,
+        TimerKind::Move
+    );
 }
 
 #[tokio::test]
-async fn a_reconnect_timer_forfeits_only_an_absent_player() {
-    let s = service();
+async fn a_reconnect_timer_forfeits_only_a_player_away_for_its_whole_length() {
+    let (s, store, clock) = timed_service();
     let (game, _) = create(&s).await;
-    let version = start_play(&s, &game).await;
+    start_play(&s, &game).await;
     let report = |connected| pb::ReportPresenceRequest {
         game_id: game.clone(),
         side: pb::Side::North as i32,
         connected,
         gateway_id: "gw-1".into(),
-        lease_seconds: 60,
+        lease_seconds: 30,
     };
     s.report_presence(Request::new(report(true))).await.unwrap();
-    assert!(
-        !timer(
-            &s,
-            &game,
-            pb::TimerKind::Reconnect,
-            version,
-            pb::Side::North
-        )
+    let while_connected = armed(&store, &game, TimerSlot::Reconnect(Side::North))
         .await
-        .applied
+        .unwrap();
+    assert_eq!(
+        while_connected.fire_at,
+        clock.now() + Duration::from_secs(30 + 60),
+        "counted from the end of the lease"
     );
+    clock.advance(Duration::from_secs(10));
     s.report_presence(Request::new(report(false)))
         .await
         .unwrap();
-    assert!(
-        timer(
-            &s,
-            &game,
-            pb::TimerKind::Reconnect,
-            version,
-            pb::Side::North
-        )
+    let away = armed(&store, &game, TimerSlot::Reconnect(Side::North))
         .await
-        .applied
+        .unwrap();
+    assert_eq!(away.fire_at, clock.now() + Duration::from_secs(60));
+    // Back within 60 s: the timer that fires then is stale.
+    clock.advance(Duration::from_secs(30));
+    s.report_presence(Request::new(report(true))).await.unwrap();
+    clock.advance(Duration::from_secs(30));
+    assert!(
+        !fire(&s, &away).await.unwrap().applied,
+        "the player came back"
     );
+    // Away for good: 60 s after leaving, the player loses.
+    s.report_presence(Request::new(report(false)))
+        .await
+        .unwrap();
+    let away = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(60));
+    assert!(fire(&s, &away).await.unwrap().applied);
     let outcome = get(&s, &game, pb::Viewer::Spectator).await.outcome.unwrap();
     assert_eq!(outcome.winner, pb::Side::South as i32);
     assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
