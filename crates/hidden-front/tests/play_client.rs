@@ -143,6 +143,63 @@ type Items = Pin<Box<dyn Stream<Item = Result<pb::SubscribeResponse, Status>> + 
 #[tonic::async_trait]
 impl PlayerService for Fake {
     type SubscribeStream = Items;
+    type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
+
+    async fn find_match(
+        &self,
+        _: Request<pb::FindMatchRequest>,
+    ) -> Result<Response<pb::FindMatchResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn cancel_match(
+        &self,
+        _: Request<pb::CancelMatchRequest>,
+    ) -> Result<Response<pb::CancelMatchResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn create_invite(
+        &self,
+        _: Request<pb::PlayerServiceCreateInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceCreateInviteResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn accept_invite(
+        &self,
+        _: Request<pb::PlayerServiceAcceptInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceAcceptInviteResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn cancel_invite(
+        &self,
+        _: Request<pb::PlayerServiceCancelInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceCancelInviteResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn play_computer(
+        &self,
+        _: Request<pb::PlayerServicePlayComputerRequest>,
+    ) -> Result<Response<pb::PlayerServicePlayComputerResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn watch_lobby(
+        &self,
+        _: Request<pb::WatchLobbyRequest>,
+    ) -> Result<Response<Self::WatchLobbyStream>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
+    async fn get_my_rating(
+        &self,
+        _: Request<pb::GetMyRatingRequest>,
+    ) -> Result<Response<pb::GetMyRatingResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
 
     /// The first subscription sends the history and then asks the client to reconnect; later
     /// ones send the history from `from_seq` and then live events.

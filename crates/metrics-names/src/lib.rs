@@ -105,3 +105,21 @@ pub const LATENCY_BUCKETS: [f64; 12] = [
 ];
 /// Histogram buckets (events) of [`STREAM_LAG_EVENTS`].
 pub const LAG_BUCKETS: [f64; 9] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0, 1024.0];
+
+/// Gauge: matchmaking tickets waiting in queues, by [`QUEUE_TYPE`] (as last counted by this
+/// matchmaking process, over the whole store).
+pub const MATCHMAKING_TICKETS_WAITING: &str = "hf_matchmaking_tickets_waiting";
+/// Histogram (seconds): how long a ticket waited before it was paired, by [`QUEUE_TYPE`].
+pub const MATCHMAKING_WAIT_SECONDS: &str = "hf_matchmaking_wait_seconds";
+/// Counter: games made by matchmaking, by [`KIND`] (one of [`MATCH_KINDS`]).
+pub const MATCHES_TOTAL: &str = "hf_matches_total";
+/// Label: `rated` or `casual`.
+pub const QUEUE_TYPE: &str = "queue_type";
+/// Every value of [`QUEUE_TYPE`].
+pub const QUEUE_TYPES: [&str; 2] = ["rated", "casual"];
+/// Every value of [`KIND`] on [`MATCHES_TOTAL`].
+pub const MATCH_KINDS: [&str; 4] = ["rated", "casual", "invite", "computer"];
+/// Histogram buckets (seconds) of [`MATCHMAKING_WAIT_SECONDS`].
+pub const WAIT_BUCKETS: [f64; 11] = [
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];

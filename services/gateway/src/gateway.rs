@@ -7,6 +7,7 @@ use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_rules::{Event, Side, Viewer, project};
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status};
 use uuid::Uuid;
+
+mod lobby;
 
 /// Settings of the gateway.
 #[derive(Debug, Clone)]
@@ -34,6 +37,8 @@ pub struct GatewayConfig {
     pub action_burst: u32,
     /// Actions a player may sustain per second.
     pub actions_per_second: u32,
+    /// The matchmaking service; without it the matchmaking operations answer `UNAVAILABLE`.
+    pub matchmaking: Option<MatchmakingClient>,
 }
 
 impl Default for GatewayConfig {
@@ -46,6 +51,7 @@ impl Default for GatewayConfig {
             max_lag: Duration::from_secs(5),
             action_burst: 20,
             actions_per_second: 10,
+            matchmaking: None,
         }
     }
 }
@@ -107,6 +113,20 @@ fn seat_of(seats: &Seats, player: &Player) -> Option<Side> {
     }
 }
 
+/// The player id of every computer seat (the matchmaking service's `COMPUTER_PLAYER`): no token
+/// may act as it, or its holder would play the computer's seat and see its pieces.
+pub const COMPUTER_PLAYER: &str = "computer";
+
+/// Refuses a token whose subject is a reserved player id.
+fn refuse_reserved(player: Player) -> Result<Player, Status> {
+    if player.id == COMPUTER_PLAYER {
+        return Err(Status::unauthenticated(format!(
+            "the player id {COMPUTER_PLAYER:?} is reserved for the computer player"
+        )));
+    }
+    Ok(player)
+}
+
 /// Counts one open player stream in the [`names::PLAYER_STREAMS`] gauge while it lives.
 struct StreamGauge;
 
@@ -122,6 +142,9 @@ impl Drop for StreamGauge {
         metrics::gauge!(names::PLAYER_STREAMS).decrement(1.0);
     }
 }
+
+/// The gateway's client of the matchmaking service (trace context included).
+pub type MatchmakingClient = MatchmakingServiceClient<hidden_front_telemetry::TracedChannel>;
 
 /// The gateway's client of the session service: every call carries the current trace context
 /// (W3C `traceparent`), so a player's command is one trace from the gateway into the session.
@@ -160,6 +183,7 @@ impl Gateway {
             .auth
             .authenticate_header(authorization)
             .map_err(|e| e.to_status())
+            .and_then(refuse_reserved)
     }
 
     /// The player behind a bare token (WebSocket clients send it in their first message).
@@ -168,6 +192,7 @@ impl Gateway {
             .auth
             .authenticate_token(token)
             .map_err(|e| e.to_status())
+            .and_then(refuse_reserved)
     }
 
     /// Ends every open stream with a `Reconnect` item (resume hint included) so clients move to
@@ -286,6 +311,18 @@ impl Gateway {
                     }
                     if let Some(v) = project(&entry.event, viewer, ended_at_start) {
                         lag.record(head.saturating_sub(entry.seq) as f64);
+                        // A live event's delivery is part of the trace of the command that
+                        // caused it (a move: from the mover's gateway to every subscriber).
+                        let _delivery = (entry.live && !entry.trace_parent.is_empty()).then(|| {
+                            let span = tracing::info_span!(
+                                "gateway.deliver",
+                                otel.kind = "producer",
+                                game_id = %game_id,
+                                seq = entry.seq,
+                            );
+                            hidden_front_telemetry::set_remote_parent(&span, &entry.trace_parent);
+                            span
+                        });
                         let item = pb::SubscribeResponse {
                             item: Some(pb::subscribe_response::Item::Event(
                                 hidden_front_wire::game_event(&seats.rules, &id, entry.seq, &v),

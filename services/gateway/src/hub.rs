@@ -30,6 +30,9 @@ pub(crate) struct LogEntry {
     /// Whether it was appended after this hub started following the game. Only such events count
     /// when judging whether a connection is too slow: reading the backfill is a catch-up.
     pub live: bool,
+    /// The W3C traceparent of the command that caused it (empty if untraced): each live delivery
+    /// is a span in that command's trace.
+    pub trace_parent: String,
 }
 
 /// Who sits where in a game and under which rules; never changes, so it is cached.
@@ -257,6 +260,7 @@ fn append(shared: &Shared, item: pb::WatchGameResponse) -> Result<bool, Status> 
             event,
             received: Instant::now(),
             live: seq > state.backfill_until,
+            trace_parent: item.trace_parent,
         });
         let expected = state.log.len() as u64 + 1;
         if seq < expected {

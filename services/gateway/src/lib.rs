@@ -8,6 +8,8 @@
 //! - Streams: one upstream `WatchGame` per game per process (the hub), projected per connection
 //!   with the rules engine's view function; resumable from any sequence number with no gaps and
 //!   no duplicates; a connection that falls too far behind is cut off with a resume hint.
+//! - Matchmaking: finding a match, invites, games against the computer, ratings and the lobby
+//!   stream, forwarded to the matchmaking service for the authenticated player (optional).
 //! - Presence: seated players' connections are reported to the session with a lease.
 //! - [`PlayerApi`]: the gRPC face (`hiddenfront.v1.PlayerService`).
 //! - [`ws`]: the WebSocket face (`GET /v1/ws`): the same operations and the same proto messages,
@@ -22,5 +24,7 @@ mod presence;
 mod service;
 pub mod ws;
 
-pub use gateway::{Action, Gateway, GatewayConfig, SessionClient};
+pub use gateway::{
+    Action, COMPUTER_PLAYER, Gateway, GatewayConfig, MatchmakingClient, SessionClient,
+};
 pub use service::PlayerApi;

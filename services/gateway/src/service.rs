@@ -181,4 +181,102 @@ impl PlayerService for PlayerApi {
             result: Some(result),
         }))
     }
+
+    async fn find_match(
+        &self,
+        request: Request<pb::FindMatchRequest>,
+    ) -> Result<Response<pb::FindMatchResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .find_match(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn cancel_match(
+        &self,
+        request: Request<pb::CancelMatchRequest>,
+    ) -> Result<Response<pb::CancelMatchResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .cancel_match(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn create_invite(
+        &self,
+        request: Request<pb::PlayerServiceCreateInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceCreateInviteResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .create_invite(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn accept_invite(
+        &self,
+        request: Request<pb::PlayerServiceAcceptInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceAcceptInviteResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .accept_invite(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn cancel_invite(
+        &self,
+        request: Request<pb::PlayerServiceCancelInviteRequest>,
+    ) -> Result<Response<pb::PlayerServiceCancelInviteResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .cancel_invite(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn play_computer(
+        &self,
+        request: Request<pb::PlayerServicePlayComputerRequest>,
+    ) -> Result<Response<pb::PlayerServicePlayComputerResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .play_computer(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
+
+    async fn watch_lobby(
+        &self,
+        request: Request<pb::WatchLobbyRequest>,
+    ) -> Result<Response<Self::WatchLobbyStream>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .watch_lobby(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn get_my_rating(
+        &self,
+        request: Request<pb::GetMyRatingRequest>,
+    ) -> Result<Response<pb::GetMyRatingResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .get_my_rating(&player, request.into_inner())
+                .await?,
+        ))
+    }
 }

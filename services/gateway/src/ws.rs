@@ -574,6 +574,10 @@ impl Conn {
             self.subscribe(id, request).await;
             return;
         }
+        if op == Op::WatchLobby {
+            self.watch_lobby(id, request).await;
+            return;
+        }
         match self.answer(&id, op, request).await {
             Ok(text) => {
                 self.enqueue(Outbound::plain(text)).await;
@@ -684,7 +688,35 @@ impl Conn {
                     },
                 ))
             }
-            Op::Auth | Op::Subscribe | Op::Unsubscribe => {
+            Op::FindMatch => Ok(result_text(
+                id,
+                &gateway.find_match(player, decode(request)?).await?,
+            )),
+            Op::CancelMatch => Ok(result_text(
+                id,
+                &gateway.cancel_match(player, decode(request)?).await?,
+            )),
+            Op::CreateInvite => Ok(result_text(
+                id,
+                &gateway.create_invite(player, decode(request)?).await?,
+            )),
+            Op::AcceptInvite => Ok(result_text(
+                id,
+                &gateway.accept_invite(player, decode(request)?).await?,
+            )),
+            Op::CancelInvite => Ok(result_text(
+                id,
+                &gateway.cancel_invite(player, decode(request)?).await?,
+            )),
+            Op::PlayComputer => Ok(result_text(
+                id,
+                &gateway.play_computer(player, decode(request)?).await?,
+            )),
+            Op::GetMyRating => Ok(result_text(
+                id,
+                &gateway.get_my_rating(player, decode(request)?).await?,
+            )),
+            Op::Auth | Op::Subscribe | Op::Unsubscribe | Op::WatchLobby => {
                 Err(Status::internal("this op is not answered here"))
             }
         }
@@ -761,6 +793,118 @@ impl Conn {
         if let Some(sub) = subs.map.get_mut(&key).filter(|sub| sub.token == token) {
             let task = tokio::spawn(Arc::clone(&self).forward(id, key, token, cell, stream));
             sub.task = Some(task.abort_handle());
+        }
+    }
+
+    /// `watch_lobby`: a subscription to the player's lobby events. Its items are
+    /// `{"type": "lobby", "subscription", "event"}`; its resume hint (a `reconnect` item's
+    /// `resume_from_seq`) is the `after_seq` to watch again with.
+    async fn watch_lobby(self: Arc<Self>, id: Value, request: Value) {
+        let request: pb::WatchLobbyRequest = match decode(request) {
+            Ok(request) => request,
+            Err(status) => return self.send_error(&id, &status).await,
+        };
+        let key = id.to_string();
+        let cell = Arc::new(SubCell {
+            cancelled: AtomicBool::new(false),
+            next_seq: AtomicU64::new(request.after_seq),
+        });
+        let reserved = {
+            let mut subs = self.subs.lock().expect("subscription lock");
+            if subs.map.contains_key(&key) {
+                Err(Status::already_exists(format!(
+                    "subscription {key} is open; use a new id, or unsubscribe it first"
+                )))
+            } else if subs.map.len() >= self.config.max_subscriptions {
+                Err(Status::resource_exhausted(format!(
+                    "this connection holds its maximum of {} subscriptions; unsubscribe one first",
+                    self.config.max_subscriptions
+                )))
+            } else {
+                subs.next_token += 1;
+                let token = subs.next_token;
+                subs.map.insert(
+                    key.clone(),
+                    Sub {
+                        token,
+                        id: id.clone(),
+                        cell: Arc::clone(&cell),
+                        task: None,
+                    },
+                );
+                Ok(token)
+            }
+        };
+        let token = match reserved {
+            Ok(token) => token,
+            Err(status) => return self.send_error(&id, &status).await,
+        };
+        let stream = match self.gateway.watch_lobby(&self.player, request).await {
+            Ok(stream) => stream,
+            Err(status) => {
+                self.remove_sub(&key, token);
+                return self.send_error(&id, &status).await;
+            }
+        };
+        if cell.cancelled.load(Ordering::Relaxed) {
+            let status = Status::cancelled("unsubscribed before the subscription started");
+            return self.send_error(&id, &status).await;
+        }
+        if !self
+            .enqueue(Outbound::plain(result_text(
+                &id,
+                &Value::Object(Default::default()),
+            )))
+            .await
+        {
+            return;
+        }
+        let mut subs = self.subs.lock().expect("subscription lock");
+        if self.closing.borrow().is_some() {
+            return;
+        }
+        if let Some(sub) = subs.map.get_mut(&key).filter(|sub| sub.token == token) {
+            let task = tokio::spawn(Arc::clone(&self).forward_lobby(id, key, token, cell, stream));
+            sub.task = Some(task.abort_handle());
+        }
+    }
+
+    /// Copies a lobby stream to the socket until it ends, then says `end`.
+    async fn forward_lobby(
+        self: Arc<Self>,
+        id: Value,
+        key: String,
+        token: u64,
+        cell: Arc<SubCell>,
+        mut stream: ReceiverStream<Result<pb::WatchLobbyResponse, Status>>,
+    ) {
+        let mut failure = None;
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(pb::WatchLobbyResponse { event: Some(event) }) => event,
+                Ok(pb::WatchLobbyResponse { event: None }) => continue,
+                Err(status) => {
+                    failure = Some(status);
+                    break;
+                }
+            };
+            let outbound = Outbound {
+                text: to_text(&LobbyMessage {
+                    r#type: "lobby",
+                    subscription: &id,
+                    event: &event,
+                }),
+                // The writer stores seq + 1 of what it wrote: the resume hint is then this seq,
+                // the after_seq of a new watch.
+                event: Some((Arc::clone(&cell), event.seq.saturating_sub(1))),
+            };
+            if !self.enqueue(outbound).await {
+                return;
+            }
+        }
+        if self.remove_sub(&key, token) {
+            let text = to_text(&EndMessage::new(&id, failure.as_ref()));
+            self.enqueue(Outbound::plain(text)).await;
         }
     }
 
@@ -1056,10 +1200,18 @@ enum Op {
     ProposeDraw,
     RespondDraw,
     Concede,
+    FindMatch,
+    CancelMatch,
+    CreateInvite,
+    AcceptInvite,
+    CancelInvite,
+    PlayComputer,
+    GetMyRating,
+    WatchLobby,
 }
 
 /// Every op by its `type` name.
-const OPS: [(&str, Op); 14] = [
+const OPS: [(&str, Op); 22] = [
     ("auth", Op::Auth),
     ("subscribe", Op::Subscribe),
     ("unsubscribe", Op::Unsubscribe),
@@ -1074,6 +1226,14 @@ const OPS: [(&str, Op); 14] = [
     ("propose_draw", Op::ProposeDraw),
     ("respond_draw", Op::RespondDraw),
     ("concede", Op::Concede),
+    ("find_match", Op::FindMatch),
+    ("cancel_match", Op::CancelMatch),
+    ("create_invite", Op::CreateInvite),
+    ("accept_invite", Op::AcceptInvite),
+    ("cancel_invite", Op::CancelInvite),
+    ("play_computer", Op::PlayComputer),
+    ("get_my_rating", Op::GetMyRating),
+    ("watch_lobby", Op::WatchLobby),
 ];
 
 impl Op {
@@ -1253,6 +1413,14 @@ impl<'a> EventMessage<'a> {
             event,
         }
     }
+}
+
+/// `{"type": "lobby", "subscription", "event"}`: a lobby event of a `watch_lobby` subscription.
+#[derive(Serialize)]
+struct LobbyMessage<'a> {
+    r#type: &'static str,
+    subscription: &'a Value,
+    event: &'a pb::LobbyEvent,
 }
 
 /// `{"type": "reconnect", "subscription", "resume_from_seq", "reason"}`.

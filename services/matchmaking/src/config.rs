@@ -1,0 +1,91 @@
+//! The matchmaking service's settings; tests shorten the timings.
+
+use crate::pairing::RatingWindow;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use uuid::Uuid;
+
+/// Where matchmaking reads the time (milliseconds since the Unix epoch): the system clock in
+/// production; tests substitute a clock they move by hand, so windows widen and tickets expire
+/// without waiting. Computer-seat leases always use the system clock (they are shared with other
+/// processes).
+#[derive(Clone)]
+pub struct MatchmakingClock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl MatchmakingClock {
+    /// The system's wall clock.
+    pub fn system() -> MatchmakingClock {
+        MatchmakingClock(Arc::new(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        }))
+    }
+
+    /// A clock reading `now_ms` (for tests).
+    pub fn from_fn(now_ms: impl Fn() -> u64 + Send + Sync + 'static) -> MatchmakingClock {
+        MatchmakingClock(Arc::new(now_ms))
+    }
+
+    /// Milliseconds since the Unix epoch now.
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for MatchmakingClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MatchmakingClock")
+    }
+}
+
+/// Settings of the matchmaking service.
+#[derive(Debug, Clone)]
+pub struct MatchmakingConfig {
+    /// This process's id (holder of computer-seat leases); unique per process.
+    pub process_id: String,
+    /// How often the pairing loop runs (also expiry of tickets and invites).
+    pub pairing_interval: Duration,
+    /// The rated window and how it widens.
+    pub window: RatingWindow,
+    /// A ticket's time to live when the request gives none.
+    pub ticket_ttl: Duration,
+    /// The longest time to live a request may ask for.
+    pub max_ticket_ttl: Duration,
+    /// The time to live of a ticket made for a player seated again.
+    pub requeue_ttl: Duration,
+    /// How long an invite stays open.
+    pub invite_ttl: Duration,
+    /// The link form of an invite is this base with the code appended (a `/` is put between).
+    pub invite_base_url: String,
+    /// How often the ended-games feed is read.
+    pub feed_interval: Duration,
+    /// How long a computer seat's driver holds its lease without renewal.
+    pub computer_lease: Duration,
+    /// How often unclaimed computer games are looked for (new ones in this process wake it at once).
+    pub computer_scan_interval: Duration,
+    /// A match whose game was not created after this long is retried (a process died meanwhile).
+    pub pending_match_retry: Duration,
+    /// The clock of tickets, invites and pairing windows.
+    pub clock: MatchmakingClock,
+}
+
+impl Default for MatchmakingConfig {
+    fn default() -> Self {
+        MatchmakingConfig {
+            process_id: format!("matchmaking-{}", Uuid::new_v4()),
+            pairing_interval: Duration::from_millis(500),
+            window: RatingWindow::default(),
+            ticket_ttl: Duration::from_secs(600),
+            max_ticket_ttl: Duration::from_secs(3600),
+            requeue_ttl: Duration::from_secs(600),
+            invite_ttl: Duration::from_secs(24 * 3600),
+            invite_base_url: "https://hiddenfront.example/invite".into(),
+            feed_interval: Duration::from_millis(300),
+            computer_lease: Duration::from_secs(15),
+            computer_scan_interval: Duration::from_secs(2),
+            pending_match_retry: Duration::from_secs(5),
+            clock: MatchmakingClock::system(),
+        }
+    }
+}

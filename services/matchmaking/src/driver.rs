@@ -1,0 +1,180 @@
+//! The computer seat's driver: plays one game for a [`ComputerPlayer`] through the session's
+//! internal API, holding a lease so that one process drives a game at a time.
+//!
+//! The bot sees only projections: every full-information event from `WatchGame` goes through
+//! the engine's `project` for the bot's seat before the bot observes it. It deploys once
+//! (`SetDeployment` + `ConfirmDeployment`, fixed idempotency keys) and, when the game is at the
+//! version it has observed and it is its turn, picks from `ListLegalMoves` and submits with the
+//! key `bot:<version>` and that expected version: a duplicate driver's move is a replay or an
+//! `ABORTED`, never a second move.
+
+use crate::service::{SessionClient, now_ms};
+use crate::store::{ComputerGame, MatchStore};
+use hidden_front_bot::ComputerPlayer;
+use hidden_front_proto::v1 as pb;
+use hidden_front_rules::{Event, Rules, Viewer, project};
+use hidden_front_wire as wire;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tonic::Code;
+
+/// Counters of what this process's driver did, for tests and logs.
+#[derive(Debug, Default)]
+pub struct DriverStats {
+    /// Moves the session accepted.
+    pub moves_played: AtomicU64,
+    /// Moves the session refused as illegal (`INVALID_ARGUMENT`): should stay zero.
+    pub moves_refused: AtomicU64,
+    /// Games driven to their end.
+    pub games_finished: AtomicU64,
+}
+
+/// Drives `game` until it ends, the lease is lost or `shutdown` turns true (the lease is then
+/// given up at once, so another process takes the game over without waiting for it to lapse).
+pub async fn drive(
+    store: Arc<dyn MatchStore>,
+    session: SessionClient,
+    game: ComputerGame,
+    owner: String,
+    lease: Duration,
+    stats: Arc<DriverStats>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let game_id = game.game_id;
+    let renew = async {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            match store
+                .renew_computer_lease(game_id, &owner, now_ms() + lease.as_millis() as u64)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return "the lease was lost".to_owned(),
+                Err(error) => return format!("renewing the lease failed: {error}"),
+            }
+        }
+    };
+    tokio::select! {
+        outcome = play(session, &game, &stats) => match outcome {
+            Ok(()) => {
+                stats.games_finished.fetch_add(1, Ordering::Relaxed);
+                if let Err(error) = store.finish_computer_game(game_id).await {
+                    tracing::warn!(%game_id, %error, "could not mark a computer game finished");
+                }
+            }
+            Err(status) => tracing::warn!(%game_id, %status, "driving a computer game stopped; another attempt follows the lease"),
+        },
+        why = renew => tracing::info!(%game_id, why, "stopped driving a computer game"),
+        _ = async move { shutdown.wait_for(|stop| *stop).await.is_ok() } => {
+            if let Err(error) = store.renew_computer_lease(game_id, &owner, now_ms()).await {
+                tracing::warn!(%game_id, %error, "could not give up a computer game's lease");
+            }
+        }
+    }
+}
+
+/// Plays the game to its end.
+async fn play(
+    mut session: SessionClient,
+    game: &ComputerGame,
+    stats: &DriverStats,
+) -> Result<(), tonic::Status> {
+    let rules = Rules::parse(&game.rules)
+        .map_err(|e| tonic::Status::internal(format!("stored rules {:?}: {e}", game.rules)))?;
+    let side = game.side;
+    let game_id = game.game_id.to_string();
+    let mut bot = ComputerPlayer::new(side, rules, game.seed);
+    let mut stream = session
+        .watch_game(pb::WatchGameRequest {
+            game_id: game_id.clone(),
+            from_seq: 1,
+        })
+        .await?
+        .into_inner();
+    let context = |key: String, expected_version: Option<u64>| pb::CommandContext {
+        game_id: game_id.clone(),
+        side: wire::side_to_proto(side) as i32,
+        idempotency_key: key,
+        expected_version,
+    };
+    let mut deployed = false;
+    let mut last_seq = 0;
+    while let Some(item) = stream.message().await? {
+        let event: Event = serde_json::from_slice(&item.engine_event_json)
+            .map_err(|e| tonic::Status::internal(format!("engine event is not JSON: {e}")))?;
+        last_seq = item.event.as_ref().map_or(last_seq + 1, |e| e.seq);
+        // The bot only ever receives its seat's projection.
+        if let Some(seen) = project(&event, Viewer::player(side), false) {
+            bot.observe(&seen);
+        }
+        if matches!(event, Event::Ended { .. }) {
+            return Ok(());
+        }
+        if !deployed {
+            deployed = true;
+            let deployment = wire::deployment_to_proto(&rules, &bot.deployment());
+            let set = session
+                .set_deployment(pb::SetDeploymentRequest {
+                    context: Some(context("bot:deploy".into(), None)),
+                    deployment: Some(deployment),
+                })
+                .await;
+            if let Err(status) = set
+                && status.code() != Code::FailedPrecondition
+            {
+                return Err(status);
+            }
+            let confirm = session
+                .confirm_deployment(pb::ConfirmDeploymentRequest {
+                    context: Some(context("bot:confirm".into(), None)),
+                })
+                .await;
+            if let Err(status) = confirm
+                && status.code() != Code::FailedPrecondition
+            {
+                return Err(status);
+            }
+        }
+        let legal = session
+            .list_legal_moves(pb::ListLegalMovesRequest {
+                game_id: game_id.clone(),
+                side: wire::side_to_proto(side) as i32,
+            })
+            .await?
+            .into_inner();
+        // Only on its turn, and only when it has observed everything up to that version.
+        if legal.moves.is_empty() || legal.version != last_seq {
+            continue;
+        }
+        let moves = legal
+            .moves
+            .iter()
+            .map(|m| wire::move_from_proto(&rules, Some(m)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| tonic::Status::internal(format!("legal move list: {e}")))?;
+        let chosen = bot.choose_move(&moves);
+        let submitted = session
+            .submit_move(pb::SubmitMoveRequest {
+                context: Some(context(
+                    format!("bot:{}", legal.version),
+                    Some(legal.version),
+                )),
+                r#move: Some(wire::move_to_proto(&rules, chosen)),
+            })
+            .await;
+        match submitted {
+            Ok(_) => {
+                stats.moves_played.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(status) if status.code() == Code::InvalidArgument => {
+                stats.moves_refused.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(game_id, %status, "the session refused the computer's move");
+            }
+            // The game moved on meanwhile (another driver, a timer): the next event tells.
+            Err(status) if matches!(status.code(), Code::Aborted | Code::FailedPrecondition) => {}
+            Err(status) => return Err(status),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! The matchmaking service: seats players in games.
+//!
+//! - Queues per (rule set, time control, rated or casual) of [`store::Ticket`]s with
+//!   client-chosen ids (a retry returns the same ticket), a time to live, cancellation, and at
+//!   most one waiting ticket per player per queue.
+//! - Pairing ([`pairing`]): casual queues oldest first; rated queues by Glicko-2 rating
+//!   ([`glicko`]) within a window that widens with waiting; players seated again after an
+//!   opponent lost the seat go first. Several processes may pair one database: a ticket is
+//!   paired once (see [`store::postgres`]).
+//! - Invites (a short code and a link), games against the computer ([`driver`]: the seat is
+//!   played by `hidden-front-bot` from its own projection only), ratings settled once per rated
+//!   game from the session's ended-games feed.
+//! - Lobby events (match found, ticket expired, seated again, invite expired) pushed on
+//!   `WatchPlayer`, from any process (Postgres LISTEN/NOTIFY), resumable by sequence number.
+//!
+//! Wiring: [`MatchmakingService::new`] with a [`store::MatchStore`] (memory or Postgres), a
+//! session client and a [`MatchmakingConfig`]; serve [`MatchmakingService::server`] on the
+//! internal port; run [`MatchmakingService::spawn_background`].
+
+pub mod config;
+pub mod conformance;
+pub mod driver;
+pub mod glicko;
+pub mod pairing;
+mod service;
+pub mod store;
+
+pub use config::{MatchmakingClock, MatchmakingConfig};
+pub use service::{
+    COMPUTER_PLAYER, MatchmakingService, SessionClient, ended_game_from_proto,
+    lobby_event_to_proto, match_error_status, now_ms,
+};

@@ -1,0 +1,911 @@
+//! The `MatchmakingService` gRPC implementation and its background loops (pairing, the
+//! ended-games feed, the computer seats' driver).
+
+use crate::config::MatchmakingConfig;
+use crate::driver::{self, DriverStats};
+use crate::pairing::{pair_casual, pair_rated};
+use crate::store::{
+    ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
+    MatchError, MatchStore, Queue, Ticket, TicketState,
+};
+use hidden_front_metrics_names as names;
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::matchmaking_service_server::{
+    MatchmakingService as MatchmakingApi, MatchmakingServiceServer,
+};
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_rules::{Rules, Side};
+use hidden_front_wire as wire;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Notify, broadcast, mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+/// The matchmaking service's client of the session service (trace context included).
+pub type SessionClient = SessionServiceClient<hidden_front_telemetry::TracedChannel>;
+
+/// Longest player id and client-chosen id accepted.
+const MAX_ID_LEN: usize = 128;
+/// The player id of every computer seat.
+pub const COMPUTER_PLAYER: &str = "computer";
+/// Lobby events read per store query while streaming.
+const LOBBY_PAGE: usize = 100;
+/// Invite code alphabet: no 0/O, 1/I/L, so a code read aloud is typed right.
+const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/// Invite code length.
+const CODE_LEN: usize = 6;
+
+/// Milliseconds since the Unix epoch now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn ms_of(duration: Duration) -> u64 {
+    duration.as_millis() as u64
+}
+
+/// The gRPC status of a store failure.
+pub fn match_error_status(error: MatchError) -> Status {
+    match error {
+        MatchError::NotFound(m) => Status::not_found(m),
+        MatchError::AlreadyExists(m) => Status::already_exists(m),
+        MatchError::FailedPrecondition(m) => Status::failed_precondition(m),
+        MatchError::Database(m) => {
+            tracing::error!(error = %m, "matchmaking store failed");
+            Status::unavailable(format!("matchmaking storage is unavailable: {m}"))
+        }
+        MatchError::Corrupt(m) => {
+            tracing::error!(error = %m, "matchmaking store holds corrupt data");
+            Status::internal(format!("corrupt matchmaking data: {m}"))
+        }
+    }
+}
+
+fn check_id(field: &str, value: &str) -> Result<(), Status> {
+    if value.is_empty() {
+        return Err(Status::invalid_argument(format!("{field} is required")));
+    }
+    if value.len() > MAX_ID_LEN {
+        return Err(Status::invalid_argument(format!(
+            "{field} is longer than {MAX_ID_LEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
+    let name = if name.is_empty() {
+        "hidden-front"
+    } else {
+        name
+    };
+    Rules::parse(name)
+        .map_err(|e| Status::invalid_argument(format!("{field}: {name:?} is not a rule set: {e}")))
+}
+
+fn parse_time_control(field: &str, name: &str, default: &str) -> Result<String, Status> {
+    match name {
+        "" => Ok(default.to_owned()),
+        "online" | "relaxed" => Ok(name.to_owned()),
+        other => Err(Status::invalid_argument(format!(
+            "{field} {other:?} is not one of online, relaxed"
+        ))),
+    }
+}
+
+fn side_to_proto(side: Side) -> i32 {
+    wire::side_to_proto(side) as i32
+}
+
+fn ticket_to_proto(t: &Ticket) -> pb::Ticket {
+    pb::Ticket {
+        ticket_id: t.ticket_id.clone(),
+        player: t.player.clone(),
+        queue: Some(pb::Queue {
+            rules: t.queue.rules.clone(),
+            time_control: t.queue.time_control.clone(),
+            rated: t.queue.rated,
+        }),
+        state: match t.state {
+            TicketState::Waiting => pb::TicketState::Waiting,
+            TicketState::Matched => pb::TicketState::Matched,
+            TicketState::Cancelled => pb::TicketState::Cancelled,
+            TicketState::Expired => pb::TicketState::Expired,
+        } as i32,
+        priority: t.priority,
+        enqueued_at_unix_ms: t.enqueued_ms,
+        expires_at_unix_ms: t.expires_ms,
+        match_id: t.match_id.map(|m| m.to_string()).unwrap_or_default(),
+        game_id: t.game_id.map(|g| g.to_string()).unwrap_or_default(),
+    }
+}
+
+/// The wire form of a lobby event.
+pub fn lobby_event_to_proto(event: &LobbyEvent) -> pb::LobbyEvent {
+    use pb::lobby_event::Kind;
+    let kind = match &event.kind {
+        LobbyEventKind::MatchFound {
+            game_id,
+            seat,
+            opponent,
+            ticket_id,
+            invite_code,
+        } => Kind::MatchFound(pb::MatchFound {
+            game_id: game_id.to_string(),
+            seat: side_to_proto(*seat),
+            opponent: opponent.clone(),
+            ticket_id: ticket_id.clone().unwrap_or_default(),
+            invite_code: invite_code.clone().unwrap_or_default(),
+        }),
+        LobbyEventKind::TicketExpired { ticket_id } => Kind::TicketExpired(pb::TicketExpired {
+            ticket_id: ticket_id.clone(),
+        }),
+        LobbyEventKind::Requeued {
+            ticket_id,
+            cancelled_game_id,
+        } => Kind::Requeued(pb::Requeued {
+            ticket_id: ticket_id.clone(),
+            cancelled_game_id: cancelled_game_id.to_string(),
+        }),
+        LobbyEventKind::InviteExpired { code } => {
+            Kind::InviteExpired(pb::InviteExpired { code: code.clone() })
+        }
+    };
+    pb::LobbyEvent {
+        seq: event.seq,
+        kind: Some(kind),
+    }
+}
+
+/// An ended game of the session's feed, as matchmaking handles it.
+pub fn ended_game_from_proto(game: &pb::EndedGame) -> Result<EndedGame, String> {
+    let game_id = Uuid::parse_str(&game.game_id)
+        .map_err(|_| format!("ended game id {:?} is not a UUID", game.game_id))?;
+    let outcome = game
+        .outcome
+        .ok_or_else(|| format!("ended game {game_id} has no outcome"))?;
+    let result = if outcome.reason == pb::EndReason::SeatLost as i32 {
+        EndedResult::SeatLost(
+            game.seats_lost
+                .iter()
+                .filter_map(|s| wire::side_from_proto("seats_lost", *s).ok())
+                .collect(),
+        )
+    } else {
+        match wire::side_from_proto("outcome.winner", outcome.winner) {
+            Ok(side) => EndedResult::Won(side),
+            Err(_) => EndedResult::Drawn,
+        }
+    };
+    Ok(EndedGame {
+        game_id,
+        south_player: game.south_player.clone(),
+        north_player: game.north_player.clone(),
+        result,
+    })
+}
+
+/// A random invite code.
+fn new_code() -> String {
+    let bytes = Uuid::new_v4().into_bytes();
+    bytes[..CODE_LEN]
+        .iter()
+        .map(|b| CODE_ALPHABET[*b as usize % CODE_ALPHABET.len()] as char)
+        .collect()
+}
+
+/// A stable 128-bit digest (FNV-1a, two lanes) of `text`, for idempotency keys derived from
+/// client ids that may be too long to use whole.
+fn stable_digest(text: &str) -> String {
+    let lane = |offset: u64| {
+        text.bytes().fold(offset, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    format!(
+        "{:016x}{:016x}",
+        lane(0xcbf2_9ce4_8422_2325),
+        lane(0x6c62_272e_07bb_0142)
+    )
+}
+
+/// The matchmaking service: the gRPC API and the background loops, sharing one store.
+#[derive(Clone)]
+pub struct MatchmakingService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn MatchStore>,
+    session: SessionClient,
+    config: MatchmakingConfig,
+    /// Wakes the computer driver when this process made a computer game.
+    computer_added: Notify,
+    stats: Arc<DriverStats>,
+}
+
+impl MatchmakingService {
+    /// A service on `store` creating games through `session`. Serve it with
+    /// [`MatchmakingService::server`]; run its loops with [`MatchmakingService::spawn_background`].
+    pub fn new(
+        store: Arc<dyn MatchStore>,
+        session: SessionClient,
+        config: MatchmakingConfig,
+    ) -> MatchmakingService {
+        MatchmakingService {
+            inner: Arc::new(Inner {
+                store,
+                session,
+                config,
+                computer_added: Notify::new(),
+                stats: Arc::new(DriverStats::default()),
+            }),
+        }
+    }
+
+    /// The tonic service to add to a gRPC server (internal port only).
+    pub fn server(&self) -> MatchmakingServiceServer<MatchmakingService> {
+        MatchmakingServiceServer::new(self.clone())
+    }
+
+    /// What the computer driver of this process did so far.
+    pub fn driver_stats(&self) -> Arc<DriverStats> {
+        self.inner.stats.clone()
+    }
+
+    /// Starts the three background loops (pairing and expiry, the ended-games feed, the computer
+    /// seats' driver); each stops when `shutdown` turns true (or its sender is dropped).
+    pub fn spawn_background(&self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        vec![
+            tokio::spawn(self.clone().run_pairing(shutdown.clone())),
+            tokio::spawn(self.clone().run_feed(shutdown.clone())),
+            tokio::spawn(self.clone().run_computer_driver(shutdown)),
+        ]
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn MatchStore> {
+        &self.inner.store
+    }
+
+    /// Creates (idempotently: the match id is the creation key) the game of a match and records
+    /// it, telling both players.
+    async fn seat(&self, m: &Match) -> Result<Uuid, Status> {
+        let mut session = self.inner.session.clone();
+        let created = session
+            .create_game(pb::CreateGameRequest {
+                south_player: m.south_player.clone(),
+                north_player: m.north_player.clone(),
+                rules: m.rules.clone(),
+                time_control: Some(pb::TimeControl {
+                    name: m.time_control.clone(),
+                    ..Default::default()
+                }),
+                idempotency_key: format!("match:{}", m.match_id),
+            })
+            .await?
+            .into_inner();
+        let game_id = Uuid::parse_str(&created.game_id)
+            .map_err(|_| Status::internal("the session answered a game id that is not a UUID"))?;
+        self.inner
+            .store
+            .complete_match(m.match_id, game_id, self.inner.config.clock.now_ms())
+            .await
+            .map_err(match_error_status)?;
+        Ok(game_id)
+    }
+
+    /// One round of the pairing loop: expire, pair every queue, seat the matches, retry matches
+    /// left without a game, count the waiting tickets.
+    pub async fn pairing_round(&self) -> Result<usize, MatchError> {
+        let store = &self.inner.store;
+        let now = self.inner.config.clock.now_ms();
+        store.expire(now).await?;
+        let mut made = 0;
+        for queue in store.waiting_queues().await? {
+            let window = self.inner.config.window;
+            let pairer = move |waiting: &[Ticket]| {
+                if waiting.first().is_some_and(|t| t.queue.rated) {
+                    pair_rated(waiting, now, &window)
+                } else {
+                    pair_casual(waiting)
+                }
+            };
+            let queue_type = if queue.rated { "rated" } else { "casual" };
+            for (m, south, north) in store.pair(&queue, now, &pairer).await? {
+                for t in [&south, &north] {
+                    metrics::histogram!(names::MATCHMAKING_WAIT_SECONDS, names::QUEUE_TYPE => queue_type)
+                        .record(now.saturating_sub(t.enqueued_ms) as f64 / 1000.0);
+                }
+                metrics::counter!(names::MATCHES_TOTAL, names::KIND => queue_type).increment(1);
+                made += 1;
+                if let Err(status) = self.seat(&m).await {
+                    tracing::warn!(match_id = %m.match_id, %status, "could not create the game of a match; retrying later");
+                }
+            }
+        }
+        let before = now.saturating_sub(ms_of(self.inner.config.pending_match_retry));
+        for m in store.pending_matches(before).await? {
+            if let Err(status) = self.seat(&m).await {
+                tracing::warn!(match_id = %m.match_id, %status, "could not create the game of a pending match");
+            }
+        }
+        let (rated, casual) = store.waiting_counts().await?;
+        metrics::gauge!(names::MATCHMAKING_TICKETS_WAITING, names::QUEUE_TYPE => "rated")
+            .set(rated as f64);
+        metrics::gauge!(names::MATCHMAKING_TICKETS_WAITING, names::QUEUE_TYPE => "casual")
+            .set(casual as f64);
+        Ok(made)
+    }
+
+    async fn run_pairing(self, mut shutdown: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(self.inner.config.pairing_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+                return;
+            }
+            if let Err(error) = self.pairing_round().await {
+                tracing::warn!(%error, "pairing round failed");
+            }
+        }
+    }
+
+    /// Reads the session's ended-games feed once from the stored position: settles ratings and
+    /// seats players again. Returns how many games were read.
+    pub async fn feed_round(&self) -> Result<usize, Status> {
+        let store = &self.inner.store;
+        let mut cursor = store.feed_cursor().await.map_err(match_error_status)?;
+        let mut session = self.inner.session.clone();
+        let games = session
+            .list_ended_games(pb::ListEndedGamesRequest {
+                after_cursor: cursor,
+                limit: 200,
+            })
+            .await?
+            .into_inner()
+            .games;
+        for game in &games {
+            match ended_game_from_proto(game) {
+                Ok(ended) => {
+                    let now = self.inner.config.clock.now_ms();
+                    let expires = now + ms_of(self.inner.config.requeue_ttl);
+                    let effect = store
+                        .handle_ended_game(&ended, now, expires)
+                        .await
+                        .map_err(match_error_status)?;
+                    if !effect.already_handled
+                        && (effect.ratings.is_some() || !effect.requeued.is_empty())
+                    {
+                        tracing::info!(game_id = %ended.game_id, rated = effect.ratings.is_some(), requeued = effect.requeued.len(), "ended game handled");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "skipping a malformed ended game"),
+            }
+            cursor = cursor.max(game.cursor);
+            store
+                .advance_feed(cursor)
+                .await
+                .map_err(match_error_status)?;
+        }
+        Ok(games.len())
+    }
+
+    async fn run_feed(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let read = match self.feed_round().await {
+                Ok(read) => read,
+                Err(status) => {
+                    tracing::warn!(%status, "reading the ended-games feed failed");
+                    0
+                }
+            };
+            if read > 0 {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.inner.config.feed_interval) => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn run_computer_driver(self, mut shutdown: watch::Receiver<bool>) {
+        let config = &self.inner.config;
+        loop {
+            let now = now_ms();
+            let claimed = self
+                .inner
+                .store
+                .claim_computer_game(&config.process_id, now, now + ms_of(config.computer_lease))
+                .await;
+            match claimed {
+                Ok(Some(game)) => {
+                    tokio::spawn(driver::drive(
+                        self.inner.store.clone(),
+                        self.inner.session.clone(),
+                        game,
+                        config.process_id.clone(),
+                        config.computer_lease,
+                        self.inner.stats.clone(),
+                        shutdown.clone(),
+                    ));
+                    continue;
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "claiming a computer game failed"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(config.computer_scan_interval) => {}
+                _ = self.inner.computer_added.notified() => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+                return;
+            }
+        }
+    }
+
+    fn invite_to_proto(&self, invite: &Invite) -> pb::Invite {
+        pb::Invite {
+            code: invite.code.clone(),
+            link: format!(
+                "{}/{}",
+                self.inner.config.invite_base_url.trim_end_matches('/'),
+                invite.code
+            ),
+            player: invite.player.clone(),
+            rules: invite.rules.clone(),
+            time_control: invite.time_control.clone(),
+            state: match invite.state {
+                InviteState::Open => pb::InviteState::Open,
+                InviteState::Accepted => pb::InviteState::Accepted,
+                InviteState::Cancelled => pb::InviteState::Cancelled,
+                InviteState::Expired => pb::InviteState::Expired,
+            } as i32,
+            expires_at_unix_ms: invite.expires_ms,
+            game_id: invite.game_id.map(|g| g.to_string()).unwrap_or_default(),
+        }
+    }
+}
+
+/// The code in an accept request: a bare code or a link ending in one, any case.
+fn code_of(text: &str) -> Result<String, Status> {
+    let code = text
+        .trim()
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    if code.len() != CODE_LEN || !code.bytes().all(|b| CODE_ALPHABET.contains(&b)) {
+        return Err(Status::invalid_argument(format!(
+            "code {text:?} is not an invite code ({CODE_LEN} letters and digits) or link"
+        )));
+    }
+    Ok(code)
+}
+
+type LobbyStream = ReceiverStream<Result<pb::WatchPlayerResponse, Status>>;
+
+#[tonic::async_trait]
+impl MatchmakingApi for MatchmakingService {
+    async fn enqueue(
+        &self,
+        request: Request<pb::EnqueueRequest>,
+    ) -> Result<Response<pb::EnqueueResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        check_id("ticket_id", &r.ticket_id)?;
+        let queue = r
+            .queue
+            .ok_or_else(|| Status::invalid_argument("queue is required"))?;
+        let rules = parse_rules("queue.rules", &queue.rules)?;
+        let time_control = parse_time_control("queue.time_control", &queue.time_control, "online")?;
+        let config = &self.inner.config;
+        let ttl = match r.ttl_seconds {
+            0 => config.ticket_ttl,
+            s if Duration::from_secs(u64::from(s)) > config.max_ticket_ttl => {
+                return Err(Status::invalid_argument(format!(
+                    "ttl_seconds {s} is longer than the longest allowed, {} s",
+                    config.max_ticket_ttl.as_secs()
+                )));
+            }
+            s => Duration::from_secs(u64::from(s)),
+        };
+        let store = &self.inner.store;
+        if let Some(existing) = store
+            .ticket(&r.player, &r.ticket_id)
+            .await
+            .map_err(match_error_status)?
+        {
+            return Ok(Response::new(pb::EnqueueResponse {
+                ticket: Some(ticket_to_proto(&existing)),
+            }));
+        }
+        let (rating, _) = store.rating(&r.player).await.map_err(match_error_status)?;
+        let now = self.inner.config.clock.now_ms();
+        let ticket = store
+            .enqueue(Ticket {
+                player: r.player,
+                ticket_id: r.ticket_id,
+                queue: Queue {
+                    rules: rules.name(),
+                    time_control,
+                    rated: queue.rated,
+                },
+                state: TicketState::Waiting,
+                priority: false,
+                rating: rating.rating,
+                enqueued_ms: now,
+                expires_ms: now + ms_of(ttl),
+                match_id: None,
+                game_id: None,
+            })
+            .await
+            .map_err(match_error_status)?;
+        Ok(Response::new(pb::EnqueueResponse {
+            ticket: Some(ticket_to_proto(&ticket)),
+        }))
+    }
+
+    async fn cancel_ticket(
+        &self,
+        request: Request<pb::CancelTicketRequest>,
+    ) -> Result<Response<pb::CancelTicketResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        check_id("ticket_id", &r.ticket_id)?;
+        let ticket = self
+            .inner
+            .store
+            .cancel_ticket(&r.player, &r.ticket_id)
+            .await
+            .map_err(match_error_status)?;
+        Ok(Response::new(pb::CancelTicketResponse {
+            ticket: Some(ticket_to_proto(&ticket)),
+        }))
+    }
+
+    async fn get_ticket(
+        &self,
+        request: Request<pb::GetTicketRequest>,
+    ) -> Result<Response<pb::GetTicketResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        check_id("ticket_id", &r.ticket_id)?;
+        let ticket = self
+            .inner
+            .store
+            .ticket(&r.player, &r.ticket_id)
+            .await
+            .map_err(match_error_status)?
+            .ok_or_else(|| {
+                Status::not_found(format!(
+                    "player {} has no ticket {:?}",
+                    r.player, r.ticket_id
+                ))
+            })?;
+        Ok(Response::new(pb::GetTicketResponse {
+            ticket: Some(ticket_to_proto(&ticket)),
+        }))
+    }
+
+    async fn create_invite(
+        &self,
+        request: Request<pb::CreateInviteRequest>,
+    ) -> Result<Response<pb::CreateInviteResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        check_id("invite_id", &r.invite_id)?;
+        let rules = parse_rules("rules", &r.rules)?;
+        let time_control = parse_time_control("time_control", &r.time_control, "relaxed")?;
+        let expires_ms = self.inner.config.clock.now_ms() + ms_of(self.inner.config.invite_ttl);
+        // A drawn code may be taken: draw again (31^6 codes make a second clash rare).
+        for _ in 0..8 {
+            let invite = Invite {
+                code: new_code(),
+                player: r.player.clone(),
+                invite_id: r.invite_id.clone(),
+                rules: rules.name(),
+                time_control: time_control.clone(),
+                state: InviteState::Open,
+                expires_ms,
+                match_id: None,
+                accepted_by: None,
+                game_id: None,
+            };
+            match self.inner.store.create_invite(invite).await {
+                Ok(stored) => {
+                    return Ok(Response::new(pb::CreateInviteResponse {
+                        invite: Some(self.invite_to_proto(&stored)),
+                    }));
+                }
+                Err(MatchError::AlreadyExists(_)) => continue,
+                Err(error) => return Err(match_error_status(error)),
+            }
+        }
+        Err(Status::resource_exhausted(
+            "could not draw a free invite code; try again",
+        ))
+    }
+
+    async fn accept_invite(
+        &self,
+        request: Request<pb::AcceptInviteRequest>,
+    ) -> Result<Response<pb::AcceptInviteResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        let code = code_of(&r.code)?;
+        let m = self
+            .inner
+            .store
+            .accept_invite(&code, &r.player, self.inner.config.clock.now_ms())
+            .await
+            .map_err(match_error_status)?;
+        let game_id = match m.game_id {
+            Some(game_id) => game_id,
+            None => {
+                let game_id = self.seat(&m).await?;
+                metrics::counter!(names::MATCHES_TOTAL, names::KIND => "invite").increment(1);
+                game_id
+            }
+        };
+        Ok(Response::new(pb::AcceptInviteResponse {
+            game_id: game_id.to_string(),
+            seat: side_to_proto(Side::North),
+            opponent: m.south_player,
+        }))
+    }
+
+    async fn cancel_invite(
+        &self,
+        request: Request<pb::CancelInviteRequest>,
+    ) -> Result<Response<pb::CancelInviteResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        let code = code_of(&r.code)?;
+        let invite = self
+            .inner
+            .store
+            .cancel_invite(&r.player, &code)
+            .await
+            .map_err(match_error_status)?;
+        Ok(Response::new(pb::CancelInviteResponse {
+            invite: Some(self.invite_to_proto(&invite)),
+        }))
+    }
+
+    async fn play_computer(
+        &self,
+        request: Request<pb::PlayComputerRequest>,
+    ) -> Result<Response<pb::PlayComputerResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        check_id("request_id", &r.request_id)?;
+        if r.player == COMPUTER_PLAYER {
+            return Err(Status::invalid_argument(format!(
+                "player {COMPUTER_PLAYER:?} is the computer's own id"
+            )));
+        }
+        let rules = parse_rules("rules", &r.rules)?;
+        let seat = match r.seat {
+            0 => Side::South,
+            s => wire::side_from_proto("seat", s)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+        };
+        let store = &self.inner.store;
+        if let Some(existing) = store
+            .computer_game(&r.player, &r.request_id)
+            .await
+            .map_err(match_error_status)?
+        {
+            return Ok(Response::new(pb::PlayComputerResponse {
+                game_id: existing.game_id.to_string(),
+                seat: side_to_proto(existing.side.other()),
+            }));
+        }
+        let (south, north) = match seat {
+            Side::South => (r.player.clone(), COMPUTER_PLAYER.to_owned()),
+            Side::North => (COMPUTER_PLAYER.to_owned(), r.player.clone()),
+        };
+        let key = format!(
+            "computer:{}",
+            stable_digest(&format!("{}\u{0}{}", r.player, r.request_id))
+        );
+        let mut session = self.inner.session.clone();
+        let created = session
+            .create_game(pb::CreateGameRequest {
+                south_player: south,
+                north_player: north,
+                rules: rules.name(),
+                time_control: Some(pb::TimeControl {
+                    name: "relaxed".into(),
+                    ..Default::default()
+                }),
+                idempotency_key: key,
+            })
+            .await?
+            .into_inner();
+        let game_id = Uuid::parse_str(&created.game_id)
+            .map_err(|_| Status::internal("the session answered a game id that is not a UUID"))?;
+        let (a, b) = Uuid::new_v4().as_u64_pair();
+        let game = store
+            .add_computer_game(ComputerGame {
+                game_id,
+                player: r.player,
+                request_id: r.request_id,
+                rules: rules.name(),
+                side: seat.other(),
+                seed: a ^ b,
+            })
+            .await
+            .map_err(match_error_status)?;
+        if !created.replayed {
+            metrics::counter!(names::MATCHES_TOTAL, names::KIND => "computer").increment(1);
+        }
+        self.inner.computer_added.notify_one();
+        Ok(Response::new(pb::PlayComputerResponse {
+            game_id: game.game_id.to_string(),
+            seat: side_to_proto(game.side.other()),
+        }))
+    }
+
+    async fn get_rating(
+        &self,
+        request: Request<pb::GetRatingRequest>,
+    ) -> Result<Response<pb::GetRatingResponse>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        let (rating, games) = self
+            .inner
+            .store
+            .rating(&r.player)
+            .await
+            .map_err(match_error_status)?;
+        Ok(Response::new(pb::GetRatingResponse {
+            rating: Some(pb::Rating {
+                rating: rating.rating,
+                deviation: rating.deviation,
+                volatility: rating.volatility,
+                games,
+            }),
+        }))
+    }
+
+    type WatchPlayerStream = LobbyStream;
+
+    async fn watch_player(
+        &self,
+        request: Request<pb::WatchPlayerRequest>,
+    ) -> Result<Response<Self::WatchPlayerStream>, Status> {
+        let r = request.into_inner();
+        check_id("player", &r.player)?;
+        let store = self.inner.store.clone();
+        // Subscribed before the first read: nothing committed after that read is missed.
+        let mut wakeups = store.lobby_wakeups().await.map_err(match_error_status)?;
+        let (tx, rx) = mpsc::channel(64);
+        let player = r.player;
+        let mut after = r.after_seq;
+        tokio::spawn(async move {
+            loop {
+                let events = match store.lobby_events(&player, after, LOBBY_PAGE).await {
+                    Ok(events) => events,
+                    Err(error) => {
+                        let _ = tx.send(Err(match_error_status(error))).await;
+                        return;
+                    }
+                };
+                let full = events.len() == LOBBY_PAGE;
+                for event in events {
+                    after = event.seq;
+                    let item = pb::WatchPlayerResponse {
+                        event: Some(lobby_event_to_proto(&event)),
+                    };
+                    if tx.send(Ok(item)).await.is_err() {
+                        return;
+                    }
+                }
+                if full {
+                    continue;
+                }
+                // Wait for a wake-up about this player (or anyone's, after a lost LISTEN).
+                loop {
+                    tokio::select! {
+                        woke = wakeups.recv() => match woke {
+                            Ok(who) if who == player || who.is_empty() => break,
+                            Ok(_) => {}
+                            Err(broadcast::error::RecvError::Lagged(_)) => break,
+                            Err(broadcast::error::RecvError::Closed) => return,
+                        },
+                        _ = tx.closed() => return,
+                    }
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_games_read_from_the_feed() {
+        let id = Uuid::now_v7();
+        let game = |winner: pb::Side, reason: pb::EndReason, lost: Vec<i32>| pb::EndedGame {
+            game_id: id.to_string(),
+            outcome: Some(pb::Outcome {
+                winner: winner as i32,
+                reason: reason as i32,
+            }),
+            seats_lost: lost,
+            ..Default::default()
+        };
+        let won = game(pb::Side::North, pb::EndReason::FlagCaptured, vec![]);
+        assert_eq!(
+            ended_game_from_proto(&won).unwrap().result,
+            EndedResult::Won(Side::North)
+        );
+        let drawn = game(pb::Side::Unspecified, pb::EndReason::AgreedDraw, vec![]);
+        assert_eq!(
+            ended_game_from_proto(&drawn).unwrap().result,
+            EndedResult::Drawn
+        );
+        let lost = game(
+            pb::Side::Unspecified,
+            pb::EndReason::SeatLost,
+            vec![pb::Side::South as i32],
+        );
+        assert_eq!(
+            ended_game_from_proto(&lost).unwrap().result,
+            EndedResult::SeatLost(vec![Side::South])
+        );
+        let no_outcome = pb::EndedGame {
+            outcome: None,
+            ..won.clone()
+        };
+        assert!(
+            ended_game_from_proto(&no_outcome).is_err(),
+            "never taken for a draw"
+        );
+        let bad_id = pb::EndedGame {
+            game_id: "x".into(),
+            ..won
+        };
+        assert!(ended_game_from_proto(&bad_id).is_err());
+    }
+
+    #[test]
+    fn codes_are_read_from_codes_and_links() {
+        assert_eq!(code_of("k7qx2m").unwrap(), "K7QX2M");
+        assert_eq!(
+            code_of("https://x.example/invite/K7QX2M/").unwrap(),
+            "K7QX2M"
+        );
+        assert!(code_of("K7QX2").is_err());
+        assert!(code_of("K7QX2O").is_err(), "O is not in the alphabet");
+        let code = new_code();
+        assert_eq!(code_of(&code).unwrap(), code);
+    }
+
+    #[test]
+    fn digests_are_stable_and_distinct() {
+        assert_eq!(stable_digest("a\u{0}b"), stable_digest("a\u{0}b"));
+        assert_ne!(stable_digest("a\u{0}bc"), stable_digest("ab\u{0}c"));
+        assert_eq!(stable_digest("x").len(), 32);
+    }
+}

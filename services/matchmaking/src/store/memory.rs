@@ -1,0 +1,660 @@
+//! [`MatchStore`] in memory: the one-box mode and unit tests. A mutex-guarded state, the same
+//! contract as Postgres (the conformance suite runs on both). Nothing survives the process.
+
+use super::*;
+use crate::glicko;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use tokio::sync::broadcast;
+
+#[derive(Default)]
+struct State {
+    /// By (player, ticket id).
+    tickets: HashMap<(String, String), Ticket>,
+    matches: HashMap<Uuid, Match>,
+    invites: HashMap<String, Invite>,
+    ratings: HashMap<String, (Rating, u32)>,
+    ended: HashSet<Uuid>,
+    feed: u64,
+    lobby: Vec<LobbyEvent>,
+    computer: HashMap<Uuid, (ComputerGame, Option<String>, u64, bool)>,
+}
+
+/// Matchmaking state in this process's memory.
+pub struct MemoryMatchStore {
+    state: Mutex<State>,
+    wakeups: broadcast::Sender<String>,
+}
+
+impl Default for MemoryMatchStore {
+    fn default() -> Self {
+        MemoryMatchStore::new()
+    }
+}
+
+impl MemoryMatchStore {
+    /// An empty store.
+    pub fn new() -> MemoryMatchStore {
+        MemoryMatchStore {
+            state: Mutex::new(State::default()),
+            wakeups: broadcast::channel(1024).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl State {
+    fn with_game(&self, mut ticket: Ticket) -> Ticket {
+        ticket.game_id = ticket
+            .match_id
+            .and_then(|m| self.matches.get(&m))
+            .and_then(|m| m.game_id);
+        ticket
+    }
+
+    fn invite_with_game(&self, mut invite: Invite) -> Invite {
+        invite.game_id = invite
+            .match_id
+            .and_then(|m| self.matches.get(&m))
+            .and_then(|m| m.game_id);
+        invite
+    }
+
+    fn push_event(&mut self, player: String, kind: LobbyEventKind) {
+        let seq = self.lobby.last().map_or(1, |e| e.seq + 1);
+        self.lobby.push(LobbyEvent { seq, player, kind });
+    }
+}
+
+#[async_trait]
+impl MatchStore for MemoryMatchStore {
+    async fn enqueue(&self, ticket: Ticket) -> Result<Ticket, MatchError> {
+        let mut state = self.lock();
+        let key = (ticket.player.clone(), ticket.ticket_id.clone());
+        if let Some(existing) = state.tickets.get(&key) {
+            return Ok(state.with_game(existing.clone()));
+        }
+        if let Some(other) = state.tickets.values().find(|t| {
+            t.player == ticket.player && t.queue == ticket.queue && t.state == TicketState::Waiting
+        }) {
+            return Err(MatchError::AlreadyExists(format!(
+                "player {} already waits in queue {} with ticket {}",
+                ticket.player,
+                ticket.queue.key(),
+                other.ticket_id
+            )));
+        }
+        state.tickets.insert(key, ticket.clone());
+        Ok(ticket)
+    }
+
+    async fn ticket(&self, player: &str, ticket_id: &str) -> Result<Option<Ticket>, MatchError> {
+        let state = self.lock();
+        Ok(state
+            .tickets
+            .get(&(player.to_owned(), ticket_id.to_owned()))
+            .cloned()
+            .map(|t| state.with_game(t)))
+    }
+
+    async fn cancel_ticket(&self, player: &str, ticket_id: &str) -> Result<Ticket, MatchError> {
+        let mut state = self.lock();
+        let ticket = state
+            .tickets
+            .get_mut(&(player.to_owned(), ticket_id.to_owned()))
+            .ok_or_else(|| not_found_ticket(player, ticket_id))?;
+        match ticket.state {
+            TicketState::Waiting => ticket.state = TicketState::Cancelled,
+            TicketState::Cancelled => {}
+            other => return Err(cannot_cancel(ticket_id, other)),
+        }
+        let ticket = ticket.clone();
+        Ok(state.with_game(ticket))
+    }
+
+    async fn expire(&self, now_ms: u64) -> Result<(Vec<Ticket>, Vec<Invite>), MatchError> {
+        let mut state = self.lock();
+        let mut tickets = Vec::new();
+        for ticket in state.tickets.values_mut() {
+            if ticket.state == TicketState::Waiting && ticket.expires_ms <= now_ms {
+                ticket.state = TicketState::Expired;
+                tickets.push(ticket.clone());
+            }
+        }
+        let mut invites = Vec::new();
+        for invite in state.invites.values_mut() {
+            if invite.state == InviteState::Open && invite.expires_ms <= now_ms {
+                invite.state = InviteState::Expired;
+                invites.push(invite.clone());
+            }
+        }
+        for t in &tickets {
+            state.push_event(
+                t.player.clone(),
+                LobbyEventKind::TicketExpired {
+                    ticket_id: t.ticket_id.clone(),
+                },
+            );
+        }
+        for i in &invites {
+            state.push_event(
+                i.player.clone(),
+                LobbyEventKind::InviteExpired {
+                    code: i.code.clone(),
+                },
+            );
+        }
+        drop(state);
+        for player in tickets
+            .iter()
+            .map(|t| &t.player)
+            .chain(invites.iter().map(|i| &i.player))
+        {
+            let _ = self.wakeups.send(player.clone());
+        }
+        Ok((tickets, invites))
+    }
+
+    async fn waiting_queues(&self) -> Result<Vec<Queue>, MatchError> {
+        let state = self.lock();
+        let mut queues: Vec<Queue> = state
+            .tickets
+            .values()
+            .filter(|t| t.state == TicketState::Waiting)
+            .map(|t| t.queue.clone())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        queues.sort_by_key(Queue::key);
+        Ok(queues)
+    }
+
+    async fn waiting_counts(&self) -> Result<(u64, u64), MatchError> {
+        let state = self.lock();
+        let waiting = state
+            .tickets
+            .values()
+            .filter(|t| t.state == TicketState::Waiting);
+        let (rated, casual) = waiting.fold((0, 0), |(r, c), t| {
+            if t.queue.rated {
+                (r + 1, c)
+            } else {
+                (r, c + 1)
+            }
+        });
+        Ok((rated, casual))
+    }
+
+    async fn pair(
+        &self,
+        queue: &Queue,
+        now_ms: u64,
+        pairer: Pairer<'_>,
+    ) -> Result<Vec<(Match, Ticket, Ticket)>, MatchError> {
+        let mut state = self.lock();
+        let mut waiting: Vec<Ticket> = state
+            .tickets
+            .values()
+            .filter(|t| {
+                t.state == TicketState::Waiting && &t.queue == queue && t.expires_ms > now_ms
+            })
+            .cloned()
+            .collect();
+        waiting.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then(a.enqueued_ms.cmp(&b.enqueued_ms))
+                .then(a.player.cmp(&b.player))
+        });
+        let pairs = checked_pairs(&waiting, pairer(&waiting));
+        let mut made = Vec::new();
+        for (a, b) in pairs {
+            let (south, north) = (waiting[a].clone(), waiting[b].clone());
+            let m = Match {
+                match_id: Uuid::now_v7(),
+                kind: MatchKind::Queue,
+                rules: queue.rules.clone(),
+                time_control: queue.time_control.clone(),
+                rated: queue.rated,
+                south_player: south.player.clone(),
+                north_player: north.player.clone(),
+                south_ticket: Some(south.ticket_id.clone()),
+                north_ticket: Some(north.ticket_id.clone()),
+                invite_code: None,
+                created_ms: now_ms,
+                game_id: None,
+            };
+            let mut stored = Vec::new();
+            for t in [&south, &north] {
+                let entry = state
+                    .tickets
+                    .get_mut(&(t.player.clone(), t.ticket_id.clone()))
+                    .expect("a listed ticket exists");
+                entry.state = TicketState::Matched;
+                entry.match_id = Some(m.match_id);
+                stored.push(entry.clone());
+            }
+            state.matches.insert(m.match_id, m.clone());
+            let north = stored.pop().expect("two tickets");
+            let south = stored.pop().expect("two tickets");
+            made.push((m, south, north));
+        }
+        Ok(made)
+    }
+
+    async fn pending_matches(&self, before_ms: u64) -> Result<Vec<Match>, MatchError> {
+        let state = self.lock();
+        Ok(state
+            .matches
+            .values()
+            .filter(|m| m.game_id.is_none() && m.created_ms < before_ms)
+            .cloned()
+            .collect())
+    }
+
+    async fn complete_match(
+        &self,
+        match_id: Uuid,
+        game_id: Uuid,
+        _now_ms: u64,
+    ) -> Result<Match, MatchError> {
+        let mut state = self.lock();
+        let m = state
+            .matches
+            .get_mut(&match_id)
+            .ok_or_else(|| MatchError::NotFound(format!("match {match_id} does not exist")))?;
+        match m.game_id {
+            Some(existing) if existing == game_id => return Ok(m.clone()),
+            Some(existing) => {
+                return Err(MatchError::FailedPrecondition(format!(
+                    "match {match_id} already has game {existing}, not {game_id}"
+                )));
+            }
+            None => m.game_id = Some(game_id),
+        }
+        let m = m.clone();
+        let events = match_found_events(&m, game_id);
+        for (player, kind) in events.clone() {
+            state.push_event(player, kind);
+        }
+        drop(state);
+        for (player, _) in events {
+            let _ = self.wakeups.send(player);
+        }
+        Ok(m)
+    }
+
+    async fn create_invite(&self, invite: Invite) -> Result<Invite, MatchError> {
+        let mut state = self.lock();
+        if let Some(existing) = state
+            .invites
+            .values()
+            .find(|i| i.player == invite.player && i.invite_id == invite.invite_id)
+        {
+            return Ok(state.invite_with_game(existing.clone()));
+        }
+        if state.invites.contains_key(&invite.code) {
+            return Err(MatchError::AlreadyExists(format!(
+                "invite code {} is taken",
+                invite.code
+            )));
+        }
+        state.invites.insert(invite.code.clone(), invite.clone());
+        Ok(invite)
+    }
+
+    async fn invite(&self, code: &str) -> Result<Option<Invite>, MatchError> {
+        let state = self.lock();
+        Ok(state
+            .invites
+            .get(code)
+            .cloned()
+            .map(|i| state.invite_with_game(i)))
+    }
+
+    async fn accept_invite(
+        &self,
+        code: &str,
+        player: &str,
+        now_ms: u64,
+    ) -> Result<Match, MatchError> {
+        let mut state = self.lock();
+        let invite = state
+            .invites
+            .get(code)
+            .cloned()
+            .ok_or_else(|| not_found_invite(code))?;
+        check_acceptable(&invite, player, now_ms)?;
+        if let (InviteState::Accepted, Some(match_id)) = (invite.state, invite.match_id) {
+            return state
+                .matches
+                .get(&match_id)
+                .cloned()
+                .ok_or_else(|| MatchError::Corrupt(format!("invite {code}: match missing")));
+        }
+        let m = invite_match(&invite, player, now_ms);
+        state.matches.insert(m.match_id, m.clone());
+        let stored = state.invites.get_mut(code).expect("found above");
+        stored.state = InviteState::Accepted;
+        stored.match_id = Some(m.match_id);
+        stored.accepted_by = Some(player.to_owned());
+        Ok(m)
+    }
+
+    async fn cancel_invite(&self, player: &str, code: &str) -> Result<Invite, MatchError> {
+        let mut state = self.lock();
+        let invite = state
+            .invites
+            .get_mut(code)
+            .filter(|i| i.player == player)
+            .ok_or_else(|| not_found_invite(code))?;
+        match invite.state {
+            InviteState::Open => invite.state = InviteState::Cancelled,
+            InviteState::Cancelled => {}
+            other => return Err(cannot_cancel_invite(code, other)),
+        }
+        let invite = invite.clone();
+        Ok(state.invite_with_game(invite))
+    }
+
+    async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError> {
+        Ok(self
+            .lock()
+            .ratings
+            .get(player)
+            .copied()
+            .unwrap_or((Rating::default(), 0)))
+    }
+
+    async fn handle_ended_game(
+        &self,
+        game: &EndedGame,
+        now_ms: u64,
+        requeue_expires_ms: u64,
+    ) -> Result<EndedEffect, MatchError> {
+        let mut state = self.lock();
+        if !state.ended.insert(game.game_id) {
+            return Ok(EndedEffect {
+                already_handled: true,
+                ..EndedEffect::default()
+            });
+        }
+        let Some(m) = state
+            .matches
+            .values()
+            .find(|m| m.game_id == Some(game.game_id))
+            .cloned()
+        else {
+            return Ok(EndedEffect::default());
+        };
+        let mut effect = EndedEffect::default();
+        if let (true, Some(score)) = (m.rated, south_score(&game.result)) {
+            let (south, south_games) = state
+                .ratings
+                .get(&m.south_player)
+                .copied()
+                .unwrap_or((Rating::default(), 0));
+            let (north, north_games) = state
+                .ratings
+                .get(&m.north_player)
+                .copied()
+                .unwrap_or((Rating::default(), 0));
+            let (s, n) = glicko::settle(south, north, score);
+            state
+                .ratings
+                .insert(m.south_player.clone(), (s, south_games + 1));
+            state
+                .ratings
+                .insert(m.north_player.clone(), (n, north_games + 1));
+            effect.ratings = Some((s, n));
+        }
+        if let (MatchKind::Queue, EndedResult::SeatLost(lost)) = (m.kind, &game.result) {
+            for side in Side::BOTH {
+                if lost.contains(&side) {
+                    continue;
+                }
+                let player = match side {
+                    Side::South => &m.south_player,
+                    Side::North => &m.north_player,
+                };
+                let rating = state.ratings.get(player).map_or(1500.0, |r| r.0.rating);
+                let ticket = Ticket {
+                    player: player.clone(),
+                    ticket_id: requeue_ticket_id(game.game_id),
+                    queue: Queue {
+                        rules: m.rules.clone(),
+                        time_control: m.time_control.clone(),
+                        rated: m.rated,
+                    },
+                    state: TicketState::Waiting,
+                    priority: true,
+                    rating,
+                    enqueued_ms: now_ms,
+                    expires_ms: requeue_expires_ms,
+                    match_id: None,
+                    game_id: None,
+                };
+                // A ticket the player queued meanwhile in the same queue gives way to this one.
+                for other in state.tickets.values_mut() {
+                    if other.player == ticket.player
+                        && other.queue == ticket.queue
+                        && other.state == TicketState::Waiting
+                    {
+                        other.state = TicketState::Cancelled;
+                    }
+                }
+                state.tickets.insert(
+                    (ticket.player.clone(), ticket.ticket_id.clone()),
+                    ticket.clone(),
+                );
+                state.push_event(
+                    ticket.player.clone(),
+                    LobbyEventKind::Requeued {
+                        ticket_id: ticket.ticket_id.clone(),
+                        cancelled_game_id: game.game_id,
+                    },
+                );
+                effect.requeued.push(ticket);
+            }
+        }
+        drop(state);
+        for t in &effect.requeued {
+            let _ = self.wakeups.send(t.player.clone());
+        }
+        Ok(effect)
+    }
+
+    async fn feed_cursor(&self) -> Result<u64, MatchError> {
+        Ok(self.lock().feed)
+    }
+
+    async fn advance_feed(&self, cursor: u64) -> Result<(), MatchError> {
+        let mut state = self.lock();
+        state.feed = state.feed.max(cursor);
+        Ok(())
+    }
+
+    async fn lobby_events(
+        &self,
+        player: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LobbyEvent>, MatchError> {
+        Ok(self
+            .lock()
+            .lobby
+            .iter()
+            .filter(|e| e.seq > after_seq && e.player == player)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn lobby_wakeups(&self) -> Result<broadcast::Receiver<String>, MatchError> {
+        Ok(self.wakeups.subscribe())
+    }
+
+    async fn add_computer_game(&self, game: ComputerGame) -> Result<ComputerGame, MatchError> {
+        let mut state = self.lock();
+        if let Some((existing, ..)) = state
+            .computer
+            .values()
+            .find(|(g, ..)| g.player == game.player && g.request_id == game.request_id)
+        {
+            return Ok(existing.clone());
+        }
+        state
+            .computer
+            .entry(game.game_id)
+            .or_insert((game.clone(), None, 0, false));
+        Ok(game)
+    }
+
+    async fn computer_game(
+        &self,
+        player: &str,
+        request_id: &str,
+    ) -> Result<Option<ComputerGame>, MatchError> {
+        Ok(self
+            .lock()
+            .computer
+            .values()
+            .find(|(g, ..)| g.player == player && g.request_id == request_id)
+            .map(|(g, ..)| g.clone()))
+    }
+
+    async fn claim_computer_game(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_until_ms: u64,
+    ) -> Result<Option<ComputerGame>, MatchError> {
+        let mut state = self.lock();
+        let claimable = state
+            .computer
+            .values_mut()
+            .filter(|(_, _, until, finished)| !finished && *until <= now_ms)
+            .min_by_key(|(g, ..)| g.game_id);
+        Ok(claimable.map(|(game, holder, until, _)| {
+            *holder = Some(owner.to_owned());
+            *until = lease_until_ms;
+            game.clone()
+        }))
+    }
+
+    async fn renew_computer_lease(
+        &self,
+        game_id: Uuid,
+        owner: &str,
+        lease_until_ms: u64,
+    ) -> Result<bool, MatchError> {
+        let mut state = self.lock();
+        match state.computer.get_mut(&game_id) {
+            Some((_, Some(holder), until, false)) if holder == owner => {
+                *until = lease_until_ms;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn finish_computer_game(&self, game_id: Uuid) -> Result<(), MatchError> {
+        if let Some(entry) = self.lock().computer.get_mut(&game_id) {
+            entry.3 = true;
+        }
+        Ok(())
+    }
+}
+
+/// The pairer's pairs, keeping only valid ones: indices in range, each ticket once, two players.
+pub(crate) fn checked_pairs(waiting: &[Ticket], pairs: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    let mut used = HashSet::new();
+    let mut kept = Vec::new();
+    for (a, b) in pairs {
+        let valid = a < waiting.len()
+            && b < waiting.len()
+            && a != b
+            && waiting[a].player != waiting[b].player
+            && !used.contains(&a)
+            && !used.contains(&b);
+        if valid {
+            used.insert(a);
+            used.insert(b);
+            kept.push((a, b));
+        }
+    }
+    kept
+}
+
+pub(crate) fn not_found_ticket(player: &str, ticket_id: &str) -> MatchError {
+    MatchError::NotFound(format!("player {player} has no ticket {ticket_id:?}"))
+}
+
+pub(crate) fn cannot_cancel(ticket_id: &str, state: TicketState) -> MatchError {
+    MatchError::FailedPrecondition(format!(
+        "ticket {ticket_id:?} is {}, not waiting: it cannot be cancelled",
+        state.name()
+    ))
+}
+
+pub(crate) fn not_found_invite(code: &str) -> MatchError {
+    MatchError::NotFound(format!("no invite with code {code:?}"))
+}
+
+pub(crate) fn cannot_cancel_invite(code: &str, state: InviteState) -> MatchError {
+    MatchError::FailedPrecondition(format!(
+        "invite {code} is {}, not open: it cannot be cancelled",
+        state.name()
+    ))
+}
+
+/// Whether `player` may accept `invite` now (an accepted invite passes for its acceptor only).
+pub(crate) fn check_acceptable(
+    invite: &Invite,
+    player: &str,
+    now_ms: u64,
+) -> Result<(), MatchError> {
+    if invite.player == player {
+        return Err(MatchError::FailedPrecondition(format!(
+            "invite {} is your own: another player must accept it",
+            invite.code
+        )));
+    }
+    match invite.state {
+        InviteState::Open if invite.expires_ms > now_ms => Ok(()),
+        InviteState::Open | InviteState::Expired => Err(MatchError::FailedPrecondition(format!(
+            "invite {} has expired",
+            invite.code
+        ))),
+        InviteState::Cancelled => Err(MatchError::FailedPrecondition(format!(
+            "invite {} was cancelled by its creator",
+            invite.code
+        ))),
+        InviteState::Accepted if invite.accepted_by.as_deref() == Some(player) => Ok(()),
+        InviteState::Accepted => Err(MatchError::FailedPrecondition(format!(
+            "invite {} was already accepted by another player",
+            invite.code
+        ))),
+    }
+}
+
+/// The match an accepted invite makes: the creator south, the acceptor north.
+pub(crate) fn invite_match(invite: &Invite, player: &str, now_ms: u64) -> Match {
+    Match {
+        match_id: Uuid::now_v7(),
+        kind: MatchKind::Invite,
+        rules: invite.rules.clone(),
+        time_control: invite.time_control.clone(),
+        rated: false,
+        south_player: invite.player.clone(),
+        north_player: player.to_owned(),
+        south_ticket: None,
+        north_ticket: None,
+        invite_code: Some(invite.code.clone()),
+        created_ms: now_ms,
+        game_id: None,
+    }
+}

@@ -1,0 +1,490 @@
+//! Matchmaking's storage: one trait ([`MatchStore`]) with an in-memory and a Postgres
+//! implementation that pass one conformance suite (`crate::conformance`).
+//!
+//! Everything that must happen once across processes happens in one store operation: pairing a
+//! queue (a ticket is paired by one process only), settling an ended game (ratings move once),
+//! claiming a computer seat (one driver at a time, by lease).
+
+pub mod memory;
+pub mod postgres;
+
+use crate::glicko::Rating;
+use async_trait::async_trait;
+use hidden_front_rules::Side;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use uuid::Uuid;
+
+/// Why a store operation failed. Nothing was changed by a failed operation.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MatchError {
+    /// The named thing does not exist (for this player).
+    #[error("{0}")]
+    NotFound(String),
+    /// A second one of something there may be only one of.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The thing is not in a state that allows the operation.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The database failed or could not be reached.
+    #[error("database error: {0}")]
+    Database(String),
+    /// Stored data could not be read back.
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+}
+
+impl From<sqlx::Error> for MatchError {
+    fn from(error: sqlx::Error) -> Self {
+        MatchError::Database(error.to_string())
+    }
+}
+
+/// A queue: players in one queue are paired with each other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Queue {
+    /// Rule set name (canonical, e.g. "hidden-front").
+    pub rules: String,
+    /// Time control name ("online" or "relaxed").
+    pub time_control: String,
+    /// Rated: pairs by rating, ratings move when the game ends.
+    pub rated: bool,
+}
+
+impl Queue {
+    /// The queue's key in storage: `<rules>|<time control>|rated` or `...|casual`.
+    pub fn key(&self) -> String {
+        format!(
+            "{}|{}|{}",
+            self.rules,
+            self.time_control,
+            if self.rated { "rated" } else { "casual" }
+        )
+    }
+}
+
+/// Where a ticket is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketState {
+    /// In the queue.
+    Waiting,
+    /// Paired (see the match).
+    Matched,
+    /// Cancelled by the player.
+    Cancelled,
+    /// Its time to live ran out.
+    Expired,
+}
+
+impl TicketState {
+    /// The name stored in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            TicketState::Waiting => "waiting",
+            TicketState::Matched => "matched",
+            TicketState::Cancelled => "cancelled",
+            TicketState::Expired => "expired",
+        }
+    }
+
+    /// The state with this stored name.
+    pub fn parse(name: &str) -> Result<TicketState, MatchError> {
+        Ok(match name {
+            "waiting" => TicketState::Waiting,
+            "matched" => TicketState::Matched,
+            "cancelled" => TicketState::Cancelled,
+            "expired" => TicketState::Expired,
+            other => return Err(MatchError::Corrupt(format!("ticket state {other:?}"))),
+        })
+    }
+}
+
+/// A player's request to be paired.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ticket {
+    /// Who.
+    pub player: String,
+    /// The client's id for it (unique per player).
+    pub ticket_id: String,
+    /// Which queue.
+    pub queue: Queue,
+    /// Where it is in its life.
+    pub state: TicketState,
+    /// Seated again after an opponent lost the seat: paired before newcomers.
+    pub priority: bool,
+    /// The player's rating when enqueued.
+    pub rating: f64,
+    /// When it was enqueued (ms since the Unix epoch).
+    pub enqueued_ms: u64,
+    /// When it expires (ms since the Unix epoch).
+    pub expires_ms: u64,
+    /// The match, once paired.
+    pub match_id: Option<Uuid>,
+    /// The game, once the match's game exists.
+    pub game_id: Option<Uuid>,
+}
+
+/// How a match came about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// Two tickets of a queue.
+    Queue,
+    /// An accepted invite.
+    Invite,
+}
+
+impl MatchKind {
+    /// The name stored in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchKind::Queue => "queue",
+            MatchKind::Invite => "invite",
+        }
+    }
+
+    /// The kind with this stored name.
+    pub fn parse(name: &str) -> Result<MatchKind, MatchError> {
+        match name {
+            "queue" => Ok(MatchKind::Queue),
+            "invite" => Ok(MatchKind::Invite),
+            other => Err(MatchError::Corrupt(format!("match kind {other:?}"))),
+        }
+    }
+}
+
+/// Two players to be seated in one game. The match id is the game creation's idempotency key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// Its id.
+    pub match_id: Uuid,
+    /// Queue pairing or invite.
+    pub kind: MatchKind,
+    /// The game's rule set.
+    pub rules: String,
+    /// The game's time control name.
+    pub time_control: String,
+    /// Whether the game is rated.
+    pub rated: bool,
+    /// South's player.
+    pub south_player: String,
+    /// North's player.
+    pub north_player: String,
+    /// South's ticket (queue matches).
+    pub south_ticket: Option<String>,
+    /// North's ticket (queue matches).
+    pub north_ticket: Option<String>,
+    /// The invite's code (invite matches).
+    pub invite_code: Option<String>,
+    /// When it was made (ms since the Unix epoch).
+    pub created_ms: u64,
+    /// The game, once created.
+    pub game_id: Option<Uuid>,
+}
+
+/// Where an invite is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InviteState {
+    /// Waiting to be accepted.
+    Open,
+    /// Accepted: the match exists.
+    Accepted,
+    /// Withdrawn by its creator.
+    Cancelled,
+    /// Nobody accepted it in time.
+    Expired,
+}
+
+impl InviteState {
+    /// The name stored in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            InviteState::Open => "open",
+            InviteState::Accepted => "accepted",
+            InviteState::Cancelled => "cancelled",
+            InviteState::Expired => "expired",
+        }
+    }
+
+    /// The state with this stored name.
+    pub fn parse(name: &str) -> Result<InviteState, MatchError> {
+        Ok(match name {
+            "open" => InviteState::Open,
+            "accepted" => InviteState::Accepted,
+            "cancelled" => InviteState::Cancelled,
+            "expired" => InviteState::Expired,
+            other => return Err(MatchError::Corrupt(format!("invite state {other:?}"))),
+        })
+    }
+}
+
+/// A private invitation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invite {
+    /// The short code.
+    pub code: String,
+    /// Its creator.
+    pub player: String,
+    /// The creator's id for it (unique per creator).
+    pub invite_id: String,
+    /// The game's rule set.
+    pub rules: String,
+    /// The game's time control name.
+    pub time_control: String,
+    /// Where it is in its life.
+    pub state: InviteState,
+    /// When it expires (ms since the Unix epoch).
+    pub expires_ms: u64,
+    /// The match, once accepted.
+    pub match_id: Option<Uuid>,
+    /// Who accepted it.
+    pub accepted_by: Option<String>,
+    /// The game, once created.
+    pub game_id: Option<Uuid>,
+}
+
+/// What a lobby event says (stored as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LobbyEventKind {
+    /// The game exists; the player sits at `seat`.
+    MatchFound {
+        /// The game.
+        game_id: Uuid,
+        /// The player's seat.
+        seat: Side,
+        /// The other player.
+        opponent: String,
+        /// The paired ticket (queue matches).
+        ticket_id: Option<String>,
+        /// The invite (invite matches).
+        invite_code: Option<String>,
+    },
+    /// A ticket's time to live ran out.
+    TicketExpired {
+        /// Which.
+        ticket_id: String,
+    },
+    /// The opponent lost the seat; the player is queued again with priority.
+    Requeued {
+        /// The new ticket.
+        ticket_id: String,
+        /// The cancelled game.
+        cancelled_game_id: Uuid,
+    },
+    /// An invite nobody accepted in time.
+    InviteExpired {
+        /// Its code.
+        code: String,
+    },
+}
+
+/// A stored lobby event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LobbyEvent {
+    /// Position in the lobby log (increasing, not gapless per player).
+    pub seq: u64,
+    /// Whose.
+    pub player: String,
+    /// What.
+    pub kind: LobbyEventKind,
+}
+
+/// How a game ended, as far as matchmaking cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndedResult {
+    /// A side won.
+    Won(Side),
+    /// Nobody won, and both seats were kept (a draw).
+    Drawn,
+    /// The game was cancelled: these sides lost their seat at the deployment deadline.
+    SeatLost(Vec<Side>),
+}
+
+/// An ended game from the session's feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedGame {
+    /// The game.
+    pub game_id: Uuid,
+    /// South's player.
+    pub south_player: String,
+    /// North's player.
+    pub north_player: String,
+    /// How it ended.
+    pub result: EndedResult,
+}
+
+/// What handling an ended game did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EndedEffect {
+    /// The game had been handled before (by this process or another): nothing was done now.
+    pub already_handled: bool,
+    /// New ratings (south, north), when the game was a rated queue match with a result.
+    pub ratings: Option<(Rating, Rating)>,
+    /// Priority tickets made for players whose opponent lost the seat.
+    pub requeued: Vec<Ticket>,
+}
+
+/// A game with a computer seat, driven by one process at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComputerGame {
+    /// The game.
+    pub game_id: Uuid,
+    /// The person playing it.
+    pub player: String,
+    /// The person's request id (unique per person).
+    pub request_id: String,
+    /// The rule set name.
+    pub rules: String,
+    /// The computer's seat.
+    pub side: Side,
+    /// The computer player's seed.
+    pub seed: u64,
+}
+
+/// How the pairing rule picks pairs from a queue's waiting tickets (given priority first, then
+/// oldest first): indices into that slice, each used at most once.
+pub type Pairer<'a> = &'a (dyn Fn(&[Ticket]) -> Vec<(usize, usize)> + Send + Sync);
+
+/// Matchmaking's storage.
+#[async_trait]
+pub trait MatchStore: Send + Sync {
+    /// Stores a waiting ticket; a retry (same player and ticket id) returns the stored ticket as it
+    /// is now. A second waiting ticket of the player in the same queue is `AlreadyExists`.
+    async fn enqueue(&self, ticket: Ticket) -> Result<Ticket, MatchError>;
+    /// A player's ticket.
+    async fn ticket(&self, player: &str, ticket_id: &str) -> Result<Option<Ticket>, MatchError>;
+    /// Cancels a waiting ticket (a cancelled one is returned as it is); a matched or expired one is
+    /// `FailedPrecondition`.
+    async fn cancel_ticket(&self, player: &str, ticket_id: &str) -> Result<Ticket, MatchError>;
+    /// Expires waiting tickets and open invites whose time ran out, with a lobby event each.
+    async fn expire(&self, now_ms: u64) -> Result<(Vec<Ticket>, Vec<Invite>), MatchError>;
+    /// Queues with waiting tickets.
+    async fn waiting_queues(&self) -> Result<Vec<Queue>, MatchError>;
+    /// Waiting tickets (rated, casual), for the gauge.
+    async fn waiting_counts(&self) -> Result<(u64, u64), MatchError>;
+    /// Pairs a queue's unexpired waiting tickets with `pairer`, atomically: every ticket it pairs
+    /// becomes matched in one new match (south = the pair's first). A ticket is never paired twice,
+    /// even by racing processes. Returns the new matches with their two tickets (south, north).
+    async fn pair(
+        &self,
+        queue: &Queue,
+        now_ms: u64,
+        pairer: Pairer<'_>,
+    ) -> Result<Vec<(Match, Ticket, Ticket)>, MatchError>;
+    /// Matches whose game is not recorded yet, made before `before_ms`.
+    async fn pending_matches(&self, before_ms: u64) -> Result<Vec<Match>, MatchError>;
+    /// Records a match's game and, the first time, tells both players (`MatchFound`).
+    async fn complete_match(
+        &self,
+        match_id: Uuid,
+        game_id: Uuid,
+        now_ms: u64,
+    ) -> Result<Match, MatchError>;
+    /// Stores an open invite; a retry (same player and invite id) returns the stored invite. A
+    /// code already in use is `AlreadyExists` (the caller draws another).
+    async fn create_invite(&self, invite: Invite) -> Result<Invite, MatchError>;
+    /// An invite by code.
+    async fn invite(&self, code: &str) -> Result<Option<Invite>, MatchError>;
+    /// Accepts an open, unexpired invite for `player` (not its creator), making its match with the
+    /// creator south. Accepting again by the same player returns the same match.
+    async fn accept_invite(
+        &self,
+        code: &str,
+        player: &str,
+        now_ms: u64,
+    ) -> Result<Match, MatchError>;
+    /// Withdraws an open invite (creator only); a cancelled one is returned as it is.
+    async fn cancel_invite(&self, player: &str, code: &str) -> Result<Invite, MatchError>;
+    /// A player's rating and rated games settled (the default rating for a new player).
+    async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError>;
+    /// Handles an ended game once: a rated queue match with a result moves both ratings; a
+    /// queue match cancelled by a lost seat queues the other player(s) again with priority
+    /// (ticket id `requeue:<game id>`, expiring at `requeue_expires_ms`) and tells them.
+    async fn handle_ended_game(
+        &self,
+        game: &EndedGame,
+        now_ms: u64,
+        requeue_expires_ms: u64,
+    ) -> Result<EndedEffect, MatchError>;
+    /// How far the ended-games feed has been read.
+    async fn feed_cursor(&self) -> Result<u64, MatchError>;
+    /// Moves the feed position forward (never back).
+    async fn advance_feed(&self, cursor: u64) -> Result<(), MatchError>;
+    /// A player's lobby events after `after_seq`, oldest first, at most `limit`.
+    async fn lobby_events(
+        &self,
+        player: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LobbyEvent>, MatchError>;
+    /// Wake-ups: the player id whose lobby got an event (from any process on the same store), or
+    /// an empty string meaning "anyone's may have" (after a lost connection).
+    async fn lobby_wakeups(&self) -> Result<tokio::sync::broadcast::Receiver<String>, MatchError>;
+    /// Records a computer game, unclaimed; a retry (same player and request id) returns the
+    /// stored one.
+    async fn add_computer_game(&self, game: ComputerGame) -> Result<ComputerGame, MatchError>;
+    /// The computer game of a player's request.
+    async fn computer_game(
+        &self,
+        player: &str,
+        request_id: &str,
+    ) -> Result<Option<ComputerGame>, MatchError>;
+    /// Claims an unfinished computer game whose lease lapsed, for `owner` until `lease_until_ms`.
+    async fn claim_computer_game(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_until_ms: u64,
+    ) -> Result<Option<ComputerGame>, MatchError>;
+    /// Extends `owner`'s lease; false when another owner holds the game now (or it finished).
+    async fn renew_computer_lease(
+        &self,
+        game_id: Uuid,
+        owner: &str,
+        lease_until_ms: u64,
+    ) -> Result<bool, MatchError>;
+    /// Marks a computer game finished: nobody drives it again.
+    async fn finish_computer_game(&self, game_id: Uuid) -> Result<(), MatchError>;
+}
+
+/// The lobby events a completed match gives its two players.
+pub(crate) fn match_found_events(m: &Match, game_id: Uuid) -> [(String, LobbyEventKind); 2] {
+    [
+        (
+            m.south_player.clone(),
+            LobbyEventKind::MatchFound {
+                game_id,
+                seat: Side::South,
+                opponent: m.north_player.clone(),
+                ticket_id: m.south_ticket.clone(),
+                invite_code: m.invite_code.clone(),
+            },
+        ),
+        (
+            m.north_player.clone(),
+            LobbyEventKind::MatchFound {
+                game_id,
+                seat: Side::North,
+                opponent: m.south_player.clone(),
+                ticket_id: m.north_ticket.clone(),
+                invite_code: m.invite_code.clone(),
+            },
+        ),
+    ]
+}
+
+/// South's score in an ended game, when it counts for ratings.
+pub(crate) fn south_score(result: &EndedResult) -> Option<f64> {
+    match result {
+        EndedResult::Won(Side::South) => Some(1.0),
+        EndedResult::Won(Side::North) => Some(0.0),
+        EndedResult::Drawn => Some(0.5),
+        EndedResult::SeatLost(_) => None,
+    }
+}
+
+/// The ticket id of a player seated again after `game_id` was cancelled.
+pub fn requeue_ticket_id(game_id: Uuid) -> String {
+    format!("requeue:{game_id}")
+}

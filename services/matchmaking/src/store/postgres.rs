@@ -1,0 +1,991 @@
+//! [`MatchStore`] on Postgres (tables in `migrations/0003_matchmaking.sql`, the same database and
+//! pool as the games). Lobby events are rows of `mm_lobby_events` written in the transaction that
+//! causes them, with `pg_notify('hf_lobby', <player>)`; one LISTEN connection per store turns the
+//! notifications into wake-ups, so a stream in any process sees an event made by any other.
+//!
+//! Races between processes: pairing takes a per-queue transaction-scoped advisory lock (a
+//! process that does not get it skips the queue this round) and locks the tickets it reads
+//! (`FOR UPDATE SKIP LOCKED`), so a ticket is paired once; an ended game is handled once through
+//! the primary key of `mm_ended_games`; computer seats are claimed with `FOR UPDATE SKIP LOCKED`
+//! and held by a lease.
+
+use super::memory::{
+    cannot_cancel, cannot_cancel_invite, check_acceptable, checked_pairs, invite_match,
+    not_found_invite, not_found_ticket,
+};
+use super::*;
+use crate::glicko;
+use sqlx::postgres::{PgListener, PgPool, PgRow};
+use sqlx::{Postgres, Row, Transaction};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OnceCell, broadcast};
+
+/// The notification channel of lobby events; the payload is the player id.
+pub const LOBBY_CHANNEL: &str = "hf_lobby";
+
+/// Matchmaking state in Postgres. Cheap to clone: clones share the pool and the LISTEN task.
+#[derive(Clone)]
+pub struct PostgresMatchStore {
+    pool: PgPool,
+    wakeups: broadcast::Sender<String>,
+    listener: Arc<OnceCell<ListenerTask>>,
+}
+
+/// Stops the LISTEN task when the last store clone goes away.
+struct ListenerTask(tokio::task::JoinHandle<()>);
+
+impl Drop for ListenerTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+const TICKET_COLUMNS: &str = "t.player, t.ticket_id, t.rules, t.time_control, t.rated, t.state, \
+     t.priority, t.rating, t.enqueued_ms, t.expires_ms, t.match_id, m.game_id";
+const MATCH_COLUMNS: &str = "match_id, kind, rules, time_control, rated, south_player, \
+     north_player, south_ticket, north_ticket, invite_code, created_ms, game_id";
+const INVITE_COLUMNS: &str = "i.code, i.player, i.invite_id, i.rules, i.time_control, i.state, \
+     i.expires_ms, i.match_id, i.accepted_by, m.game_id";
+const COMPUTER_COLUMNS: &str = "game_id, player, request_id, rules, side, seed";
+
+fn ms(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn unms(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn ticket_from(row: &PgRow) -> Result<Ticket, MatchError> {
+    Ok(Ticket {
+        player: row.try_get("player")?,
+        ticket_id: row.try_get("ticket_id")?,
+        queue: Queue {
+            rules: row.try_get("rules")?,
+            time_control: row.try_get("time_control")?,
+            rated: row.try_get("rated")?,
+        },
+        state: TicketState::parse(row.try_get("state")?)?,
+        priority: row.try_get("priority")?,
+        rating: row.try_get("rating")?,
+        enqueued_ms: unms(row.try_get("enqueued_ms")?),
+        expires_ms: unms(row.try_get("expires_ms")?),
+        match_id: row.try_get("match_id")?,
+        game_id: row.try_get("game_id")?,
+    })
+}
+
+fn match_from(row: &PgRow) -> Result<Match, MatchError> {
+    Ok(Match {
+        match_id: row.try_get("match_id")?,
+        kind: MatchKind::parse(row.try_get("kind")?)?,
+        rules: row.try_get("rules")?,
+        time_control: row.try_get("time_control")?,
+        rated: row.try_get("rated")?,
+        south_player: row.try_get("south_player")?,
+        north_player: row.try_get("north_player")?,
+        south_ticket: row.try_get("south_ticket")?,
+        north_ticket: row.try_get("north_ticket")?,
+        invite_code: row.try_get("invite_code")?,
+        created_ms: unms(row.try_get("created_ms")?),
+        game_id: row.try_get("game_id")?,
+    })
+}
+
+fn invite_from(row: &PgRow) -> Result<Invite, MatchError> {
+    Ok(Invite {
+        code: row.try_get("code")?,
+        player: row.try_get("player")?,
+        invite_id: row.try_get("invite_id")?,
+        rules: row.try_get("rules")?,
+        time_control: row.try_get("time_control")?,
+        state: InviteState::parse(row.try_get("state")?)?,
+        expires_ms: unms(row.try_get("expires_ms")?),
+        match_id: row.try_get("match_id")?,
+        accepted_by: row.try_get("accepted_by")?,
+        game_id: row.try_get("game_id")?,
+    })
+}
+
+fn computer_from(row: &PgRow) -> Result<ComputerGame, MatchError> {
+    let side: String = row.try_get("side")?;
+    Ok(ComputerGame {
+        game_id: row.try_get("game_id")?,
+        player: row.try_get("player")?,
+        request_id: row.try_get("request_id")?,
+        rules: row.try_get("rules")?,
+        side: Side::parse(&side)
+            .ok_or_else(|| MatchError::Corrupt(format!("computer side {side:?}")))?,
+        seed: row.try_get::<i64, _>("seed")? as u64,
+    })
+}
+
+/// Writes a lobby event and its notification (delivered at commit) inside `tx`.
+async fn push_event(
+    tx: &mut Transaction<'_, Postgres>,
+    player: &str,
+    kind: &LobbyEventKind,
+    now_ms: u64,
+) -> Result<(), MatchError> {
+    let json = serde_json::to_value(kind).map_err(|e| MatchError::Corrupt(e.to_string()))?;
+    sqlx::query("INSERT INTO mm_lobby_events (player, event, created_ms) VALUES ($1, $2, $3)")
+        .bind(player)
+        .bind(json)
+        .bind(ms(now_ms))
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(LOBBY_CHANNEL)
+        .bind(player)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("23505"))
+}
+
+impl PostgresMatchStore {
+    /// A store on `pool` (already migrated: the migrations are the workspace's, applied by
+    /// `hidden-front migrate` or `hidden_front_store::postgres::MIGRATOR`).
+    pub fn from_pool(pool: PgPool) -> PostgresMatchStore {
+        PostgresMatchStore {
+            pool,
+            wakeups: broadcast::channel(4096).0,
+            listener: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn ensure_listening(&self) -> Result<(), MatchError> {
+        self.listener
+            .get_or_try_init(|| async {
+                let mut listener = PgListener::connect_with(&self.pool).await?;
+                listener.listen(LOBBY_CHANNEL).await?;
+                let wakeups = self.wakeups.clone();
+                Ok::<_, MatchError>(ListenerTask(tokio::spawn(run_listener(listener, wakeups))))
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn ticket_in(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        player: &str,
+        ticket_id: &str,
+    ) -> Result<Option<Ticket>, MatchError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {TICKET_COLUMNS} FROM mm_tickets t LEFT JOIN mm_matches m \
+             ON m.match_id = t.match_id WHERE t.player = $1 AND t.ticket_id = $2"
+        )))
+        .bind(player)
+        .bind(ticket_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+        row.as_ref().map(ticket_from).transpose()
+    }
+
+    async fn invite_in(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        code: &str,
+        lock: bool,
+    ) -> Result<Option<Invite>, MatchError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {INVITE_COLUMNS} FROM mm_invites i LEFT JOIN mm_matches m \
+             ON m.match_id = i.match_id WHERE i.code = $1 {}",
+            if lock { "FOR UPDATE OF i" } else { "" }
+        )))
+        .bind(code)
+        .fetch_optional(&mut **tx)
+        .await?;
+        row.as_ref().map(invite_from).transpose()
+    }
+
+    async fn rating_in(
+        tx: &mut Transaction<'_, Postgres>,
+        player: &str,
+    ) -> Result<(Rating, u32), MatchError> {
+        sqlx::query(
+            "INSERT INTO mm_ratings (player, rating, deviation, volatility, games) \
+             VALUES ($1, $2, $3, $4, 0) ON CONFLICT (player) DO NOTHING",
+        )
+        .bind(player)
+        .bind(Rating::default().rating)
+        .bind(Rating::default().deviation)
+        .bind(Rating::default().volatility)
+        .execute(&mut **tx)
+        .await?;
+        let row = sqlx::query(
+            "SELECT rating, deviation, volatility, games FROM mm_ratings WHERE player = $1 \
+             FOR UPDATE",
+        )
+        .bind(player)
+        .fetch_one(&mut **tx)
+        .await?;
+        Ok((
+            Rating {
+                rating: row.try_get("rating")?,
+                deviation: row.try_get("deviation")?,
+                volatility: row.try_get("volatility")?,
+            },
+            row.try_get::<i32, _>("games")? as u32,
+        ))
+    }
+}
+
+async fn run_listener(mut listener: PgListener, wakeups: broadcast::Sender<String>) {
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(notification)) => {
+                let _ = wakeups.send(notification.payload().to_owned());
+            }
+            // The connection was lost (notifications may have been missed): wake every stream
+            // to read again; the next try_recv reconnects.
+            Ok(None) => {
+                let _ = wakeups.send(String::new());
+            }
+            Err(error) => {
+                tracing::warn!(%error, "matchmaking LISTEN connection failed; retrying");
+                let _ = wakeups.send(String::new());
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl MatchStore for PostgresMatchStore {
+    async fn enqueue(&self, ticket: Ticket) -> Result<Ticket, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO mm_tickets (player, ticket_id, queue_key, rules, time_control, rated, \
+             state, priority, rating, enqueued_ms, expires_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'waiting', $7, $8, $9, $10) \
+             ON CONFLICT (player, ticket_id) DO NOTHING",
+        )
+        .bind(&ticket.player)
+        .bind(&ticket.ticket_id)
+        .bind(ticket.queue.key())
+        .bind(&ticket.queue.rules)
+        .bind(&ticket.queue.time_control)
+        .bind(ticket.queue.rated)
+        .bind(ticket.priority)
+        .bind(ticket.rating)
+        .bind(ms(ticket.enqueued_ms))
+        .bind(ms(ticket.expires_ms))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(error) if is_unique_violation(&error) => {
+                drop(tx);
+                let other: Option<String> = sqlx::query_scalar(
+                    "SELECT ticket_id FROM mm_tickets WHERE player = $1 AND queue_key = $2 \
+                     AND state = 'waiting'",
+                )
+                .bind(&ticket.player)
+                .bind(ticket.queue.key())
+                .fetch_optional(&self.pool)
+                .await?;
+                return Err(MatchError::AlreadyExists(format!(
+                    "player {} already waits in queue {} with ticket {}",
+                    ticket.player,
+                    ticket.queue.key(),
+                    other.unwrap_or_default()
+                )));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let stored = self
+            .ticket_in(&mut tx, &ticket.player, &ticket.ticket_id)
+            .await?
+            .ok_or_else(|| MatchError::Corrupt("enqueued ticket vanished".into()))?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn ticket(&self, player: &str, ticket_id: &str) -> Result<Option<Ticket>, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let ticket = self.ticket_in(&mut tx, player, ticket_id).await?;
+        tx.commit().await?;
+        Ok(ticket)
+    }
+
+    async fn cancel_ticket(&self, player: &str, ticket_id: &str) -> Result<Ticket, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT state FROM mm_tickets WHERE player = $1 AND ticket_id = $2 FOR UPDATE",
+        )
+        .bind(player)
+        .bind(ticket_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let state = TicketState::parse(&state.ok_or_else(|| not_found_ticket(player, ticket_id))?)?;
+        match state {
+            TicketState::Waiting => {
+                sqlx::query(
+                    "UPDATE mm_tickets SET state = 'cancelled' WHERE player = $1 AND ticket_id = $2",
+                )
+                .bind(player)
+                .bind(ticket_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            TicketState::Cancelled => {}
+            other => return Err(cannot_cancel(ticket_id, other)),
+        }
+        let ticket = self
+            .ticket_in(&mut tx, player, ticket_id)
+            .await?
+            .ok_or_else(|| not_found_ticket(player, ticket_id))?;
+        tx.commit().await?;
+        Ok(ticket)
+    }
+
+    async fn expire(&self, now_ms: u64) -> Result<(Vec<Ticket>, Vec<Invite>), MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH expired AS (UPDATE mm_tickets SET state = 'expired' WHERE (player, ticket_id) IN \
+               (SELECT player, ticket_id FROM mm_tickets WHERE state = 'waiting' AND expires_ms <= $1 \
+                FOR UPDATE SKIP LOCKED) RETURNING *) \
+             SELECT {TICKET_COLUMNS} FROM expired t LEFT JOIN mm_matches m ON m.match_id = t.match_id"
+        )))
+        .bind(ms(now_ms))
+        .fetch_all(&mut *tx)
+        .await?;
+        let tickets = rows
+            .iter()
+            .map(ticket_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH expired AS (UPDATE mm_invites SET state = 'expired' WHERE code IN \
+               (SELECT code FROM mm_invites WHERE state = 'open' AND expires_ms <= $1 \
+                FOR UPDATE SKIP LOCKED) RETURNING *) \
+             SELECT {INVITE_COLUMNS} FROM expired i LEFT JOIN mm_matches m ON m.match_id = i.match_id"
+        )))
+        .bind(ms(now_ms))
+        .fetch_all(&mut *tx)
+        .await?;
+        let invites = rows
+            .iter()
+            .map(invite_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        for t in &tickets {
+            let kind = LobbyEventKind::TicketExpired {
+                ticket_id: t.ticket_id.clone(),
+            };
+            push_event(&mut tx, &t.player, &kind, now_ms).await?;
+        }
+        for i in &invites {
+            let kind = LobbyEventKind::InviteExpired {
+                code: i.code.clone(),
+            };
+            push_event(&mut tx, &i.player, &kind, now_ms).await?;
+        }
+        tx.commit().await?;
+        Ok((tickets, invites))
+    }
+
+    async fn waiting_queues(&self) -> Result<Vec<Queue>, MatchError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT rules, time_control, rated, queue_key FROM mm_tickets \
+             WHERE state = 'waiting' ORDER BY queue_key",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Queue {
+                    rules: row.try_get("rules")?,
+                    time_control: row.try_get("time_control")?,
+                    rated: row.try_get("rated")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn waiting_counts(&self) -> Result<(u64, u64), MatchError> {
+        let row = sqlx::query(
+            "SELECT count(*) FILTER (WHERE rated) AS rated, count(*) FILTER (WHERE NOT rated) \
+             AS casual FROM mm_tickets WHERE state = 'waiting'",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((unms(row.try_get("rated")?), unms(row.try_get("casual")?)))
+    }
+
+    async fn pair(
+        &self,
+        queue: &Queue,
+        now_ms: u64,
+        pairer: Pairer<'_>,
+    ) -> Result<Vec<(Match, Ticket, Ticket)>, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let key = queue.key();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext($1))")
+            .bind(format!("hf_matchmaking:{key}"))
+            .fetch_one(&mut *tx)
+            .await?;
+        if !locked {
+            // Another process pairs this queue right now.
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {TICKET_COLUMNS} FROM mm_tickets t LEFT JOIN mm_matches m \
+             ON m.match_id = t.match_id \
+             WHERE t.queue_key = $1 AND t.state = 'waiting' AND t.expires_ms > $2 \
+             ORDER BY t.priority DESC, t.enqueued_ms, t.player \
+             LIMIT 5000 FOR UPDATE OF t SKIP LOCKED"
+        )))
+        .bind(&key)
+        .bind(ms(now_ms))
+        .fetch_all(&mut *tx)
+        .await?;
+        let waiting = rows
+            .iter()
+            .map(ticket_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        let pairs = checked_pairs(&waiting, pairer(&waiting));
+        let mut made = Vec::new();
+        for (a, b) in pairs {
+            let (mut south, mut north) = (waiting[a].clone(), waiting[b].clone());
+            let m = Match {
+                match_id: Uuid::now_v7(),
+                kind: MatchKind::Queue,
+                rules: queue.rules.clone(),
+                time_control: queue.time_control.clone(),
+                rated: queue.rated,
+                south_player: south.player.clone(),
+                north_player: north.player.clone(),
+                south_ticket: Some(south.ticket_id.clone()),
+                north_ticket: Some(north.ticket_id.clone()),
+                invite_code: None,
+                created_ms: now_ms,
+                game_id: None,
+            };
+            sqlx::query(
+                "INSERT INTO mm_matches (match_id, kind, rules, time_control, rated, queue_key, \
+                 south_player, north_player, south_ticket, north_ticket, created_ms) \
+                 VALUES ($1, 'queue', $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(m.match_id)
+            .bind(&m.rules)
+            .bind(&m.time_control)
+            .bind(m.rated)
+            .bind(&key)
+            .bind(&m.south_player)
+            .bind(&m.north_player)
+            .bind(&m.south_ticket)
+            .bind(&m.north_ticket)
+            .bind(ms(now_ms))
+            .execute(&mut *tx)
+            .await?;
+            for t in [&mut south, &mut north] {
+                let updated = sqlx::query(
+                    "UPDATE mm_tickets SET state = 'matched', match_id = $3 \
+                     WHERE player = $1 AND ticket_id = $2 AND state = 'waiting'",
+                )
+                .bind(&t.player)
+                .bind(&t.ticket_id)
+                .bind(m.match_id)
+                .execute(&mut *tx)
+                .await?;
+                if updated.rows_affected() != 1 {
+                    return Err(MatchError::Corrupt(format!(
+                        "ticket {} of {} changed while locked",
+                        t.ticket_id, t.player
+                    )));
+                }
+                t.state = TicketState::Matched;
+                t.match_id = Some(m.match_id);
+            }
+            made.push((m, south, north));
+        }
+        tx.commit().await?;
+        Ok(made)
+    }
+
+    async fn pending_matches(&self, before_ms: u64) -> Result<Vec<Match>, MatchError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE game_id IS NULL AND created_ms < $1 \
+             ORDER BY created_ms LIMIT 1000"
+        )))
+        .bind(ms(before_ms))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(match_from).collect()
+    }
+
+    async fn complete_match(
+        &self,
+        match_id: Uuid,
+        game_id: Uuid,
+        now_ms: u64,
+    ) -> Result<Match, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE match_id = $1 FOR UPDATE"
+        )))
+        .bind(match_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| MatchError::NotFound(format!("match {match_id} does not exist")))?;
+        let mut m = match_from(&row)?;
+        match m.game_id {
+            Some(existing) if existing == game_id => return Ok(m),
+            Some(existing) => {
+                return Err(MatchError::FailedPrecondition(format!(
+                    "match {match_id} already has game {existing}, not {game_id}"
+                )));
+            }
+            None => {}
+        }
+        sqlx::query("UPDATE mm_matches SET game_id = $2 WHERE match_id = $1")
+            .bind(match_id)
+            .bind(game_id)
+            .execute(&mut *tx)
+            .await?;
+        m.game_id = Some(game_id);
+        for (player, kind) in match_found_events(&m, game_id) {
+            push_event(&mut tx, &player, &kind, now_ms).await?;
+        }
+        tx.commit().await?;
+        Ok(m)
+    }
+
+    async fn create_invite(&self, invite: Invite) -> Result<Invite, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let existing: Option<String> =
+            sqlx::query_scalar("SELECT code FROM mm_invites WHERE player = $1 AND invite_id = $2")
+                .bind(&invite.player)
+                .bind(&invite.invite_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if let Some(code) = existing {
+            let stored = self.invite_in(&mut tx, &code, false).await?;
+            tx.commit().await?;
+            return stored.ok_or_else(|| not_found_invite(&code));
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO mm_invites (code, player, invite_id, rules, time_control, state, \
+             expires_ms) VALUES ($1, $2, $3, $4, $5, 'open', $6)",
+        )
+        .bind(&invite.code)
+        .bind(&invite.player)
+        .bind(&invite.invite_id)
+        .bind(&invite.rules)
+        .bind(&invite.time_control)
+        .bind(ms(invite.expires_ms))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {
+                tx.commit().await?;
+                Ok(invite)
+            }
+            Err(error) if is_unique_violation(&error) => {
+                drop(tx);
+                // A racing retry of the same invite, or the code is someone else's.
+                let mut tx = self.pool.begin().await?;
+                let existing: Option<String> = sqlx::query_scalar(
+                    "SELECT code FROM mm_invites WHERE player = $1 AND invite_id = $2",
+                )
+                .bind(&invite.player)
+                .bind(&invite.invite_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                match existing {
+                    Some(code) => self
+                        .invite_in(&mut tx, &code, false)
+                        .await?
+                        .ok_or_else(|| not_found_invite(&code)),
+                    None => Err(MatchError::AlreadyExists(format!(
+                        "invite code {} is taken",
+                        invite.code
+                    ))),
+                }
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn invite(&self, code: &str) -> Result<Option<Invite>, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let invite = self.invite_in(&mut tx, code, false).await?;
+        tx.commit().await?;
+        Ok(invite)
+    }
+
+    async fn accept_invite(
+        &self,
+        code: &str,
+        player: &str,
+        now_ms: u64,
+    ) -> Result<Match, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let invite = self
+            .invite_in(&mut tx, code, true)
+            .await?
+            .ok_or_else(|| not_found_invite(code))?;
+        check_acceptable(&invite, player, now_ms)?;
+        if let (InviteState::Accepted, Some(match_id)) = (invite.state, invite.match_id) {
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE match_id = $1"
+            )))
+            .bind(match_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            return match_from(&row);
+        }
+        let m = invite_match(&invite, player, now_ms);
+        sqlx::query(
+            "INSERT INTO mm_matches (match_id, kind, rules, time_control, rated, south_player, \
+             north_player, invite_code, created_ms) \
+             VALUES ($1, 'invite', $2, $3, false, $4, $5, $6, $7)",
+        )
+        .bind(m.match_id)
+        .bind(&m.rules)
+        .bind(&m.time_control)
+        .bind(&m.south_player)
+        .bind(&m.north_player)
+        .bind(code)
+        .bind(ms(now_ms))
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE mm_invites SET state = 'accepted', match_id = $2, accepted_by = $3 \
+             WHERE code = $1",
+        )
+        .bind(code)
+        .bind(m.match_id)
+        .bind(player)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(m)
+    }
+
+    async fn cancel_invite(&self, player: &str, code: &str) -> Result<Invite, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let invite = self
+            .invite_in(&mut tx, code, true)
+            .await?
+            .filter(|i| i.player == player)
+            .ok_or_else(|| not_found_invite(code))?;
+        match invite.state {
+            InviteState::Open => {
+                sqlx::query("UPDATE mm_invites SET state = 'cancelled' WHERE code = $1")
+                    .bind(code)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            InviteState::Cancelled => {}
+            other => return Err(cannot_cancel_invite(code, other)),
+        }
+        let invite = self
+            .invite_in(&mut tx, code, false)
+            .await?
+            .ok_or_else(|| not_found_invite(code))?;
+        tx.commit().await?;
+        Ok(invite)
+    }
+
+    async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError> {
+        let row = sqlx::query(
+            "SELECT rating, deviation, volatility, games FROM mm_ratings WHERE player = $1",
+        )
+        .bind(player)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            None => Ok((Rating::default(), 0)),
+            Some(row) => Ok((
+                Rating {
+                    rating: row.try_get("rating")?,
+                    deviation: row.try_get("deviation")?,
+                    volatility: row.try_get("volatility")?,
+                },
+                row.try_get::<i32, _>("games")? as u32,
+            )),
+        }
+    }
+
+    async fn handle_ended_game(
+        &self,
+        game: &EndedGame,
+        now_ms: u64,
+        requeue_expires_ms: u64,
+    ) -> Result<EndedEffect, MatchError> {
+        let mut tx = self.pool.begin().await?;
+        let fresh = sqlx::query(
+            "INSERT INTO mm_ended_games (game_id, handled_ms) VALUES ($1, $2) \
+             ON CONFLICT (game_id) DO NOTHING",
+        )
+        .bind(game.game_id)
+        .bind(ms(now_ms))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if !fresh {
+            return Ok(EndedEffect {
+                already_handled: true,
+                ..EndedEffect::default()
+            });
+        }
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE game_id = $1"
+        )))
+        .bind(game.game_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(m) = row.as_ref().map(match_from).transpose()? else {
+            tx.commit().await?;
+            return Ok(EndedEffect::default());
+        };
+        let mut effect = EndedEffect::default();
+        if let (true, Some(score)) = (m.rated, south_score(&game.result)) {
+            // Lock in a fixed order so two settlements sharing a player cannot deadlock.
+            let (first, second) = if m.south_player <= m.north_player {
+                (&m.south_player, &m.north_player)
+            } else {
+                (&m.north_player, &m.south_player)
+            };
+            let first_rating = Self::rating_in(&mut tx, first).await?;
+            let second_rating = Self::rating_in(&mut tx, second).await?;
+            let ((south, south_games), (north, north_games)) = if first == &m.south_player {
+                (first_rating, second_rating)
+            } else {
+                (second_rating, first_rating)
+            };
+            let (s, n) = glicko::settle(south, north, score);
+            for (player, r, games) in [
+                (&m.south_player, s, south_games + 1),
+                (&m.north_player, n, north_games + 1),
+            ] {
+                sqlx::query(
+                    "UPDATE mm_ratings SET rating = $2, deviation = $3, volatility = $4, \
+                     games = $5 WHERE player = $1",
+                )
+                .bind(player)
+                .bind(r.rating)
+                .bind(r.deviation)
+                .bind(r.volatility)
+                .bind(games as i32)
+                .execute(&mut *tx)
+                .await?;
+            }
+            effect.ratings = Some((s, n));
+        }
+        if let (MatchKind::Queue, EndedResult::SeatLost(lost)) = (m.kind, &game.result) {
+            for side in Side::BOTH {
+                if lost.contains(&side) {
+                    continue;
+                }
+                let player = match side {
+                    Side::South => &m.south_player,
+                    Side::North => &m.north_player,
+                };
+                let rating: Option<f64> =
+                    sqlx::query_scalar("SELECT rating FROM mm_ratings WHERE player = $1")
+                        .bind(player)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let queue = Queue {
+                    rules: m.rules.clone(),
+                    time_control: m.time_control.clone(),
+                    rated: m.rated,
+                };
+                // A ticket the player queued meanwhile in the same queue gives way to this one.
+                sqlx::query(
+                    "UPDATE mm_tickets SET state = 'cancelled' WHERE player = $1 \
+                     AND queue_key = $2 AND state = 'waiting'",
+                )
+                .bind(player)
+                .bind(queue.key())
+                .execute(&mut *tx)
+                .await?;
+                let ticket = Ticket {
+                    player: player.clone(),
+                    ticket_id: requeue_ticket_id(game.game_id),
+                    queue,
+                    state: TicketState::Waiting,
+                    priority: true,
+                    rating: rating.unwrap_or(1500.0),
+                    enqueued_ms: now_ms,
+                    expires_ms: requeue_expires_ms,
+                    match_id: None,
+                    game_id: None,
+                };
+                sqlx::query(
+                    "INSERT INTO mm_tickets (player, ticket_id, queue_key, rules, time_control, \
+                     rated, state, priority, rating, enqueued_ms, expires_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'waiting', true, $7, $8, $9) \
+                     ON CONFLICT (player, ticket_id) DO NOTHING",
+                )
+                .bind(&ticket.player)
+                .bind(&ticket.ticket_id)
+                .bind(ticket.queue.key())
+                .bind(&ticket.queue.rules)
+                .bind(&ticket.queue.time_control)
+                .bind(ticket.queue.rated)
+                .bind(ticket.rating)
+                .bind(ms(now_ms))
+                .bind(ms(requeue_expires_ms))
+                .execute(&mut *tx)
+                .await?;
+                let kind = LobbyEventKind::Requeued {
+                    ticket_id: ticket.ticket_id.clone(),
+                    cancelled_game_id: game.game_id,
+                };
+                push_event(&mut tx, player, &kind, now_ms).await?;
+                effect.requeued.push(ticket);
+            }
+        }
+        tx.commit().await?;
+        Ok(effect)
+    }
+
+    async fn feed_cursor(&self) -> Result<u64, MatchError> {
+        let cursor: i64 = sqlx::query_scalar("SELECT cursor FROM mm_feed")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(unms(cursor))
+    }
+
+    async fn advance_feed(&self, cursor: u64) -> Result<(), MatchError> {
+        sqlx::query("UPDATE mm_feed SET cursor = GREATEST(cursor, $1)")
+            .bind(ms(cursor))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn lobby_events(
+        &self,
+        player: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LobbyEvent>, MatchError> {
+        let rows = sqlx::query(
+            "SELECT seq, player, event FROM mm_lobby_events WHERE player = $1 AND seq > $2 \
+             ORDER BY seq LIMIT $3",
+        )
+        .bind(player)
+        .bind(ms(after_seq))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let json: serde_json::Value = row.try_get("event")?;
+                Ok(LobbyEvent {
+                    seq: unms(row.try_get("seq")?),
+                    player: row.try_get("player")?,
+                    kind: serde_json::from_value(json)
+                        .map_err(|e| MatchError::Corrupt(format!("lobby event: {e}")))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn lobby_wakeups(&self) -> Result<broadcast::Receiver<String>, MatchError> {
+        // Subscribe first: a notification between the LISTEN and the caller's first read is
+        // then not lost.
+        let receiver = self.wakeups.subscribe();
+        self.ensure_listening().await?;
+        Ok(receiver)
+    }
+
+    async fn add_computer_game(&self, game: ComputerGame) -> Result<ComputerGame, MatchError> {
+        sqlx::query(
+            "INSERT INTO mm_computer_games (game_id, player, request_id, rules, side, seed) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(game.game_id)
+        .bind(&game.player)
+        .bind(&game.request_id)
+        .bind(&game.rules)
+        .bind(game.side.name())
+        .bind(game.seed as i64)
+        .execute(&self.pool)
+        .await?;
+        self.computer_game(&game.player, &game.request_id)
+            .await?
+            .ok_or_else(|| {
+                MatchError::AlreadyExists(format!(
+                    "game {} already has a computer seat for another request",
+                    game.game_id
+                ))
+            })
+    }
+
+    async fn computer_game(
+        &self,
+        player: &str,
+        request_id: &str,
+    ) -> Result<Option<ComputerGame>, MatchError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COMPUTER_COLUMNS} FROM mm_computer_games WHERE player = $1 AND request_id = $2"
+        )))
+        .bind(player)
+        .bind(request_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(computer_from).transpose()
+    }
+
+    async fn claim_computer_game(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_until_ms: u64,
+    ) -> Result<Option<ComputerGame>, MatchError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE mm_computer_games SET owner = $1, lease_until = $3 WHERE game_id = \
+               (SELECT game_id FROM mm_computer_games WHERE NOT finished AND lease_until <= $2 \
+                ORDER BY game_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING {COMPUTER_COLUMNS}"
+        )))
+        .bind(owner)
+        .bind(ms(now_ms))
+        .bind(ms(lease_until_ms))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(computer_from).transpose()
+    }
+
+    async fn renew_computer_lease(
+        &self,
+        game_id: Uuid,
+        owner: &str,
+        lease_until_ms: u64,
+    ) -> Result<bool, MatchError> {
+        let updated = sqlx::query(
+            "UPDATE mm_computer_games SET lease_until = $3 \
+             WHERE game_id = $1 AND owner = $2 AND NOT finished",
+        )
+        .bind(game_id)
+        .bind(owner)
+        .bind(ms(lease_until_ms))
+        .execute(&self.pool)
+        .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    async fn finish_computer_game(&self, game_id: Uuid) -> Result<(), MatchError> {
+        sqlx::query("UPDATE mm_computer_games SET finished = true WHERE game_id = $1")
+            .bind(game_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
