@@ -3,6 +3,8 @@
 //! this process; the session's own health check otherwise). The overall `""` service is SERVING
 //! only when every service of this process is.
 
+use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
+use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 use hidden_front_store::GameStore;
@@ -21,8 +23,14 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What this process runs and what that depends on.
 pub struct Dependencies {
-    /// The session's store, when the session runs in this process.
+    /// The store, when the session or the clock runs in this process.
     pub store: Option<Arc<dyn GameStore>>,
+    /// Whether the session runs in this process (its health follows the store).
+    pub session: bool,
+    /// Whether the clock runs in this process (its health follows the store too).
+    pub clock: bool,
+    /// Whether matchmaking runs in this process (its health follows the store too).
+    pub matchmaking: bool,
     /// Where the gateway finds the session, when the gateway runs in this process. Not used when
     /// the session runs here too (then the store decides).
     pub session_url: Option<String>,
@@ -97,9 +105,21 @@ impl Checker {
             }
         };
         if let Some(ok) = store_ok {
-            self.reporter
-                .set_service_status(SESSION_SERVICE, status(ok))
-                .await;
+            if self.deps.session {
+                self.reporter
+                    .set_service_status(SESSION_SERVICE, status(ok))
+                    .await;
+            }
+            if self.deps.clock {
+                self.reporter
+                    .set_service_status(CLOCK_SERVICE, status(ok))
+                    .await;
+            }
+            if self.deps.matchmaking {
+                self.reporter
+                    .set_service_status(MATCHMAKING_SERVICE, status(ok))
+                    .await;
+            }
         }
         if let Some(ok) = gateway_ok {
             self.reporter

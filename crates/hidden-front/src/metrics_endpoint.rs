@@ -22,6 +22,11 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
             &names::LAG_BUCKETS,
         )
         .context("lag buckets")?
+        .set_buckets_for_metric(
+            Matcher::Full(names::MATCHMAKING_WAIT_SECONDS.into()),
+            &names::WAIT_BUCKETS,
+        )
+        .context("matchmaking wait buckets")?
         .install_recorder()
         .context("installing the metrics recorder")?;
     describe();

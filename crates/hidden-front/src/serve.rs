@@ -8,16 +8,23 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use hidden_front_clock::{Clock, ClockConfig, ClockService, SessionTarget};
 use hidden_front_gateway::auth::{AuthConfig, Authenticator, PublicKeyAlgorithm};
 use hidden_front_gateway::ws::{self, WsConfig};
 use hidden_front_gateway::{Gateway, GatewayConfig, PlayerApi};
+use hidden_front_matchmaking::store::MatchStore;
+use hidden_front_matchmaking::store::memory::MemoryMatchStore;
+use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
+use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService};
+use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
+use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
 use hidden_front_session::{SessionConfig, SessionService};
-use hidden_front_store::GameStore;
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
+use hidden_front_store::{GameStore, TimerStore};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +39,10 @@ pub enum ServiceName {
     Session,
     /// The public door: authentication, per-player filtered streams, presence.
     Gateway,
+    /// Durable timers: fires deployment, move and reconnect deadlines back into the session.
+    Clock,
+    /// Pairing: queues, ratings, invites, games against the computer.
+    Matchmaking,
 }
 
 /// Arguments of `hidden-front serve`.
@@ -115,6 +126,28 @@ pub struct ServeArgs {
     /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
     #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub ws_max_connections: usize,
+    /// This clock process's name in timer claims (default: a random one; the pod name is a good
+    /// choice).
+    #[arg(long, env = "HF_CLOCK_ID")]
+    pub clock_id: Option<String>,
+    /// Milliseconds between the clock's reads of newly due timers.
+    #[arg(long, env = "HF_CLOCK_POLL_MS", default_value_t = 200)]
+    pub clock_poll_ms: u64,
+    /// Seconds a clock's claim on a timer lasts past its deadline; a dead clock's timers go to
+    /// another clock process after this.
+    #[arg(long, env = "HF_CLOCK_LEASE_SECONDS", default_value_t = 5)]
+    pub clock_lease_seconds: u64,
+    /// Where the gateway finds the matchmaking service (default: this process's own, when it runs
+    /// here; otherwise the gateway's matchmaking operations answer UNAVAILABLE).
+    #[arg(long, env = "HF_MATCHMAKING_URL")]
+    pub matchmaking_url: Option<String>,
+    /// The base of invite links (the invite code is appended).
+    #[arg(
+        long,
+        env = "HF_INVITE_BASE_URL",
+        default_value = "https://hiddenfront.example/invite"
+    )]
+    pub invite_base_url: String,
     /// Address of the metrics listener (Prometheus text on `GET /metrics`; `127.0.0.1:0` picks a
     /// free port; the chosen address is printed).
     #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
@@ -170,8 +203,35 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .services
         .iter()
         .any(|s| matches!(s, ServiceName::All | ServiceName::Session));
-    // Only the session keeps games; a gateway-only process needs no database.
-    let store: Arc<dyn GameStore> = match (&args.database_url, run_session) {
+    let run_clock = args
+        .services
+        .iter()
+        .any(|s| matches!(s, ServiceName::All | ServiceName::Clock));
+    let run_matchmaking = args
+        .services
+        .iter()
+        .any(|s| matches!(s, ServiceName::All | ServiceName::Matchmaking));
+    if run_matchmaking && !run_session && args.session_url.is_none() {
+        bail!(
+            "matchmaking without the session in this process needs --session-url (HF_SESSION_URL)"
+        );
+    }
+    if run_clock && !run_session && args.database_url.is_none() {
+        bail!(
+            "the clock without the session in this process needs DATABASE_URL: it reads the timers \
+             the session writes"
+        );
+    }
+    if run_clock && !run_session && args.session_url.is_none() {
+        bail!("the clock without the session in this process needs --session-url (HF_SESSION_URL)");
+    }
+    // The session keeps games and the clock reads their timers; a gateway-only process needs no
+    // database.
+    let mut postgres = None;
+    let store: Arc<dyn GameStore> = match (
+        &args.database_url,
+        run_session || run_clock || run_matchmaking,
+    ) {
         (_, false) => Arc::new(MemoryStore::new()),
         (Some(url), true) => {
             let store = PostgresStore::connect(url)
@@ -181,6 +241,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 store.migrate().await.context("applying migrations")?;
             }
             tracing::info!("games are stored in Postgres");
+            postgres = Some(store.clone());
             Arc::new(store)
         }
         (None, true) => {
@@ -248,12 +309,51 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     // Where this process's own session answers, for a gateway without --session-url.
     let own_session = internal.as_ref().map_or(local, |(_, addr, _)| *addr);
+    let matchmaking = match run_matchmaking {
+        true => Some(matchmaking_service(&args, postgres.as_ref(), own_session)?),
+        false => None,
+    };
+    // Matchmaking runs beside the session (internal port) when it runs here.
+    let matchmaking_url = args
+        .matchmaking_url
+        .clone()
+        .or_else(|| run_matchmaking.then(|| format!("http://{own_session}")));
     let (player_api, gateway) = match run_gateway {
-        true => Some(gateway_service(&args, own_session)?),
+        true => Some(gateway_service(
+            &args,
+            own_session,
+            matchmaking_url.as_deref(),
+        )?),
         false => None,
     }
     .unzip();
     let router = router.add_optional_service(player_api);
+    // The clock: its read-only API on the public port of a clock-only process (the internal one
+    // when the gateway runs here too), its firing loop aimed at the session.
+    let clock = match run_clock {
+        true => Some(clock_parts(&args, store.clone(), own_session)?),
+        false => None,
+    };
+    let (clock_api, clock_runner) = clock.unzip();
+    let matchmaking_api = matchmaking.as_ref().map(MatchmakingService::server);
+    let (router, internal) = match internal {
+        Some((listener, addr, internal_router)) => (
+            router,
+            Some((
+                listener,
+                addr,
+                internal_router
+                    .add_optional_service(clock_api)
+                    .add_optional_service(matchmaking_api),
+            )),
+        ),
+        None => (
+            router
+                .add_optional_service(clock_api)
+                .add_optional_service(matchmaking_api),
+            None,
+        ),
+    };
     // The gateway also answers on an HTTP listener: the WebSocket API.
     let http = match gateway {
         Some(gateway) => {
@@ -269,7 +369,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     crate::health::start(
         health_reporter,
         crate::health::Dependencies {
-            store: run_session.then(|| store.clone()),
+            store: (run_session || run_clock || run_matchmaking).then(|| store.clone()),
+            session: run_session,
+            clock: run_clock,
+            matchmaking: run_matchmaking,
             session_url: run_gateway.then(|| {
                 args.session_url
                     .clone()
@@ -314,6 +417,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
         std::process::exit(0);
     });
+    // Matchmaking's loops (pairing, the ended-games feed, computer seats) stop with the rest.
+    let matchmaking_loops = matchmaking
+        .as_ref()
+        .map(|service| service.spawn_background(stop_rx.clone()))
+        .unwrap_or_default();
     let stopped = move || {
         let mut stop = stop_rx.clone();
         async move {
@@ -353,7 +461,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .context("serving the internal gRPC port")
     };
     let metrics = crate::metrics_endpoint::serve(metrics_listener, metrics, stopped());
-    tokio::try_join!(grpc, internal, http, metrics)?;
+    let clock = async {
+        if let Some(runner) = clock_runner {
+            runner.run(stopped()).await;
+        }
+        Ok::<(), anyhow::Error>(())
+    };
+    tokio::try_join!(grpc, internal, http, metrics, clock)?;
+    for handle in matchmaking_loops {
+        let _ = handle.await;
+    }
     tracing::info!("stopped");
     // Flushing waits for the exporter, whose connection runs on this runtime: not on a worker.
     let _ = tokio::task::spawn_blocking(move || drop(telemetry)).await;
@@ -377,6 +494,7 @@ fn reflection_service() -> anyhow::Result<
 fn gateway_service(
     args: &ServeArgs,
     local: SocketAddr,
+    matchmaking_url: Option<&str>,
 ) -> anyhow::Result<(PlayerServiceServer<PlayerApi>, Gateway)> {
     let mut auth = AuthConfig {
         hs256_secrets: args
@@ -427,6 +545,14 @@ fn gateway_service(
     .with_context(|| format!("session URL {session_url:?}"))?;
     let session =
         SessionServiceClient::new(channel.into()).max_decoding_message_size(4 * 1024 * 1024);
+    let matchmaking = match matchmaking_url {
+        Some(url) => Some(MatchmakingServiceClient::new(
+            balanced_to(url)
+                .with_context(|| format!("matchmaking URL {url:?}"))?
+                .into(),
+        )),
+        None => None,
+    };
     let gateway = Gateway::new(
         GatewayConfig {
             max_streams: args.max_streams,
@@ -434,6 +560,7 @@ fn gateway_service(
             max_lag: Duration::from_millis(args.stream_max_lag_ms),
             actions_per_second: args.actions_per_second,
             action_burst: args.actions_per_second.saturating_mul(2),
+            matchmaking,
             ..GatewayConfig::default()
         },
         authenticator,
@@ -442,6 +569,86 @@ fn gateway_service(
     let api = PlayerServiceServer::new(PlayerApi::new(gateway.clone()))
         .max_decoding_message_size(args.max_message_bytes);
     Ok((api, gateway))
+}
+
+/// A channel balanced over every address `url`'s host resolves to (re-resolved every 10 s).
+fn balanced_to(
+    url: &str,
+) -> Result<tonic::transport::Channel, hidden_front_gateway::balance::BalanceError> {
+    hidden_front_gateway::balance::balanced_channel(url, Duration::from_secs(10), |endpoint| {
+        endpoint
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(20))
+    })
+}
+
+/// The matchmaking service, on this process's Postgres (or in memory), talking to the session at
+/// `--session-url` or this process's own.
+fn matchmaking_service(
+    args: &ServeArgs,
+    postgres: Option<&PostgresStore>,
+    local: SocketAddr,
+) -> anyhow::Result<MatchmakingService> {
+    let store: Arc<dyn MatchStore> = match postgres {
+        Some(postgres) => Arc::new(PostgresMatchStore::from_pool(postgres.pool().clone())),
+        None => Arc::new(MemoryMatchStore::new()),
+    };
+    let session_url = args
+        .session_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let channel =
+        balanced_to(&session_url).with_context(|| format!("session URL {session_url:?}"))?;
+    Ok(MatchmakingService::new(
+        store,
+        SessionServiceClient::new(channel.into()),
+        MatchmakingConfig {
+            invite_base_url: args.invite_base_url.clone(),
+            ..MatchmakingConfig::default()
+        },
+    ))
+}
+
+/// The clock's gRPC API and its firing loop, aimed at the session at `--session-url` or this
+/// process's own.
+fn clock_parts(
+    args: &ServeArgs,
+    store: Arc<dyn GameStore>,
+    local: SocketAddr,
+) -> anyhow::Result<(ClockServiceServer<ClockService>, Clock)> {
+    let session_url = args
+        .session_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let channel = hidden_front_gateway::balance::balanced_channel(
+        &session_url,
+        Duration::from_secs(10),
+        |endpoint| {
+            endpoint
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(5))
+                .http2_keep_alive_interval(Duration::from_secs(20))
+        },
+    )
+    .with_context(|| format!("session URL {session_url:?}"))?;
+    let config = ClockConfig {
+        owner: args
+            .clock_id
+            .clone()
+            .unwrap_or_else(|| ClockConfig::default().owner),
+        poll_interval: Duration::from_millis(args.clock_poll_ms.max(1)),
+        lease: Duration::from_secs(args.clock_lease_seconds.max(1)),
+        ..ClockConfig::default()
+    };
+    let target = SessionTarget::new(
+        SessionServiceClient::new(channel.into()),
+        config.retry_delay,
+    );
+    let timers: Arc<dyn TimerStore> = store;
+    let clock = Clock::new(timers.clone(), Arc::new(target), config.clone());
+    let api = ClockServiceServer::new(ClockService::new(timers, config.owner, clock.stats()));
+    Ok((api, clock))
 }
 
 async fn shutdown_signal() {

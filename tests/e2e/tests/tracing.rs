@@ -1,7 +1,8 @@
 //! Traces end to end: the real binary exports its spans over OTLP/gRPC to a receiver in this
 //! test, and one move played through the gateway is one trace, from the gateway's `Play` RPC
 //! through the session's `SubmitMove` RPC (trace context carried in gRPC metadata) down to the
-//! Postgres append, with no hidden rank in any span.
+//! Postgres append, and back out to both players' streams (each delivery a span of the same
+//! trace), with no hidden rank in any span.
 
 use hidden_front_e2e::client::{self, side_of};
 use hidden_front_e2e::gateway::{self, PlayerClient, context};
@@ -16,6 +17,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 const PLAY: &str = "hiddenfront.v1.PlayerService/Play";
 const SUBMIT_MOVE: &str = "hiddenfront.v1.SessionService/SubmitMove";
 const APPEND: &str = "store.append";
+const DELIVER: &str = "gateway.deliver";
 
 /// Words of attribute keys that would mean a span carries pieces, deployments or snapshots.
 const FORBIDDEN_KEYS: &[&str] = &[
@@ -78,6 +80,26 @@ async fn one_move_is_one_trace_from_gateway_to_postgres() {
     ned.confirm(context(&game_id, "ned-confirm", None))
         .await
         .expect("ned's Confirm");
+    // Both players follow the game: the move's delivery to each stream belongs to its trace.
+    let mut streams = Vec::new();
+    for player in [&mut sue, &mut ned] {
+        let mut stream = player
+            .subscribe(&game_id, 1, false)
+            .await
+            .expect("Subscribe");
+        loop {
+            let item = gateway::next_item(&mut stream, "the stream before the move")
+                .await
+                .expect("a stream item")
+                .expect("the stream goes on");
+            if let Some(pb::subscribe_response::Item::Event(event)) = item.item
+                && matches!(event.event, Some(pb::game_event::Event::PlayStarted(_)))
+            {
+                break;
+            }
+        }
+        streams.push(stream);
+    }
     let mover = match side_of(created.first_mover) {
         pb::Side::South => &mut sue,
         pb::Side::North => &mut ned,
@@ -103,8 +125,17 @@ async fn one_move_is_one_trace_from_gateway_to_postgres() {
                     .find(|s| s.name == name && s.trace_id == play.trace_id)
                     .cloned()
             };
-            if let (Some(submit), Some(append)) = (of_trace(SUBMIT_MOVE), of_trace(APPEND)) {
-                break Some((play, submit, append));
+            let deliveries: Vec<ReceivedSpan> = spans
+                .values()
+                .filter(|s| s.name == DELIVER && s.trace_id == play.trace_id)
+                .cloned()
+                .collect();
+            if let (Some(submit), Some(append), true) = (
+                of_trace(SUBMIT_MOVE),
+                of_trace(APPEND),
+                deliveries.len() >= 2,
+            ) {
+                break Some((play, submit, append, deliveries));
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -119,7 +150,7 @@ async fn one_move_is_one_trace_from_gateway_to_postgres() {
         .values()
         .map(|s| (s.name.as_str(), s.trace_id.as_str()))
         .collect();
-    let Some((play, submit, append)) = found else {
+    let Some((play, submit, append, deliveries)) = found else {
         panic!(
             "within {DEADLINE:?} the receiver did not get {PLAY}, {SUBMIT_MOVE} and {APPEND} of \
              one trace; it got (name, trace): {names:?}\nserver stderr:\n{}",
@@ -142,6 +173,16 @@ async fn one_move_is_one_trace_from_gateway_to_postgres() {
         Some(PLAY),
         "SubmitMove does not lead up to Play: {submit_chain:?}"
     );
+    // ... and back out: each subscriber's delivery of the move continues the same trace.
+    for delivery in &deliveries {
+        let chain = ancestors(&spans, delivery);
+        assert!(
+            chain.contains(&SUBMIT_MOVE) && chain.last().copied() == Some(PLAY),
+            "a delivery does not lead up to SubmitMove and Play: {chain:?}"
+        );
+        assert_eq!(delivery.attribute("game_id"), Some(game_id.as_str()));
+    }
+    drop(streams);
     let append_chain = ancestors(&spans, &append);
     assert!(
         append_chain.contains(&SUBMIT_MOVE) && append_chain.last().copied() == Some(PLAY),

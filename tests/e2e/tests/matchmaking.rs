@@ -1,0 +1,156 @@
+//! Matchmaking through the real binary (`--services all`: gateway, session, clock and matchmaking
+//! in one process on real Postgres), as players reach it: only the public `PlayerService` and a
+//! token.
+//!
+//! - `two_players_queue_and_both_are_pushed_the_same_game`: both queue (casual), both get
+//!   `MatchFound` on their lobby streams (no polling), for one game with complementary seats.
+//! - `a_game_against_the_computer_is_played_to_its_end`: a player asks for the computer and plays
+//!   random legal moves; the computer answers every move until the game ends, and the player
+//!   never sees a computer piece's kind before the end.
+
+use hidden_front_e2e::gateway::{self, PlayerClient, authed, context};
+use hidden_front_e2e::player::assert_hides_opponent;
+use hidden_front_e2e::{Server, TestDatabase, pb};
+use std::time::Duration;
+
+const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
+
+/// How long a lobby event or a computer move may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn lobby(player: &mut PlayerClient) -> tonic::Streaming<pb::WatchLobbyResponse> {
+    let token = gateway::token(player.player());
+    player
+        .inner()
+        .watch_lobby(authed(&token, pb::WatchLobbyRequest { after_seq: 0 }))
+        .await
+        .expect("WatchLobby")
+        .into_inner()
+}
+
+async fn match_found(stream: &mut tonic::Streaming<pb::WatchLobbyResponse>) -> pb::MatchFound {
+    loop {
+        let item = tokio::time::timeout(DEADLINE, stream.message())
+            .await
+            .expect("a lobby event in time")
+            .expect("the lobby stream works")
+            .expect("the lobby stream goes on");
+        if let Some(pb::lobby_event::Kind::MatchFound(found)) =
+            item.event.and_then(|event| event.kind)
+        {
+            return found;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_players_queue_and_both_are_pushed_the_same_game() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("lobby", db.url(), SERVE_ARGS).await;
+    let channel = gateway::channel(server.addr()).await;
+    let mut alice = PlayerClient::new(channel.clone(), "mm-alice");
+    let mut bob = PlayerClient::new(channel, "mm-bob");
+    let mut alice_lobby = lobby(&mut alice).await;
+    let mut bob_lobby = lobby(&mut bob).await;
+    let queue = pb::Queue {
+        rules: String::new(),
+        time_control: "relaxed".into(),
+        rated: false,
+    };
+    for (player, ticket) in [(&mut alice, "alice-1"), (&mut bob, "bob-1")] {
+        let token = gateway::token(player.player());
+        let ticket = player
+            .inner()
+            .find_match(authed(
+                &token,
+                pb::FindMatchRequest {
+                    ticket_id: ticket.into(),
+                    queue: Some(queue.clone()),
+                    ttl_seconds: 0,
+                },
+            ))
+            .await
+            .expect("FindMatch")
+            .into_inner()
+            .ticket
+            .expect("a ticket");
+        assert_eq!(ticket.state, pb::TicketState::Waiting as i32, "{ticket:?}");
+    }
+    let for_alice = match_found(&mut alice_lobby).await;
+    let for_bob = match_found(&mut bob_lobby).await;
+    assert_eq!(for_alice.game_id, for_bob.game_id, "one game for both");
+    assert_ne!(for_alice.seat, for_bob.seat, "one seat each");
+    assert_eq!(for_alice.opponent, "mm-bob");
+    assert_eq!(for_bob.opponent, "mm-alice");
+    assert_eq!(for_alice.ticket_id, "alice-1");
+    // Both are seated in it.
+    let view = alice
+        .get_game(&for_alice.game_id, false)
+        .await
+        .expect("GetGame");
+    assert_eq!(view.phase, pb::Phase::Deployment as i32);
+    assert_eq!(
+        view.south_player == "mm-alice",
+        for_alice.seat == pb::Side::South as i32
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_against_the_computer_is_played_to_its_end() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("computer", db.url(), SERVE_ARGS).await;
+    let channel = gateway::channel(server.addr()).await;
+    let mut carol = PlayerClient::new(channel, "mm-carol");
+    let token = gateway::token("mm-carol");
+    let started = carol
+        .inner()
+        .play_computer(authed(
+            &token,
+            pb::PlayerServicePlayComputerRequest {
+                request_id: "carol-vs-computer".into(),
+                rules: String::new(),
+                seat: pb::Side::South as i32,
+            },
+        ))
+        .await
+        .expect("PlayComputer")
+        .into_inner();
+    let game = started.game_id.clone();
+    assert_eq!(started.seat, pb::Side::South as i32);
+    carol
+        .confirm(context(&game, "confirm", None))
+        .await
+        .expect("Confirm");
+    let mut stream = carol.subscribe(&game, 1, false).await.expect("Subscribe");
+    let mut rng = hidden_front_rules::GameRng::from_seed(11);
+    let mut plies = 0;
+    loop {
+        let view = carol.get_game(&game, false).await.expect("GetGame");
+        if view.phase == pb::Phase::Ended as i32 {
+            assert!(view.outcome.is_some(), "an ended game has an outcome");
+            break;
+        }
+        assert_hides_opponent(&view);
+        if view.phase == pb::Phase::Play as i32 && view.to_move == pb::Side::South as i32 {
+            let legal = carol.legal_moves(&game).await.expect("LegalMoves");
+            if !legal.moves.is_empty() {
+                let pick = rng.below(legal.moves.len() as u32) as usize;
+                carol
+                    .play(
+                        context(&game, &format!("ply-{plies}"), Some(legal.version)),
+                        legal.moves[pick].clone(),
+                    )
+                    .await
+                    .expect("Play");
+                plies += 1;
+                continue;
+            }
+        }
+        // The computer's turn (or the deployment): wait for the next event on the stream.
+        gateway::next_item(&mut stream, "the computer's answer")
+            .await
+            .expect("the stream works")
+            .expect("the stream goes on until the end");
+    }
+    assert!(plies > 0, "the player moved");
+}
