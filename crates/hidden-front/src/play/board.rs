@@ -435,6 +435,7 @@ pub fn describe_move(last: &LastMove, me: Option<pb::Side>) -> String {
 fn reason_text(reason: pb::EndReason) -> &'static str {
     match reason {
         pb::EndReason::FlagCaptured => "flag captured",
+        pb::EndReason::HqEntered => "headquarters taken",
         pb::EndReason::NoLegalMoves => "no legal moves",
         pb::EndReason::NoCombatLimit => "too many plies without combat",
         pb::EndReason::AgreedDraw => "draw agreed",
@@ -454,7 +455,11 @@ pub fn describe_outcome(outcome: Option<&pb::Outcome>, me: Option<pb::Side>) -> 
     let reason = reason_text(outcome.reason());
     match outcome.winner() {
         pb::Side::Unspecified => match outcome.reason() {
-            pb::EndReason::AgreedDraw | pb::EndReason::NoCombatLimit => format!("draw ({reason})"),
+            pb::EndReason::AgreedDraw
+            | pb::EndReason::NoCombatLimit
+            | pb::EndReason::NoLegalMoves => {
+                format!("draw ({reason})")
+            }
             _ => format!("no winner ({reason})"),
         },
         winner => {
