@@ -144,7 +144,7 @@ fn parse_move(words: &[&str]) -> Result<Input, String> {
 /// by `+` (a Gunjin Shogi HQ, `d1+e1`).
 fn looks_like_square(word: &str) -> bool {
     if let Some((a, b)) = word.split_once('+') {
-        return looks_like_square(a) && looks_like_square(b);
+        return !b.contains('+') && looks_like_square(a) && looks_like_square(b);
     }
     let mut chars = word.chars();
     let letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
