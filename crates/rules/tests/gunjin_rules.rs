@@ -890,3 +890,94 @@ fn deployment_refuses_the_flag_and_mines_on_own_gate_squares_listing_every_probl
         assert!(all.contains(needle), "missing {needle:?} in\n{all}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The rest of the interface: notation, playouts, games, stored rule sets
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn notation_round_trips_gunjin_positions() {
+    use hidden_front_rules::notation::{from_notation, to_notation};
+    for name in ["gunjin-shogi", "gunjin-shogi+23-pieces+mine-survives"] {
+        let r = rules(name);
+        let mut rng = hidden_front_rules::GameRng::from_seed(3);
+        let start = hidden_front_rules::random_start(r, N, &mut rng);
+        let text = to_notation(&start);
+        assert!(text.starts_with(&format!("{name} n 0 ")), "{text}");
+        let back = from_notation(&text).expect("reads back");
+        assert_eq!(cells(&back), cells(&start), "{text}");
+    }
+    // The HQ's second cell holds nothing of its own.
+    let bad = "gunjin-shogi s 0 ......../......../......../......../......../......../......../....GEN...";
+    assert!(from_notation(bad).is_err());
+}
+
+fn cells(p: &Position) -> Vec<(Node, Side, PieceKind)> {
+    p.pieces().map(|(n, q)| (n, q.side, q.kind)).collect()
+}
+
+#[test]
+fn random_playouts_end_on_every_board() {
+    let mut rng = hidden_front_rules::GameRng::from_seed(99);
+    let mut moves = hidden_front_rules::MoveList::default();
+    for name in [
+        "gunjin-shogi",
+        "gunjin-shogi+y-gates",
+        "gunjin-shogi+i-gates",
+        "gunjin-shogi+23-pieces",
+    ] {
+        let r = rules(name);
+        for _ in 0..20 {
+            let mut p = hidden_front_rules::random_start(r, S, &mut rng);
+            assert_eq!(p.pieces().count(), 2 * r.pieces_per_side());
+            let result = hidden_front_rules::random_playout(&mut p, &mut rng, &mut moves, 20_000);
+            assert!(result.outcome.is_some(), "{name}: {result:?}");
+        }
+    }
+}
+
+#[test]
+fn a_whole_game_through_game_handle_ends_and_reveals_everything() {
+    use hidden_front_rules::{Command, Event, Game, GameRng, Phase};
+    let r = rules("gunjin-shogi");
+    let mut rng = GameRng::from_seed(8);
+    let (mut game, _) = Game::create(r, S, &mut rng);
+    for side in Side::BOTH {
+        game.handle(&Command::Confirm { side }, &mut rng).unwrap();
+    }
+    assert_eq!(game.phase(), Phase::Play);
+    // Random moves until the end; then the end event reveals every piece and names a reason.
+    let mut pick = GameRng::from_seed(1);
+    while game.phase() == Phase::Play {
+        let moves = game.position().legal_moves();
+        let mv = moves.nth(pick.below(moves.len() as u32) as usize).unwrap();
+        let side = game.to_move();
+        let events = game.handle(&Command::Move { side, mv }, &mut rng).unwrap();
+        if let Some(Event::Ended { outcome, pieces }) = events.last() {
+            assert_eq!(pieces.len(), game.position().pieces().count());
+            assert_eq!(Some(*outcome), game.outcome());
+        }
+    }
+    assert!(game.outcome().is_some());
+}
+
+#[test]
+fn rule_sets_stored_before_gunjin_still_read() {
+    // A `Created` event's rules as stored before the Gunjin fields existed.
+    let old = r#"{"family":"junqi","hq_pieces_may_move":false,"bombs_on_front_row":false,
+        "mine_survives_non_engineer":false,"bomb_spares_flag":false,
+        "flag_revealed_when_commander_dies":false,"no_combat_draw_plies":100,
+        "timeouts_to_forfeit":3,"draw_offer_cooldown_plies":10}"#;
+    let stored: Rules = serde_json::from_str(old).expect("old rules read");
+    assert_eq!(stored, Rules::default());
+    let gunjin = rules_of_json(&rules_json("gunjin-shogi+y-gates+mine-survives"));
+    assert_eq!(gunjin, rules("gunjin-shogi+y-gates+mine-survives"));
+}
+
+fn rules_json(name: &str) -> String {
+    serde_json::to_string(&rules(name)).unwrap()
+}
+
+fn rules_of_json(json: &str) -> Rules {
+    serde_json::from_str(json).unwrap()
+}
