@@ -296,17 +296,22 @@ fn play_random_game(rules: Rules, seed: u64, first: Side, timeouts: bool) -> Vec
     let mut rng = GameRng::from_seed(seed);
     let mut pick = GameRng::from_seed(seed ^ 0x5151);
     let (mut game, mut log) = Game::create(rules, first, &mut rng);
+    // A shadow game rebuilt event by event must equal the live one after every command.
+    let mut shadow = Game::replay(&log).expect("the creation events replay");
+    assert_eq!(shadow, game);
     for side in Side::BOTH {
+        let mut commands = vec![Command::Confirm { side }];
         if pick.below(2) == 0 {
-            log.extend(
-                game.handle(&Command::Reshuffle { side }, &mut rng)
-                    .expect("reshuffle"),
-            );
+            commands.insert(0, Command::Reshuffle { side });
         }
-        log.extend(
-            game.handle(&Command::Confirm { side }, &mut rng)
-                .expect("confirm"),
-        );
+        for command in commands {
+            let events = game.handle(&command, &mut rng).expect("deployment command");
+            for event in &events {
+                shadow.apply(event).expect("a fresh event applies");
+            }
+            assert_eq!(shadow, game);
+            log.extend(events);
+        }
     }
     let pieces = 2 * rules.pieces_per_side() as u32;
     let bound = (pieces + 1) * (u32::from(rules.no_combat_draw_plies) + 1);
@@ -338,6 +343,10 @@ fn play_random_game(rules: Rules, seed: u64, first: Side, timeouts: bool) -> Vec
                 check_fight(&before, *mv, piece.kind, c);
             }
         }
+        for event in &events {
+            shadow.apply(event).expect("a fresh event applies");
+        }
+        assert_eq!(shadow, game, "the event-by-event replay drifted");
         log.extend(events);
     }
     check_views(&game);
