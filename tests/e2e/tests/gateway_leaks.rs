@@ -1368,10 +1368,17 @@ fn check_error(
 ) {
     for clause in message.split(';') {
         let lower = clause.to_lowercase();
-        let tokens: Vec<&str> = clause
+        let mut tokens: Vec<&str> = clause
             .split(|c: char| !c.is_alphanumeric())
             .filter(|t| !t.is_empty())
             .collect();
+        // A two-cell HQ (Gunjin Shogi's `d1+e1`) is one square of two tokens.
+        tokens.extend(
+            board
+                .keys()
+                .filter(|k| k.contains('+') && clause.contains(k.as_str()))
+                .map(String::as_str),
+        );
         for token in &tokens {
             let Some((side, code)) = board.get(*token) else {
                 continue;
