@@ -37,6 +37,10 @@ Position P:
   plies_without_combat: optional (default 0), 0..=65535.
   Nodes A1..E12; pieces 9 8 7 6 5 4 3 2 1 B M F; sides south, north. Input may use any case;
   output is uppercase nodes and codes, lowercase sides. Pieces are written in node order.
+  Gunjin Shogi: variant gunjin-shogi (options +y-gates +i-gates +23-pieces
+  +tank-beats-engineer +mine-survives +no-combat-N); squares a1..h8 (a1..f8 with 23 pieces),
+  the HQs d1+e1 and d8+e8 (c1+d1, c8+d8); pieces GEN LTG MJG COL LTC MAJ CPT 1LT 2LT PLA TNK
+  CAV ENG SPY MIN FLG; output squares are lowercase.
   Unknown fields are ignored; wrong values, duplicate squares, unknown nodes, codes or sides
   are refused. Any number of pieces is allowed.";
 
@@ -58,7 +62,7 @@ Input line:  {\"position\": P, \"move\": [\"A6\",\"A7\"]}
 Output line: {\"position\": P2,
               \"combat\": null | {\"attacker_survives\": bool, \"defender_survives\": bool},
               \"outcome\": null | {\"winner\": \"south\"|\"north\"|null,
-                                 \"reason\": \"flag_captured\"|\"no_legal_moves\"|\"no_combat_100\"}}
+                                 \"reason\": \"flag_captured\"|\"hq_entered\"|\"no_legal_moves\"|\"no_combat_100\"}}
 P2 has the format of P and can be fed back. An illegal move answers {\"error\": \"...\"}.")]
     Apply,
     /// Prints random legal deployments (reads no stdin).
@@ -88,7 +92,7 @@ pub struct RandomDeploymentArgs {
     /// Whose half to fill.
     #[arg(long, value_enum)]
     pub side: SideArg,
-    /// Rule set, e.g. hidden-front or hidden-front+front-bombs.
+    /// Rule set, e.g. hidden-front, hidden-front+front-bombs or gunjin-shogi+y-gates.
     #[arg(long, default_value = "hidden-front", value_parser = parse_rules)]
     pub variant: Rules,
     /// Seed of the random generator (default: from the clock and the OS's hash keys).

@@ -6,7 +6,8 @@
 //! board`). Unknown fields are ignored; known fields with wrong values are refused.
 //!
 //! Formats (node names `A1`..`E12`, piece codes `9`..`1`, `B`, `M`, `F`, sides `south` /
-//! `north`; all read case-insensitively, written as shown):
+//! `north`; for `gunjin-shogi` squares `a1`..`h8` with the HQs `d1+e1` / `d8+e8` and codes
+//! `GEN`..`FLG`; all read case-insensitively, written as shown):
 //! - position: `{"variant": "hidden-front", "to_move": "south", "plies_without_combat": 0,
 //!   "pieces": [{"at": "B1", "side": "south", "piece": "F"}, ...]}`. `variant` may be absent or
 //!   null (the default rule set), so may `plies_without_combat` (0).

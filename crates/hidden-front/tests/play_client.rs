@@ -120,6 +120,34 @@ impl Fake {
         }
     }
 
+    /// The same scene in Gunjin Shogi: alice's general on d2 before her own HQ, a north piece
+    /// in north's HQ; north just moved c6-c5.
+    fn gunjin() -> Fake {
+        let fake = Fake::new();
+        {
+            use pb::game_event::Event as E;
+            let mut state = fake.state.lock().unwrap();
+            let pieces = vec![
+                piece("d2", pb::Side::South, 1, "GEN"),
+                piece("c3", pb::Side::South, 2, "FLG"),
+                piece("c5", pb::Side::North, 3, ""),
+                piece("d8+e8", pb::Side::North, 4, ""),
+            ];
+            state.view.rules = "gunjin-shogi".into();
+            state.view.pieces = pieces.clone();
+            state.log[0] = event(
+                1,
+                E::Created(pb::GameCreated {
+                    rules: "gunjin-shogi".into(),
+                    first_mover: pb::Side::North as i32,
+                }),
+            );
+            state.log[3] = event(4, E::PlayStarted(pb::PlayStarted { pieces }));
+            state.log[4] = event(5, moved(pb::Side::North, "c6", "c5", 3, ""));
+        }
+        fake
+    }
+
     /// Appends an event as the referee would, and tells live subscribers.
     fn append(&self, e: pb::game_event::Event) -> pb::GameEvent {
         let mut state = self.state.lock().unwrap();
@@ -320,14 +348,21 @@ impl PlayerService for Fake {
             if expected != Some(state.view.version) {
                 return Err(Status::aborted("the game is at another version"));
             }
-            let Some(p) = state.view.pieces.iter_mut().find(|p| p.square == mv.from) else {
+            // Squares as the real gateway reads them: in any case.
+            let Some(p) = state
+                .view
+                .pieces
+                .iter_mut()
+                .find(|p| p.square.eq_ignore_ascii_case(&mv.from))
+            else {
                 return Err(Status::invalid_argument("no piece there"));
             };
-            p.square = mv.to.clone();
+            p.square = mv.to.to_ascii_lowercase();
+            let (id, code) = (p.id, p.piece.clone());
             state.view.plies += 1;
             state.view.to_move = pb::Side::North as i32;
             drop(state);
-            self.append(moved(pb::Side::South, &mv.from, &mv.to, 1, "9"))
+            self.append(moved(pb::Side::South, &mv.from, &mv.to, id, &code))
         };
         Ok(Response::new(pb::PlayResponse {
             result: Some(pb::ActionResult {
@@ -533,6 +568,43 @@ async fn plays_a_move_follows_the_stream_and_prints_refusals() {
     assert_eq!(context.expected_version, Some(5));
     let key = uuid::Uuid::parse_str(&context.idempotency_key).expect("a uuid key");
     assert_eq!(key.get_version_num(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plays_gunjin_shogi_with_the_hq_as_one_square() {
+    let fake = Fake::gunjin();
+    let url = serve(fake.clone()).await;
+    let mut player = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    let first = player.wait_for("type `help` for the commands.");
+    assert!(first.contains("wall: gates a4/c4 to a5/c5"), "{first}");
+    assert!(first.contains("  2   .     .     .    GEN"), "{first}");
+    assert!(
+        first.contains("[ ?  ][  = ]"),
+        "north's HQ piece, hidden:\n{first}"
+    );
+    player.wait_for("last move: north ? c6-c5");
+
+    player.send("d2 d1+e1");
+    player.wait_for("#6 moved: south (you) GEN D2-D1+E1");
+    let board = player.wait_for("waiting for north to move");
+    assert!(
+        board.contains("[GEN ][  = ]"),
+        "the general in the HQ:\n{board}"
+    );
+
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let state = fake.state.lock().unwrap();
+    let mv = state.plays[0].r#move.clone().unwrap();
+    assert_eq!((mv.from.as_str(), mv.to.as_str()), ("D2", "D1+E1"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

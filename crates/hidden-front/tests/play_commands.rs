@@ -77,3 +77,19 @@ fn help_lists_every_command() {
         assert!(commands::HELP.contains(word), "{word}");
     }
 }
+
+#[test]
+fn gunjin_hq_squares_are_one_word() {
+    assert_eq!(parse("d7 d8+e8"), Ok(mv("D7", "D8+E8")));
+    assert_eq!(parse("D1+E1 e2"), Ok(mv("D1+E1", "E2")));
+    assert_eq!(parse("d2-d1+e1"), Ok(mv("D2", "D1+E1")));
+    assert_eq!(
+        parse("swap d1+e1 a1"),
+        Ok(Input::Swap {
+            a: "D1+E1".into(),
+            b: "A1".into()
+        })
+    );
+    assert!(parse("d1+ d2").is_err());
+    assert!(parse("d1+e1+f1 d2").is_err());
+}

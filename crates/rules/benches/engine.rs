@@ -108,5 +108,29 @@ fn playouts(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, legal_moves, play_one_ply, playouts);
+/// Gunjin Shogi: a random playout from fresh random deployments on the default (X gates) board.
+fn gunjin_playouts(c: &mut Criterion) {
+    let rules = Rules::parse("gunjin-shogi").expect("the gunjin-shogi rule set");
+    let mut deploy_rng = GameRng::from_seed(21);
+    let mut rng = GameRng::from_seed(22);
+    let mut moves = MoveList::default();
+    let mut group = c.benchmark_group("gunjin");
+    group.sample_size(30);
+    group.bench_function("playout_fresh_random_deployment_to_end", |b| {
+        b.iter_batched_ref(
+            || fresh_position(rules, &mut deploy_rng),
+            |position| black_box(random_playout(position, &mut rng, &mut moves, u32::MAX)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    legal_moves,
+    play_one_ply,
+    playouts,
+    gunjin_playouts
+);
 criterion_main!(benches);

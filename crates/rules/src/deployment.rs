@@ -1,7 +1,7 @@
 //! Deployments: checking one (naming every problem), drawing a random legal one, and the swap and
 //! reshuffle helpers a player uses before confirming.
 
-use crate::piece::{PieceKind, junqi};
+use crate::piece::{PieceKind, gunjin, junqi};
 use crate::rng::GameRng;
 use crate::rules::{Family, Rules};
 use crate::side::Side;
@@ -66,6 +66,16 @@ pub enum DeploymentProblem {
     /// A bomb on the front row.
     #[error("the bomb on {0} stands on your front row, where bombs are not allowed")]
     BombOnFrontRow(String),
+    /// Gunjin Shogi: the flag or a mine on an own gate square.
+    #[error(
+        "the {code} on {square} stands on a gate square, where the flag and mines are not allowed"
+    )]
+    OnGate {
+        /// The gate square.
+        square: String,
+        /// The piece's code (`FLG` or `MIN`).
+        code: &'static str,
+    },
 }
 
 /// A refused deployment: every problem found, in one error.
@@ -123,6 +133,7 @@ impl Deployment {
     pub fn random(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
         match rules.family {
             Family::Junqi => random_junqi(rules, side, rng),
+            Family::GunjinShogi => random_gunjin(rules, side, rng),
         }
     }
 }
@@ -134,7 +145,7 @@ fn problems(rules: &Rules, side: Side, placements: &[(Node, PieceKind)]) -> Vec<
     let mut seen = 0u64;
     let mut counts = vec![0usize; rules.kinds().len()];
     for &(node, kind) in placements {
-        if node.0 >= topo.node_count {
+        if !topo.contains(node) {
             problems.push(P::OffBoard(node.0));
             continue;
         }
@@ -170,6 +181,16 @@ fn problems(rules: &Rules, side: Side, placements: &[(Node, PieceKind)]) -> Vec<
                     && topo.front_row[side.index()] & bit != 0
                 {
                     problems.push(P::BombOnFrontRow(name));
+                }
+            }
+            Family::GunjinShogi => {
+                if (kind == gunjin::FLAG || kind == gunjin::MINE)
+                    && topo.gates[side.index()] & bit != 0
+                {
+                    problems.push(P::OnGate {
+                        square: name,
+                        code: rules.code(kind),
+                    });
                 }
             }
         }
@@ -240,6 +261,40 @@ fn random_junqi(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
     Deployment::new(side, placements)
 }
 
+/// Uniform over all legal Gunjin Shogi deployments: the flag and the mines pick among the own
+/// squares that are not gate squares, and the other pieces are a uniform permutation of what is
+/// left.
+fn random_gunjin(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
+    let topo = rules.topology();
+    let s = side.index();
+    let mut free = topo.half[s];
+    let mut placements = Vec::with_capacity(rules.pieces_per_side());
+    let count = |kind: PieceKind| {
+        rules
+            .kinds()
+            .iter()
+            .find(|(k, _, _)| *k == kind)
+            .map_or(0, |(_, _, n)| *n)
+    };
+    for kind in [gunjin::FLAG, gunjin::MINE] {
+        for _ in 0..count(kind) {
+            let candidates: Vec<Node> = Nodes(free & !topo.gates[s]).collect();
+            let node = candidates[rng.below(candidates.len() as u32) as usize];
+            free &= !node.bit();
+            placements.push((node, kind));
+        }
+    }
+    let mut rest: Vec<PieceKind> = rules
+        .kinds()
+        .iter()
+        .filter(|(k, _, _)| *k != gunjin::FLAG && *k != gunjin::MINE)
+        .flat_map(|&(k, _, n)| std::iter::repeat_n(k, n as usize))
+        .collect();
+    rng.shuffle(&mut rest);
+    placements.extend(Nodes(free).zip(rest));
+    Deployment::new(side, placements)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,12 +305,16 @@ mod tests {
         for rules in [
             Rules::default(),
             Rules::parse("hidden-front+front-bombs").unwrap(),
+            Rules::parse("gunjin-shogi").unwrap(),
+            Rules::parse("gunjin-shogi+y-gates").unwrap(),
+            Rules::parse("gunjin-shogi+i-gates").unwrap(),
+            Rules::parse("gunjin-shogi+23-pieces").unwrap(),
         ] {
             for side in Side::BOTH {
                 for _ in 0..200 {
                     let d = Deployment::random(&rules, side, &mut rng);
                     assert_eq!(d.validate(&rules), Ok(()), "{d:?}");
-                    assert_eq!(d.placements.len(), 25);
+                    assert_eq!(d.placements.len(), rules.pieces_per_side());
                 }
             }
         }

@@ -711,6 +711,8 @@ impl Game {
         };
         let (commander, flag) = match self.rules.family {
             Family::Junqi => (junqi::COMMANDER, junqi::FLAG),
+            // Gunjin Shogi has no flag-reveal option.
+            Family::GunjinShogi => return Vec::new(),
         };
         let mut fallen = Vec::new();
         if mover.kind == commander && !combat.attacker_survives {

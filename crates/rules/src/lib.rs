@@ -17,6 +17,7 @@
 
 pub mod deployment;
 pub mod game;
+pub mod gunjin;
 pub mod notation;
 pub mod outcome;
 pub mod piece;
@@ -35,7 +36,7 @@ pub use piece::{PieceId, PieceKind};
 pub use playout::{PlayoutResult, random_playout, random_start};
 pub use position::{Combat, IllegalMove, Move, MoveList, Piece, PlyReport, Position};
 pub use rng::GameRng;
-pub use rules::{Family, Rules, RulesError};
+pub use rules::{Family, GunjinBoard, Rules, RulesError};
 pub use side::Side;
 pub use topology::{Node, Nodes, Topology};
 pub use view::{GameView, ViewCombat, ViewEvent, ViewPiece, Viewer, project, view};

@@ -139,7 +139,7 @@ pub fn from_notation(text: &str) -> Result<Position, NotationError> {
                     .find(|(c, _)| r.starts_with(c))
                     .ok_or_else(|| bad(format!("unknown piece code at {r:?}")))?;
                 rest = &r[code.len()..];
-                position.put(
+                let placed = position.put(
                     node,
                     Piece {
                         side: owner,
@@ -147,6 +147,14 @@ pub fn from_notation(text: &str) -> Result<Position, NotationError> {
                         id: PieceId(next_id),
                     },
                 );
+                if !placed {
+                    // The second cell of a two-cell HQ (Gunjin Shogi) is not a node: its piece
+                    // is written on the HQ's first cell.
+                    return Err(bad(format!(
+                        "column {} is part of a two-cell HQ; write its piece on the HQ's first cell",
+                        col + 1
+                    )));
+                }
                 next_id = next_id.wrapping_add(1);
             }
             col += 1;

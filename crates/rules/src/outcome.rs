@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 pub enum EndReason {
     /// A piece entered the HQ where the enemy flag stood.
     FlagCaptured,
-    /// The side to move had no legal move when its turn started.
+    /// Gunjin Shogi: a general or field officer entered the enemy HQ.
+    HqEntered,
+    /// The side to move had no legal move when its turn started (a draw, winner `None`, when
+    /// neither side has a movable piece left in Gunjin Shogi).
     NoLegalMoves,
     /// The no-combat limit (100 plies by default) passed without a fight: draw.
     NoCombatLimit,
@@ -30,6 +33,7 @@ impl EndReason {
     pub fn name(self) -> &'static str {
         match self {
             EndReason::FlagCaptured => "flag_captured",
+            EndReason::HqEntered => "hq_entered",
             EndReason::NoLegalMoves => "no_legal_moves",
             EndReason::NoCombatLimit => "no_combat_100",
             EndReason::AgreedDraw => "agreed_draw",

@@ -60,7 +60,8 @@ pub struct Combat {
     pub attacker_survives: bool,
     /// Whether the defender is still on the board.
     pub defender_survives: bool,
-    /// Whether the fight captured the flag (ends the game).
+    /// Whether the fight captured the flag (ends the game). Always `false` in Gunjin Shogi, where
+    /// taking the flag does not end the game.
     pub flag_captured: bool,
 }
 
@@ -89,7 +90,7 @@ pub enum IllegalMove {
     /// Mines and flags never move.
     #[error("the piece on {0} is a mine or a flag, which never moves")]
     Immobile(String),
-    /// A piece in an HQ is frozen for the rest of the game.
+    /// A piece in an HQ is frozen for the rest of the game (Junqi).
     #[error("the piece on {0} stands in a headquarters and can no longer move")]
     FrozenInHq(String),
     /// The target holds an own piece.
@@ -315,7 +316,7 @@ impl Position {
     /// Puts a piece on an empty node. Returns `false` (and changes nothing) if the node is off the
     /// board or occupied.
     pub fn put(&mut self, node: Node, piece: Piece) -> bool {
-        if node.0 >= self.topo.node_count || self.piece_at(node).is_some() {
+        if !self.topo.contains(node) || self.piece_at(node).is_some() {
             return false;
         }
         let bit = node.bit();
@@ -348,7 +349,15 @@ impl Position {
     fn is_engineer(&self, kind: PieceKind) -> bool {
         match self.rules.family {
             Family::Junqi => kind == junqi::ENGINEER,
+            // Gunjin Shogi engineers slide on every square; the generator reads kinds instead.
+            Family::GunjinShogi => false,
         }
+    }
+
+    /// The kind on `node` (`PieceKind(0)` when empty), for the family move generators.
+    #[inline]
+    pub(crate) fn kind_at(&self, node: Node) -> PieceKind {
+        self.kinds[node.index()]
     }
 
     /// Nodes of `side` holding a piece that may move this game (not a mine or flag, not frozen in
@@ -384,6 +393,9 @@ impl Position {
 
     #[inline]
     fn destinations_of_movable(&self, from: Node, side: Side) -> u64 {
+        if self.rules.family == Family::GunjinShogi {
+            return crate::gunjin::destinations(self, from, side);
+        }
         let topo = self.topo;
         let open = self.open_to(side);
         let mut dest = topo.neighbors[from.index()] & open;
@@ -472,6 +484,9 @@ impl Position {
     /// itself legal (its first node is empty, or the first occupied node and attackable), so
     /// one-step destinations decide it.
     pub fn has_legal_move(&self, side: Side) -> bool {
+        if self.rules.family == Family::GunjinShogi {
+            return crate::gunjin::has_legal_move(self, side);
+        }
         let open = self.open_to(side);
         Nodes(self.movable(side)).any(|n| self.topo.neighbors[n.index()] & open != 0)
     }
@@ -480,7 +495,7 @@ impl Position {
     pub fn check(&self, mv: Move) -> Result<Piece, IllegalMove> {
         let topo = self.topo;
         for node in [mv.from, mv.to] {
-            if node.0 >= topo.node_count {
+            if !topo.contains(node) {
                 return Err(IllegalMove::OffBoard(node.0));
             }
         }
@@ -539,7 +554,11 @@ impl Position {
             }
             Some(defender) => {
                 let (attacker_survives, defender_survives, flag_captured) =
-                    self.judge(mover.kind, defender.kind);
+                    if self.rules.family == Family::GunjinShogi {
+                        self.judge_gunjin(mover.kind, mv.to, defender.side)
+                    } else {
+                        self.judge(mover.kind, defender.kind)
+                    };
                 self.remove(mv.from);
                 if !defender_survives {
                     self.remove(mv.to);
@@ -555,11 +574,18 @@ impl Position {
                 })
             }
         };
-        let outcome = self.finish_ply(
-            mover.side,
-            combat.is_some(),
-            combat.is_some_and(|c| c.flag_captured),
-        );
+        let win = if combat.is_some_and(|c| c.flag_captured) {
+            Some(EndReason::FlagCaptured)
+        } else if self.rules.family == Family::GunjinShogi
+            && crate::gunjin::takes_hq(mover.kind)
+            && combat.is_none_or(|c| c.attacker_survives)
+            && self.topo.hq[mover.side.other().index()] & mv.to.bit() != 0
+        {
+            Some(EndReason::HqEntered)
+        } else {
+            None
+        };
+        let outcome = self.finish_ply(mover.side, combat.is_some(), win);
         PlyReport {
             mv,
             mover,
@@ -573,6 +599,14 @@ impl Position {
     pub fn judge(&self, attacker: PieceKind, defender: PieceKind) -> (bool, bool, bool) {
         use junqi::{BOMB, ENGINEER, FLAG, MINE};
         match self.rules.family {
+            Family::GunjinShogi => {
+                let fight = crate::gunjin::fight(&self.rules, attacker, defender);
+                (
+                    fight == crate::gunjin::Fight::Wins,
+                    fight == crate::gunjin::Fight::Loses,
+                    false,
+                )
+            }
             Family::Junqi => {
                 if attacker == BOMB || defender == BOMB {
                     if defender == FLAG {
@@ -602,23 +636,31 @@ impl Position {
         }
     }
 
+    /// A Gunjin Shogi fight against the piece of `side` on `at`: a flag fights as the own piece
+    /// directly behind it, which is not touched.
+    fn judge_gunjin(&self, attacker: PieceKind, at: Node, side: Side) -> (bool, bool, bool) {
+        let defending =
+            crate::gunjin::defending_kind(self, at, side).unwrap_or(crate::piece::gunjin::FLAG);
+        self.judge(attacker, defending)
+    }
+
     /// A ply that moves nothing: the side to move lost its turn to the clock. It counts for the
     /// no-combat limit like any other ply. Returns the outcome if the game ends by it (the side now
     /// to move has no legal move: the player who timed out wins; or the no-combat limit).
     pub fn pass(&mut self) -> Option<Outcome> {
         let side = self.to_move;
-        self.finish_ply(side, false, false)
+        self.finish_ply(side, false, None)
     }
 
-    fn finish_ply(&mut self, mover: Side, combat: bool, flag_captured: bool) -> Option<Outcome> {
+    fn finish_ply(&mut self, mover: Side, combat: bool, win: Option<EndReason>) -> Option<Outcome> {
         self.to_move = mover.other();
         self.plies_without_combat = if combat {
             0
         } else {
             self.plies_without_combat.saturating_add(1)
         };
-        if flag_captured {
-            return Some(Outcome::win(mover, EndReason::FlagCaptured));
+        if let Some(reason) = win {
+            return Some(Outcome::win(mover, reason));
         }
         self.outcome_at_turn_start()
     }
@@ -627,6 +669,14 @@ impl Position {
     /// (the other side wins), then the no-combat limit (draw).
     pub fn outcome_at_turn_start(&self) -> Option<Outcome> {
         if !self.has_legal_move(self.to_move) {
+            // Gunjin Shogi: both sides without a movable piece (both lost their last ones in one
+            // fight) is a draw.
+            if self.rules.family == Family::GunjinShogi
+                && self.occupied[0] & !self.fixed == 0
+                && self.occupied[1] & !self.fixed == 0
+            {
+                return Some(Outcome::draw(EndReason::NoLegalMoves));
+            }
             return Some(Outcome::win(self.to_move.other(), EndReason::NoLegalMoves));
         }
         if self.plies_without_combat >= self.rules.no_combat_draw_plies {

@@ -85,6 +85,18 @@ pub struct Topology {
     pub back_rows: [u64; 2],
     /// Every link once, as `(lower, higher)` node numbers, sorted.
     pub links: Vec<(Node, Node)>,
+    /// Gunjin Shogi: the nodes one straight step away from each node, per direction `[east,
+    /// north, west, south]`. More than one bit where a path forks (a gate with two landing squares,
+    /// the two-cell HQ going forwards). Empty on boards without such moves (Junqi).
+    pub steps: [[u64; RAY_DIRECTIONS]; 64],
+    /// Gunjin Shogi: the nodes sharing a file with each node (both files for the HQ), itself
+    /// excluded: where a plane may fly.
+    pub files: [u64; 64],
+    /// Gunjin Shogi: the node directly behind each node for each side's piece (one rank towards
+    /// that side's back rank; the HQ when the node is in front of it); 0 on the back rank.
+    pub behind: [[u64; 2]; 64],
+    /// Gunjin Shogi: each side's gate squares (where the flag and mines may not be deployed).
+    pub gates: [u64; 2],
 }
 
 impl Topology {
@@ -98,8 +110,69 @@ impl Topology {
         let upper = name.trim().to_ascii_uppercase();
         self.names
             .iter()
-            .position(|n| n.eq_ignore_ascii_case(&upper))
+            .position(|n| !n.is_empty() && n.eq_ignore_ascii_case(&upper))
             .map(|i| Node(i as u8))
+    }
+
+    /// Whether `node` is a node of this board (some boards leave numbers unused, such as the
+    /// second cell of a two-cell HQ).
+    #[inline]
+    pub fn contains(&self, node: Node) -> bool {
+        node.0 < 64 && self.all & node.bit() != 0
+    }
+
+    /// Builds a board from its parts; `names[n]` is empty for numbers that are not nodes. The
+    /// link list and the Junqi rail tables are derived or left empty.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_steps(
+        columns: u8,
+        rows: u8,
+        names: Vec<String>,
+        all: u64,
+        steps: [[u64; RAY_DIRECTIONS]; 64],
+        files: [u64; 64],
+        behind: [[u64; 2]; 64],
+        hq: [u64; 2],
+        half: [u64; 2],
+        front_row: [u64; 2],
+        back_rows: [u64; 2],
+        gates: [u64; 2],
+    ) -> Topology {
+        let mut neighbors = [0u64; 64];
+        for (n, dirs) in steps.iter().enumerate() {
+            neighbors[n] = dirs.iter().fold(0, |m, d| m | d);
+        }
+        let mut links = Vec::new();
+        for n in Nodes(all) {
+            for m in Nodes(neighbors[n.index()]) {
+                if n < m {
+                    links.push((n, m));
+                }
+            }
+        }
+        Topology {
+            node_count: columns * rows,
+            columns,
+            rows,
+            names,
+            all,
+            neighbors,
+            rail: 0,
+            rail_neighbors: [0; 64],
+            rays: [[0; RAY_DIRECTIONS]; 64],
+            rail_east: 0,
+            rail_north: 0,
+            camps: 0,
+            hq,
+            half,
+            front_row,
+            back_rows,
+            links,
+            steps,
+            files,
+            behind,
+            gates,
+        }
     }
 
     /// Whether `a` and `b` are linked (one step).
@@ -266,6 +339,10 @@ fn build_junqi() -> Topology {
         front_row: [row_mask(6), row_mask(7)],
         back_rows: [row_mask(1) | row_mask(2), row_mask(11) | row_mask(12)],
         links: links.into_iter().map(|(a, b)| (Node(a), Node(b))).collect(),
+        steps: [[0; RAY_DIRECTIONS]; 64],
+        files: [0; 64],
+        behind: [[0; 2]; 64],
+        gates: [0; 2],
     }
 }
 

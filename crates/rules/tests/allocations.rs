@@ -1,5 +1,5 @@
 //! The hot path allocates nothing: generating, choosing and playing moves in random playouts
-//! makes zero heap allocations, counted by a global allocator wrapper (dhat in testing mode).
+//! makes zero heap allocations, for Junqi and Gunjin Shogi alike, counted by a global allocator wrapper (dhat in testing mode).
 
 use hidden_front_rules::{GameRng, MoveList, Position, Rules, Side, random_playout, random_start};
 
@@ -10,9 +10,12 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 fn playouts_allocate_nothing_per_move() {
     let _profiler = dhat::Profiler::builder().testing().build();
     let mut rng = GameRng::from_seed(5);
-    let starts: Vec<Position> = (0..200)
+    let gunjin = Rules::parse("gunjin-shogi").expect("the gunjin-shogi rule set");
+    let mut starts: Vec<Position> = (0..200)
         .map(|_| random_start(Rules::default(), Side::South, &mut rng))
         .collect();
+    // Gunjin Shogi's generator (plane flights, forking slides through gates) too.
+    starts.extend((0..100).map(|_| random_start(gunjin, Side::North, &mut rng)));
     let mut moves = MoveList::default();
     let before = dhat::HeapStats::get();
     let mut plies = 0u64;

@@ -92,6 +92,7 @@ pub fn phase_to_proto(phase: Phase) -> pb::Phase {
 pub fn end_reason_to_proto(reason: EndReason) -> pb::EndReason {
     match reason {
         EndReason::FlagCaptured => pb::EndReason::FlagCaptured,
+        EndReason::HqEntered => pb::EndReason::HqEntered,
         EndReason::NoLegalMoves => pb::EndReason::NoLegalMoves,
         EndReason::NoCombatLimit => pb::EndReason::NoCombatLimit,
         EndReason::AgreedDraw => pb::EndReason::AgreedDraw,

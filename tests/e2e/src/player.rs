@@ -235,12 +235,15 @@ impl Player {
         expected
     }
 
-    /// Two squares of `placements` holding ranked pieces (1..=9) of different kinds: swapping
-    /// them is always legal.
+    /// Two squares of `placements` holding ranked pieces (1..=9; in Gunjin Shogi any piece but
+    /// the flag and mines) of different kinds: swapping them is always legal.
     fn two_ranked_squares(&mut self, placements: &Placements) -> (String, String) {
         let ranked: Vec<(&String, &String)> = placements
             .iter()
-            .filter(|(_, code)| code.len() == 1 && code.as_bytes()[0].is_ascii_digit())
+            .filter(|(_, code)| {
+                (code.len() == 1 && code.as_bytes()[0].is_ascii_digit())
+                    || (code.len() == 3 && code.as_str() != "FLG" && code.as_str() != "MIN")
+            })
             .collect();
         assert!(ranked.len() > 2, "too few ranked pieces in {placements:?}");
         loop {
@@ -477,7 +480,11 @@ pub fn own_legal_moves(view: &pb::GameView) -> Vec<pb::Move> {
     };
     // Any mobile kind that is not the engineer (engineers move differently; the placeholder is
     // never the mover, so only occupancy matters).
-    let placeholder = rules.parse_kind("2").expect("rank 2 exists");
+    // (Junqi's rank 2; Gunjin Shogi's second lieutenant, a one-step piece.)
+    let placeholder = rules
+        .parse_kind("2")
+        .or_else(|| rules.parse_kind("2LT"))
+        .expect("rank 2 or 2LT exists");
     let mut position = Position::empty(rules, me);
     for p in &view.pieces {
         let node = topo

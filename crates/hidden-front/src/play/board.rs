@@ -163,6 +163,15 @@ fn glyph(code: &str) -> char {
     }
 }
 
+/// A piece code for a line of text: a Junqi glyph, or a Gunjin Shogi code (`GEN`, `1LT`); `?`
+/// for a hidden or unknown one.
+fn code_text(code: &str) -> String {
+    match glyph(code) {
+        '?' => gunjin_glyph(code).trim().replace("???", "?"),
+        c => c.to_string(),
+    }
+}
+
 /// One piece as drawn.
 #[derive(Debug, Clone, Copy)]
 struct Drawn {
@@ -177,6 +186,9 @@ struct Drawn {
 /// show their codes, the opponent's show `?` until the server reveals them, and then carry a `*`
 /// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`.
 pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
+    if let Some(board) = GunjinBoard::of_rules(&view.rules) {
+        return render_gunjin(view, last, &board);
+    }
     let mut out = String::new();
     let me = own_side(view);
     let bottom = me.unwrap_or(pb::Side::South);
@@ -228,6 +240,207 @@ pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
     let _ = writeln!(
         out,
         "legend: ( ) camp  [ ] HQ  . empty  ? hidden  * opponent's piece revealed"
+    );
+    status(&mut out, view, last, me);
+    out
+}
+
+/// A Gunjin Shogi board as the drawing needs it, read from the rule-set name: its files, the
+/// two files of the HQs and the gate squares on each side of the wall.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GunjinBoard {
+    /// Files, 8 (`a`..`h`) or 6 (`a`..`f`, the 23-piece edition).
+    pub files: u8,
+    /// The west file of the two-cell HQs (0-based).
+    pub hq_file: u8,
+    /// The gates as the spec writes them, for the line under the wall.
+    pub gates: &'static str,
+    /// Files (0-based) of the gate squares on rank 4 and on rank 5.
+    pub gate_files: [&'static [u8]; 2],
+}
+
+impl GunjinBoard {
+    /// The board of a `gunjin-shogi...` rule-set name; `None` for other games.
+    pub fn of_rules(rules: &str) -> Option<GunjinBoard> {
+        let mut parts = rules.split('+');
+        if parts.next() != Some("gunjin-shogi") {
+            return None;
+        }
+        let options: Vec<&str> = parts.collect();
+        let has = |o: &str| options.contains(&o);
+        Some(if has("23-pieces") {
+            GunjinBoard {
+                files: 6,
+                hq_file: 2,
+                gates: "b4-b5, e4-e5",
+                gate_files: [&[1, 4], &[1, 4]],
+            }
+        } else if has("y-gates") {
+            GunjinBoard {
+                files: 8,
+                hq_file: 3,
+                gates: "b4 to a5/c5, g5 to f4/h4",
+                gate_files: [&[1, 5, 7], &[0, 2, 6]],
+            }
+        } else if has("i-gates") {
+            GunjinBoard {
+                files: 8,
+                hq_file: 3,
+                gates: "b4-b5, g4-g5",
+                gate_files: [&[1, 6], &[1, 6]],
+            }
+        } else {
+            GunjinBoard {
+                files: 8,
+                hq_file: 3,
+                gates: "a4/c4 to a5/c5, f4/h4 to f5/h5",
+                gate_files: [&[0, 2, 5, 7], &[0, 2, 5, 7]],
+            }
+        })
+    }
+
+    /// The cell (file 0-based, rank 1..=8) a square name stands for: `c3`, or the HQ's west cell
+    /// for `d1+e1`. `None` for names not on this board (a lone HQ cell like `e1` included).
+    pub fn cell(&self, name: &str) -> Option<(u8, u8)> {
+        let name = name.trim().to_ascii_lowercase();
+        let mut cells = name.split('+').map(|part| {
+            let b = part.as_bytes();
+            (b.len() == 2
+                && (b'a'..b'a' + self.files).contains(&b[0])
+                && (b'1'..=b'8').contains(&b[1]))
+            .then(|| (b[0] - b'a', b[1] - b'0'))
+        });
+        let first = cells.next()??;
+        match cells.next() {
+            // A single cell of an HQ is not a square: the HQ is named by both.
+            None => (!self.is_hq(first)).then_some(first),
+            Some(second) => {
+                let second = second?;
+                let hq = first.0 == self.hq_file
+                    && second == (self.hq_file + 1, first.1)
+                    && (first.1 == 1 || first.1 == 8)
+                    && cells.next().is_none();
+                hq.then_some(first)
+            }
+        }
+    }
+
+    fn is_hq(&self, (file, rank): (u8, u8)) -> bool {
+        (rank == 1 || rank == 8) && (file == self.hq_file || file == self.hq_file + 1)
+    }
+}
+
+/// A Gunjin Shogi code drawn three wide (`GEN`, `1LT`, ...); `???` for an unknown one, ` ? `
+/// for a hidden one.
+fn gunjin_glyph(code: &str) -> String {
+    const CODES: [&str; 16] = [
+        "GEN", "LTG", "MJG", "COL", "LTC", "MAJ", "CPT", "1LT", "2LT", "PLA", "TNK", "CAV", "ENG",
+        "SPY", "MIN", "FLG",
+    ];
+    let code = code.trim().to_ascii_uppercase();
+    if code.is_empty() {
+        " ? ".to_string()
+    } else if CODES.contains(&code.as_str()) {
+        code
+    } else {
+        "???".to_string()
+    }
+}
+
+/// The Gunjin Shogi picture: the same layout as Junqi's (own side at the bottom, seats, status
+/// lines), with three-letter codes, the wall between ranks 4 and 5 with its gates marked, and the
+/// two-cell HQs framed `[ ]` with the piece in the west cell and `=` in the east one.
+fn render_gunjin(view: &pb::GameView, last: Option<&LastMove>, board: &GunjinBoard) -> String {
+    let mut out = String::new();
+    let me = own_side(view);
+    let bottom = me.unwrap_or(pb::Side::South);
+    let top = opposite(bottom);
+    let spectator = me.is_none();
+    let mut cells: BTreeMap<(u8, u8), (pb::Side, String)> = BTreeMap::new();
+    let mut off_board = Vec::new();
+    let mut place = |square: &str, side: pb::Side, code: &str| match board.cell(square) {
+        Some(cell) => {
+            cells.insert(cell, (side, gunjin_glyph(code)));
+        }
+        None => off_board.push(format!(
+            "{}={}",
+            printable(square),
+            gunjin_glyph(code).trim()
+        )),
+    };
+    if let Some(draft) = &view.own_deployment {
+        let side = match draft.side() {
+            pb::Side::Unspecified => bottom,
+            side => side,
+        };
+        for p in &draft.placements {
+            place(&p.square, side, &p.piece);
+        }
+    }
+    for p in &view.pieces {
+        place(&p.square, p.side(), &p.piece);
+    }
+    let ranks: Vec<u8> = if bottom == pb::Side::North {
+        (1..=8).collect()
+    } else {
+        (1..=8).rev().collect()
+    };
+    let files: Vec<u8> = if bottom == pb::Side::North {
+        (0..board.files).rev().collect()
+    } else {
+        (0..board.files).collect()
+    };
+    let mut header = String::from("    ");
+    for &f in &files {
+        let _ = write!(header, "   {}  ", char::from(b'a' + f));
+    }
+    let header = header.trim_end().to_string();
+    let _ = writeln!(out, "{}", seat_line(view, top, me));
+    let _ = writeln!(out, "{header}");
+    for (i, &rank) in ranks.iter().enumerate() {
+        let mut line = format!("{rank:>3} ");
+        for &file in &files {
+            let hq = board.is_hq((file, rank));
+            let (open, close) = if hq { ('[', ']') } else { (' ', ' ') };
+            let body = if hq && file == board.hq_file + 1 {
+                "  = ".to_string()
+            } else {
+                match cells.get(&(file, rank)) {
+                    None => " .  ".to_string(),
+                    Some((side, glyph)) => {
+                        let theirs = *side != opposite(top);
+                        let marked = theirs && (glyph != " ? " || spectator);
+                        format!("{glyph}{}", if marked { '*' } else { ' ' })
+                    }
+                }
+            };
+            let _ = write!(line, "{open}{body}{close}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        if i == 3 {
+            let mut wall = String::from("    ");
+            for &file in &files {
+                let south = board.gate_files[0].contains(&file);
+                let north = board.gate_files[1].contains(&file);
+                wall.push_str(match (south, north) {
+                    (true, true) => "  ||  ",
+                    (true, false) | (false, true) => "  ++  ",
+                    (false, false) => " ==== ",
+                });
+            }
+            let _ = writeln!(out, "{}   wall: gates {}", wall.trim_end(), board.gates);
+        }
+    }
+    let _ = writeln!(out, "{header}");
+    let _ = writeln!(out, "{}", seat_line(view, bottom, me));
+    if !off_board.is_empty() {
+        let _ = writeln!(out, "not on this board: {}", off_board.join(" "));
+    }
+    let _ = writeln!(
+        out,
+        "legend: [ ] HQ (two cells, one square: {0}1+{1}1 / {0}8+{1}8)  . empty  ? hidden  * opponent's piece revealed",
+        char::from(b'a' + board.hq_file),
+        char::from(b'a' + board.hq_file + 1)
     );
     status(&mut out, view, last, me);
     out
@@ -414,7 +627,7 @@ pub fn describe_move(last: &LastMove, me: Option<pb::Side>) -> String {
         "{}{} {} {}-{}",
         side_name(last.side),
         if me == Some(last.side) { " (you)" } else { "" },
-        glyph(&last.piece),
+        code_text(&last.piece),
         printable(&last.from),
         printable(&last.to)
     );
@@ -423,7 +636,7 @@ pub fn describe_move(last: &LastMove, me: Option<pb::Side>) -> String {
         let _ = write!(
             text,
             " attacked {}: attacker {}, defender {}",
-            glyph(&c.defender_piece),
+            code_text(&c.defender_piece),
             fate(c.attacker_survives),
             fate(c.defender_survives)
         );
@@ -435,6 +648,7 @@ pub fn describe_move(last: &LastMove, me: Option<pb::Side>) -> String {
 fn reason_text(reason: pb::EndReason) -> &'static str {
     match reason {
         pb::EndReason::FlagCaptured => "flag captured",
+        pb::EndReason::HqEntered => "headquarters taken",
         pb::EndReason::NoLegalMoves => "no legal moves",
         pb::EndReason::NoCombatLimit => "too many plies without combat",
         pb::EndReason::AgreedDraw => "draw agreed",
@@ -454,7 +668,11 @@ pub fn describe_outcome(outcome: Option<&pb::Outcome>, me: Option<pb::Side>) -> 
     let reason = reason_text(outcome.reason());
     match outcome.winner() {
         pb::Side::Unspecified => match outcome.reason() {
-            pb::EndReason::AgreedDraw | pb::EndReason::NoCombatLimit => format!("draw ({reason})"),
+            pb::EndReason::AgreedDraw
+            | pb::EndReason::NoCombatLimit
+            | pb::EndReason::NoLegalMoves => {
+                format!("draw ({reason})")
+            }
             _ => format!("no winner ({reason})"),
         },
         winner => {

@@ -140,8 +140,12 @@ fn parse_move(words: &[&str]) -> Result<Input, String> {
     }
 }
 
-/// Whether a word has a square's shape: one letter, then one or two digits.
+/// Whether a word has a square's shape: one letter, then one or two digits; or two such joined
+/// by `+` (a Gunjin Shogi HQ, `d1+e1`).
 fn looks_like_square(word: &str) -> bool {
+    if let Some((a, b)) = word.split_once('+') {
+        return !b.contains('+') && looks_like_square(a) && looks_like_square(b);
+    }
     let mut chars = word.chars();
     let letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
     let digits = chars.as_str();
