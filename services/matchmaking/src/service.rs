@@ -701,6 +701,12 @@ impl MatchmakingApi for MatchmakingService {
             )));
         }
         let rules = parse_rules("rules", &r.rules)?;
+        if rules.family != hidden_front_rules::Family::Junqi {
+            return Err(Status::invalid_argument(format!(
+                "rules: the computer plays Junqi rule sets only, not {:?}",
+                r.rules
+            )));
+        }
         let seat = match r.seat {
             0 => Side::South,
             s => wire::side_from_proto("seat", s)

@@ -102,6 +102,21 @@ async fn a_game_against_the_computer_is_played_to_its_end() {
     let channel = gateway::channel(server.addr()).await;
     let mut carol = PlayerClient::new(channel, "mm-carol");
     let token = gateway::token("mm-carol");
+    // The computer plays Junqi only: a Gunjin Shogi request is refused, naming the field.
+    let refused = carol
+        .inner()
+        .play_computer(authed(
+            &token,
+            pb::PlayerServicePlayComputerRequest {
+                request_id: "carol-gunjin".into(),
+                rules: "gunjin-shogi".into(),
+                seat: pb::Side::South as i32,
+            },
+        ))
+        .await
+        .expect_err("the computer does not play Gunjin Shogi");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(refused.message().contains("rules"), "{refused:?}");
     let started = carol
         .inner()
         .play_computer(authed(
