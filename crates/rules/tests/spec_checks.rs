@@ -1859,13 +1859,19 @@ mod game_machine {
             let events = d.ok(Command::DeploymentDeadline { present });
             assert_eq!(
                 events,
-                vec![Event::Ended {
-                    outcome: Outcome::draw(EndReason::SeatLost),
-                    pieces: vec![]
-                }]
+                vec![
+                    Event::SeatLost { side: absent },
+                    Event::Ended {
+                        outcome: Outcome::draw(EndReason::SeatLost),
+                        pieces: vec![]
+                    }
+                ]
             );
             assert_eq!(d.game.phase(), Phase::Ended);
             assert_eq!(d.game.outcome().unwrap().winner, None);
+            let mut lost = [false; 2];
+            lost[absent.index()] = true;
+            assert_eq!(d.game.seats_lost(), lost, "only the absent side lost its seat");
             d.check_replay();
         }
     }
