@@ -231,6 +231,31 @@ impl GameShared {
     }
 }
 
+/// How a timeout compares with when it was due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lateness {
+    /// Seen this long after it was due.
+    Late(Duration),
+    /// Seen this long before it was due.
+    Early(Duration),
+}
+
+/// A timeout seen at `seen_at` against the turn that started at `turn_start` with a move clock
+/// of `move_clock`: due at turn start + move clock. `None` without a known turn start or clock.
+fn timer_lateness(
+    turn_start: Option<(u64, Instant)>,
+    seen_at: Instant,
+    move_clock: Option<Duration>,
+) -> Option<Lateness> {
+    let (_, started) = turn_start?;
+    let due = started + move_clock?;
+    Some(if seen_at >= due {
+        Lateness::Late(seen_at - due)
+    } else {
+        Lateness::Early(due - seen_at)
+    })
+}
+
 /// How a seat stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SeatEnd {
@@ -491,13 +516,11 @@ impl Seat {
 
     /// Plays the seat until the game ends, the run ends or something fails.
     async fn run(mut self) -> SeatEnd {
-        let end = self.run.end;
         let mut abandon = self.game.abandon.subscribe();
         let outcome = self.play(&mut abandon).await;
         if outcome == SeatEnd::Failed {
             let _ = self.game.abandon.send(true);
         }
-        let _ = end;
         outcome
     }
 
@@ -645,17 +668,19 @@ impl Seat {
         }
         clock.turn_start = Some((seq, seen_at));
         drop(clock);
-        let (Some((_, started)), Some(move_clock)) = (previous, move_clock) else {
+        let Some(lateness) = timer_lateness(previous, seen_at, move_clock) else {
             return;
         };
-        let due = started + move_clock;
         self.run.record(|r| {
             r.timeouts_seen += 1;
-            if seen_at >= due {
-                let _ = r.lateness.record(micros(seen_at - due));
-            } else {
-                r.timer_early += 1;
-                let _ = r.lateness.record(1);
+            match lateness {
+                Lateness::Late(late) => {
+                    let _ = r.lateness.record(micros(late));
+                }
+                Lateness::Early(_) => {
+                    r.timer_early += 1;
+                    let _ = r.lateness.record(1);
+                }
             }
         });
     }
@@ -730,5 +755,44 @@ impl Seat {
             }
         }
         TurnOutcome::NotMyTurn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_is_measured_from_turn_start_plus_the_move_clock() {
+        let start = Instant::now();
+        let clock = Some(Duration::from_secs(2));
+        let seen = start + Duration::from_millis(2_150);
+        assert_eq!(
+            timer_lateness(Some((7, start)), seen, clock),
+            Some(Lateness::Late(Duration::from_millis(150)))
+        );
+        let early = start + Duration::from_millis(1_900);
+        assert_eq!(
+            timer_lateness(Some((7, start)), early, clock),
+            Some(Lateness::Early(Duration::from_millis(100)))
+        );
+        assert_eq!(timer_lateness(None, seen, clock), None);
+        assert_eq!(timer_lateness(Some((7, start)), seen, None), None);
+    }
+
+    #[test]
+    fn a_turn_start_is_only_replaced_by_a_later_version() {
+        let (abandon, _) = watch::channel(false);
+        let game = GameShared {
+            clock: Mutex::new(GameClock::default()),
+            abandon,
+        };
+        let first = Instant::now();
+        game.turn_started(5, first);
+        game.turn_started(4, first + Duration::from_secs(1));
+        assert_eq!(game.lock().turn_start, Some((5, first)));
+        let later = first + Duration::from_secs(2);
+        game.turn_started(6, later);
+        assert_eq!(game.lock().turn_start, Some((6, later)));
     }
 }
