@@ -407,12 +407,13 @@ pub fn play_table(report: &PlayReport) -> String {
     let timer = &p.timer;
     let _ = writeln!(
         out,
-        "  {:<34} p50 {:>11}  p99 {:>11}  ({} timeouts seen, {} early, {} stalls without a timeout)",
+        "  {:<34} p50 {:>11}  p99 {:>11}  ({} timeouts seen; {} early, by up to {}; {} stalls without a timeout)",
         "timer lateness",
         ms(timer.lateness.p50_ms),
         ms(timer.lateness.p99_ms),
         timer.timeouts_seen,
         timer.early,
+        ms(timer.early_max_ms),
         timer.not_fired
     );
     let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&p.errors));

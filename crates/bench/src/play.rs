@@ -87,8 +87,11 @@ pub struct TimerFigures {
     pub timeouts_seen: u64,
     /// How late each timeout was seen (see the module docs); only values ≥ 0.
     pub lateness: Latency,
-    /// Timeouts seen *before* turn start + `move_seconds` (they count as 0 in `lateness`).
+    /// Timeouts seen *before* turn start + `move_seconds` (they count as 0 in `lateness`): the
+    /// server arms the clock when it commits a move, a little before the mover has the answer.
     pub early: u64,
+    /// The earliest of those, in ms before turn start + `move_seconds`.
+    pub early_max_ms: Option<f64>,
     /// Stalls after which no `TimedOut` came within `move_seconds` + 5 s (no clock running?).
     pub not_fired: u64,
 }
@@ -168,6 +171,7 @@ struct Recorder {
     lateness: Histogram<u64>,
     timeouts_seen: u64,
     timer_early: u64,
+    timer_early_max: Duration,
     timer_not_fired: u64,
     errors: BTreeMap<String, u64>,
     games_started: u64,
@@ -298,6 +302,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             lateness: latency_histogram(),
             timeouts_seen: 0,
             timer_early: 0,
+            timer_early_max: Duration::ZERO,
             timer_not_fired: 0,
             errors: BTreeMap::new(),
             games_started: 0,
@@ -364,6 +369,8 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             timeouts_seen: recorder.timeouts_seen,
             lateness: Latency::of(&recorder.lateness),
             early: recorder.timer_early,
+            early_max_ms: (recorder.timer_early > 0)
+                .then(|| recorder.timer_early_max.as_secs_f64() * 1000.0),
             not_fired: recorder.timer_not_fired,
         },
         errors: recorder.errors.clone(),
@@ -677,8 +684,9 @@ impl Seat {
                 Lateness::Late(late) => {
                     let _ = r.lateness.record(micros(late));
                 }
-                Lateness::Early(_) => {
+                Lateness::Early(early) => {
                     r.timer_early += 1;
+                    r.timer_early_max = r.timer_early_max.max(early);
                     let _ = r.lateness.record(1);
                 }
             }
