@@ -163,9 +163,11 @@ impl SpawnedServer {
             .args(["--metrics-listen", "127.0.0.1:0"])
             .args(extra_args)
             .env_remove("DATABASE_URL")
+            // Errors only: a server stopped right after thousands of streams closed logs a
+            // warning per presence report it can no longer deliver. HF_LOG overrides.
             .env(
                 "HF_LOG",
-                std::env::var("HF_LOG").unwrap_or_else(|_| "warn".into()),
+                std::env::var("HF_LOG").unwrap_or_else(|_| "error".into()),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
