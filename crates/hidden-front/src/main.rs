@@ -39,6 +39,8 @@ enum Command {
     Token(token::TokenArgs),
     /// Plays a game in this terminal through the gateway (plain text: tmux and pipes work).
     Play(play::PlayArgs),
+    /// Load generator: games through the gateway, idle streams; see docs/benchmarks.md.
+    Bench(hidden_front_bench::cli::BenchArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -56,6 +58,7 @@ fn main() -> anyhow::Result<()> {
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,
         Command::Token(args) => token::run(args)?,
         Command::Play(args) => runtime()?.block_on(play::run(args))?,
+        Command::Bench(args) => runtime()?.block_on(hidden_front_bench::cli::run(args))?,
     }
     Ok(())
 }

@@ -1,0 +1,504 @@
+//! The `hidden-front bench` command line: `bench play` and `bench streams`, their reports as a
+//! table on stdout and (with `--json FILE`) as JSON.
+
+use crate::compare::{self, EchoFigures, PgbenchFigures};
+use crate::play::{self, PlayConfig, PlayFigures};
+use crate::report::{Load, errors_line, kib, latency_row, mib, ms, write_json};
+use crate::server::{DEFAULT_ADMIN_URL, SpawnedServer, StoreKind, own_binary};
+use crate::streams::{self, StreamsConfig, StreamsFigures};
+use crate::{BenchError, pb};
+use clap::{Args, Subcommand};
+use hidden_front_gateway::auth::DEV_SECRET;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `hidden-front bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Plays N concurrent games through the gateway for S seconds; compares with pgbench and a
+    /// plain tonic RPC.
+    Play(PlayArgs),
+    /// Opens N idle player streams on one gateway: memory per stream, time to fan an event out.
+    Streams(StreamsArgs),
+}
+
+/// Which server to measure.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// A running server: its public gRPC address and the session's internal one, PUBLIC,INTERNAL.
+    /// Its per-player action limit must allow the run (`serve --actions-per-second`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 1..,
+        default_value = "127.0.0.1:50051,127.0.0.1:50052",
+        conflicts_with = "spawn"
+    )]
+    pub server: Vec<SocketAddr>,
+    /// The running server's process id, to read its memory from /proc.
+    #[arg(long, conflicts_with = "spawn")]
+    pub server_pid: Option<u32>,
+    /// Start `hidden-front serve` as a child process for the run and stop it afterwards.
+    #[arg(long)]
+    pub spawn: bool,
+    /// The spawned server's store (postgres: a fresh database on --admin-url, dropped after).
+    #[arg(long, value_enum, default_value = "memory")]
+    pub store: StoreKind,
+    /// Postgres where the bench may create databases (for --store postgres and pgbench).
+    #[arg(long, env = "HF_BENCH_ADMIN_URL", default_value = DEFAULT_ADMIN_URL)]
+    pub admin_url: String,
+    /// The `hidden-front` binary to spawn (default: this executable).
+    #[arg(long, env = "HF_BENCH_BIN")]
+    pub serve_binary: Option<PathBuf>,
+    /// Extra argument for the spawned `serve` (repeat for several).
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    pub serve_args: Vec<String>,
+    /// The gateway's HS256 secret (the first if several), to mint player tokens.
+    #[arg(
+        long,
+        env = "HF_JWT_SECRET",
+        default_value = DEV_SECRET,
+        hide_env_values = true,
+        hide_default_value = true
+    )]
+    pub jwt_secret: String,
+    /// Write the report as JSON to this file too.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `bench play`.
+#[derive(Debug, Args)]
+pub struct PlayArgs {
+    /// Games played at once (a new one starts when one ends).
+    #[arg(long, default_value_t = 10)]
+    pub games: usize,
+    /// Seconds to play.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Milliseconds a seat thinks before each move.
+    #[arg(long, default_value_t = 0)]
+    pub think_ms: u64,
+    /// Move clock in seconds: sets a custom time control (with the two below).
+    #[arg(long)]
+    pub move_seconds: Option<u32>,
+    /// Deployment clock of the custom time control.
+    #[arg(long, default_value_t = 60, requires = "move_seconds")]
+    pub deployment_seconds: u32,
+    /// Reconnect clock of the custom time control.
+    #[arg(long, default_value_t = 60, requires = "move_seconds")]
+    pub reconnect_seconds: u32,
+    /// Percent of turns a seat lets its clock run out instead of moving (timer lateness).
+    #[arg(long, default_value_t = 0, requires = "move_seconds")]
+    pub stall_percent: u32,
+    /// Seed of the seats' random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seconds each comparison (pgbench, echo) runs; 0 skips them.
+    #[arg(long, default_value_t = 10)]
+    pub compare_seconds: u64,
+    /// Skip the pgbench comparison.
+    #[arg(long)]
+    pub no_pgbench: bool,
+    /// The pgbench binary.
+    #[arg(long, env = "HF_PGBENCH", default_value = "pgbench")]
+    pub pgbench: PathBuf,
+    /// The server to measure and the report file.
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// Arguments of `bench streams`.
+#[derive(Debug, Args)]
+pub struct StreamsArgs {
+    /// Idle player streams to open.
+    #[arg(long, default_value_t = 1000)]
+    pub count: usize,
+    /// Moves to fan out to all streams, one after the other.
+    #[arg(long, default_value_t = 3)]
+    pub moves: usize,
+    /// The server to measure and the report file.
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// The machine a report was measured on.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Machine {
+    /// CPU model (`/proc/cpuinfo`).
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Memory in GiB (`/proc/meminfo`).
+    pub memory_gib: f64,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn here() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map_or_else(|| "unknown".to_string(), |(_, v)| v.trim().to_string());
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        Machine {
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_gib: (kib / (1024.0 * 1024.0) * 10.0).round() / 10.0,
+        }
+    }
+}
+
+/// The report of `bench play`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PlayReport {
+    /// Where it ran.
+    pub machine: Machine,
+    /// The spawned server's store, or `None` for a running server.
+    pub store: Option<StoreKind>,
+    /// The game figures.
+    pub play: PlayFigures,
+    /// The Postgres commit limit, if measured.
+    pub pgbench: Option<PgbenchFigures>,
+    /// Why pgbench was not measured.
+    pub pgbench_error: Option<String>,
+    /// The plain tonic RPC, if measured.
+    pub echo: Option<EchoFigures>,
+    /// Why the echo was not measured.
+    pub echo_error: Option<String>,
+    /// moves/s ÷ pgbench transactions/s.
+    pub ratio_to_pgbench: Option<f64>,
+    /// moves/s ÷ echo calls/s.
+    pub ratio_to_echo: Option<f64>,
+}
+
+/// The report of `bench streams`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StreamsReport {
+    /// Where it ran.
+    pub machine: Machine,
+    /// The spawned server's store, or `None` for a running server.
+    pub store: Option<StoreKind>,
+    /// The figures.
+    pub streams: StreamsFigures,
+}
+
+/// The server of a run: spawned (and stopped afterwards) or given.
+struct Target {
+    spawned: Option<SpawnedServer>,
+    public: SocketAddr,
+    internal: SocketAddr,
+    pid: Option<u32>,
+}
+
+impl Target {
+    async fn open(args: &TargetArgs, extra: &[&str]) -> Result<Target, BenchError> {
+        if args.spawn {
+            let mut serve_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            serve_args.extend(args.serve_args.iter().cloned());
+            let binary = match &args.serve_binary {
+                Some(path) => path.clone(),
+                None => own_binary()?,
+            };
+            let server =
+                SpawnedServer::start(&binary, args.store, &args.admin_url, &serve_args).await?;
+            return Ok(Target {
+                public: server.public(),
+                internal: server.internal(),
+                pid: Some(server.pid()),
+                spawned: Some(server),
+            });
+        }
+        let [public, internal] = args.server[..] else {
+            return Err(BenchError::Setting(
+                "--server takes PUBLIC,INTERNAL (the gateway's and the session's addresses)".into(),
+            ));
+        };
+        Ok(Target {
+            spawned: None,
+            public,
+            internal,
+            pid: args.server_pid,
+        })
+    }
+
+    async fn close(self) -> Result<(), BenchError> {
+        match self.spawned {
+            Some(server) => server.stop().await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Arguments the bench gives a server it spawns: no per-player action limit in the way of a
+/// seat that moves as fast as it can.
+const SPAWN_ARGS: &[&str] = &["--actions-per-second", "1000000"];
+
+/// Runs `hidden-front bench`.
+pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
+    match args.mode {
+        Mode::Play(args) => {
+            let report = run_play(&args).await?;
+            print!("{}", play_table(&report));
+            if let Some(path) = &args.target.json {
+                write_json(path, &report)?;
+            }
+        }
+        Mode::Streams(args) => {
+            let report = run_streams(&args).await?;
+            print!("{}", streams_table(&report));
+            if let Some(path) = &args.target.json {
+                write_json(path, &report)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `bench play`: the games, then (with the server stopped) the comparisons.
+pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
+    let time_control = args.move_seconds.map(|move_seconds| pb::TimeControl {
+        name: "custom".into(),
+        deployment_seconds: args.deployment_seconds,
+        move_seconds,
+        reconnect_seconds: args.reconnect_seconds,
+    });
+    let target = Target::open(&args.target, SPAWN_ARGS).await?;
+    let config = PlayConfig {
+        games: args.games,
+        duration: Duration::from_secs(args.duration),
+        think: Duration::from_millis(args.think_ms),
+        time_control,
+        stall_percent: args.stall_percent,
+        public: target.public,
+        internal: target.internal,
+        jwt_secret: args.target.jwt_secret.clone(),
+        server_pid: target.pid,
+        seed: args.seed,
+    };
+    let played = play::run(config).await;
+    let store = target.spawned.as_ref().map(|_| args.target.store);
+    let closed = target.close().await;
+    let play = played?;
+    closed?;
+
+    let (mut pgbench, mut pgbench_error, mut echo, mut echo_error) = (None, None, None, None);
+    if args.compare_seconds > 0 {
+        if args.no_pgbench {
+            pgbench_error = Some("skipped (--no-pgbench)".to_string());
+        } else {
+            match compare::pgbench(
+                &args.pgbench,
+                &args.target.admin_url,
+                args.games,
+                args.compare_seconds,
+            )
+            .await
+            {
+                Ok(figures) => pgbench = Some(figures),
+                Err(e) => pgbench_error = Some(e.to_string()),
+            }
+        }
+        match compare::echo(args.games, args.compare_seconds).await {
+            Ok(figures) => echo = Some(figures),
+            Err(e) => echo_error = Some(e.to_string()),
+        }
+    } else {
+        pgbench_error = Some("skipped (--compare-seconds 0)".to_string());
+        echo_error = pgbench_error.clone();
+    }
+    let ratio = |limit: f64| (limit > 0.0).then(|| play.moves_per_second / limit);
+    Ok(PlayReport {
+        machine: Machine::here(),
+        store,
+        ratio_to_pgbench: pgbench.as_ref().and_then(|p| ratio(p.tps)),
+        ratio_to_echo: echo.as_ref().and_then(|e| ratio(e.calls_per_second)),
+        play,
+        pgbench,
+        pgbench_error,
+        echo,
+        echo_error,
+    })
+}
+
+/// `bench streams`.
+pub async fn run_streams(args: &StreamsArgs) -> Result<StreamsReport, BenchError> {
+    // The spawned server must admit every stream.
+    let max_streams = (args.count + 100).max(50_000).to_string();
+    let extra = [SPAWN_ARGS, &["--max-streams", max_streams.as_str()]].concat();
+    let target = Target::open(&args.target, &extra).await?;
+    let config = StreamsConfig {
+        count: args.count,
+        moves: args.moves,
+        public: target.public,
+        internal: target.internal,
+        jwt_secret: args.target.jwt_secret.clone(),
+        server_pid: target.pid,
+    };
+    let measured = streams::run(config).await;
+    let store = target.spawned.as_ref().map(|_| args.target.store);
+    let closed = target.close().await;
+    let streams = measured?;
+    closed?;
+    Ok(StreamsReport {
+        machine: Machine::here(),
+        store,
+        streams,
+    })
+}
+
+fn load_line(out: &mut String, label: &str, load: &Load) {
+    let _ = writeln!(out, "  {label:<34} {load}");
+}
+
+/// The play report as a table.
+pub fn play_table(report: &PlayReport) -> String {
+    let p = &report.play;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "hidden-front bench play: {} games, {:.1} s, think {} ms, store {}",
+        p.games,
+        p.elapsed_seconds,
+        p.think_ms,
+        report
+            .store
+            .map_or("(running server)".to_string(), |s| format!("{s:?}")
+                .to_lowercase())
+    );
+    let _ = writeln!(
+        out,
+        "  machine: {} x {}, {} GiB",
+        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
+    );
+    load_line(&mut out, "load before / after", &p.load_before);
+    let _ = writeln!(out, "  {:<34} {}", "", p.load_after);
+    let _ = writeln!(out, "  {:<34} {:.1}", "moves/s", p.moves_per_second);
+    let _ = writeln!(
+        out,
+        "  {:<34} {} moves, {} games started, {} finished, {} abandoned, {} connections",
+        "totals", p.moves, p.games_started, p.games_finished, p.games_abandoned, p.connections
+    );
+    latency_row(&mut out, "submit -> acknowledge", &p.submit_to_ack);
+    latency_row(
+        &mut out,
+        "submit -> opponent sees it",
+        &p.submit_to_opponent_sees,
+    );
+    let timer = &p.timer;
+    let _ = writeln!(
+        out,
+        "  {:<34} p50 {:>11}  p99 {:>11}  ({} timeouts seen; {} early, by up to {}; {} stalls without a timeout)",
+        "timer lateness",
+        ms(timer.lateness.p50_ms),
+        ms(timer.lateness.p99_ms),
+        timer.timeouts_seen,
+        timer.early,
+        ms(timer.early_max_ms),
+        timer.not_fired
+    );
+    let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&p.errors));
+    let m = &p.memory;
+    let _ = writeln!(
+        out,
+        "  {:<34} {} per stream ({} streams; RSS {} -> {}; includes game state)",
+        "server memory",
+        kib(m.bytes_per_stream),
+        m.streams_at_peak,
+        mib(m.rss_before_bytes),
+        mib(m.rss_at_peak_bytes)
+    );
+    match (&report.pgbench, &report.pgbench_error) {
+        (Some(pg), _) => {
+            let _ = writeln!(
+                out,
+                "  {:<34} {:.1} tx/s ({} clients, synchronous_commit={}, fsync={}, load {:.2}); moves/s ratio {:.3}",
+                "pgbench one-row INSERT commits",
+                pg.tps,
+                pg.clients,
+                pg.synchronous_commit,
+                pg.fsync,
+                pg.load_before.one,
+                report.ratio_to_pgbench.unwrap_or(0.0)
+            );
+        }
+        (None, Some(e)) => {
+            let _ = writeln!(out, "  {:<34} n/a: {e}", "pgbench one-row INSERT commits");
+        }
+        (None, None) => {}
+    }
+    match (&report.echo, &report.echo_error) {
+        (Some(echo), _) => {
+            let _ = writeln!(
+                out,
+                "  {:<34} {:.1} calls/s ({} callers, p99 {}, load {:.2}); moves/s ratio {:.4}",
+                "plain tonic RPC (health Check)",
+                echo.calls_per_second,
+                echo.callers,
+                ms(echo.latency.p99_ms),
+                echo.load_before.one,
+                report.ratio_to_echo.unwrap_or(0.0)
+            );
+        }
+        (None, Some(e)) => {
+            let _ = writeln!(out, "  {:<34} n/a: {e}", "plain tonic RPC (health Check)");
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+/// The streams report as a table.
+pub fn streams_table(report: &StreamsReport) -> String {
+    let s = &report.streams;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "hidden-front bench streams: {} of {} streams open over {} connections in {:.1} s",
+        s.opened, s.requested, s.connections, s.open_seconds
+    );
+    let _ = writeln!(
+        out,
+        "  machine: {} x {}, {} GiB",
+        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
+    );
+    load_line(&mut out, "load before / after", &s.load_before);
+    let _ = writeln!(out, "  {:<34} {}", "", s.load_after);
+    let _ = writeln!(
+        out,
+        "  {:<34} {} per stream (RSS {} -> {})",
+        "server memory",
+        kib(s.bytes_per_stream),
+        mib(s.rss_before_bytes),
+        mib(s.rss_after_bytes)
+    );
+    for fanout in &s.fanouts {
+        latency_row(
+            &mut out,
+            &format!("fan-out of seq {} (missing {})", fanout.seq, fanout.missing),
+            &fanout.arrival,
+        );
+    }
+    latency_row(&mut out, "fan-out, all arrivals", &s.arrival);
+    let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&s.errors));
+    out
+}

@@ -1,0 +1,806 @@
+//! `bench play`: N concurrent games through the public gateway, both seats per game.
+//!
+//! Each game slot creates a game on the session's internal `CreateGame` (players cannot create
+//! games through the gateway yet), then runs its two seats as two tasks, each a player of its own
+//! with its own token, connection and `Subscribe` stream. A seat confirms the deployment the
+//! server drew for it, then waits on its stream: when the stream says it is its turn (play
+//! started with it first, the opponent moved, or the opponent timed out) it asks `LegalMoves` for
+//! its own seat, picks one at random and `Play`s it. When a game ends the slot starts another,
+//! until the duration is over.
+//!
+//! What is measured:
+//! - **moves/s**: `Play` calls acknowledged OK within the run, per second of the run.
+//! - **submit to acknowledge**: from sending `Play` to its answer, at the mover.
+//! - **submit to opponent sees it**: from sending `Play` to the opponent's stream delivering that
+//!   `Moved` event (both sides are in this process, so one clock measures both).
+//! - **errors by gRPC code**: every failed call; `STREAM_SILENT` / `STREAM_ENDED` name a stream
+//!   that went quiet for a minute or ended before the game did.
+//! - **timer lateness** (short time controls, `--stall-percent`): when a seat lets its clock
+//!   run out on purpose, the time the `TimedOut` event is first seen minus (the time the turn
+//!   started, i.e. the previous ply's acknowledgement or the previous `TimedOut` seen, plus
+//!   `move_seconds`). `n/a` when no timeout was seen (no clock service running).
+//! - **memory per player stream**: (server RSS at the sample with the most open streams − RSS
+//!   before the run) / streams open then. It includes the games' state, so it is an upper bound
+//!   of a stream's own cost (`bench streams` measures idle streams alone).
+
+use crate::BenchError;
+use crate::connections::{Pool, code_name, connect, token, unary};
+use crate::pb;
+use crate::pb::game_event::Event;
+use crate::pb::player_service_client::PlayerServiceClient;
+use crate::pb::session_service_client::SessionServiceClient;
+use crate::report::{Latency, Load, latency_histogram};
+use crate::rng::SeatRng;
+use crate::server::rss_bytes;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tonic::Status;
+use tonic::transport::Channel;
+
+/// How long a seat's stream may stay silent (when nothing is expected of the server's clock)
+/// before the game is abandoned as broken.
+const STREAM_SILENCE: Duration = Duration::from_secs(60);
+
+/// How long past `move_seconds` a seat that stalls on purpose waits for `TimedOut` before it
+/// decides no clock is running and plays after all.
+const TIMER_GRACE: Duration = Duration::from_secs(5);
+
+/// Settings of a `bench play` run.
+#[derive(Debug, Clone)]
+pub struct PlayConfig {
+    /// Games played at once.
+    pub games: usize,
+    /// How long to play.
+    pub duration: Duration,
+    /// How long a seat thinks before each move.
+    pub think: Duration,
+    /// The games' time control (`None`: the server's default, "online").
+    pub time_control: Option<pb::TimeControl>,
+    /// Percent of turns on which a seat lets its clock run out instead of moving (needs a time
+    /// control; measures timer lateness).
+    pub stall_percent: u32,
+    /// The gateway's public gRPC address.
+    pub public: SocketAddr,
+    /// The session's internal gRPC address (for `CreateGame`).
+    pub internal: SocketAddr,
+    /// The gateway's HS256 secret, to mint player tokens.
+    pub jwt_secret: String,
+    /// The server process, for its resident memory.
+    pub server_pid: Option<u32>,
+    /// Seed of the seats' random choices.
+    pub seed: u64,
+}
+
+/// Timer figures of a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct TimerFigures {
+    /// The games' move clock, when the run set one.
+    pub move_seconds: Option<u32>,
+    /// `TimedOut` events seen.
+    pub timeouts_seen: u64,
+    /// How late each timeout was seen (see the module docs); only values ≥ 0.
+    pub lateness: Latency,
+    /// Timeouts seen *before* turn start + `move_seconds` (they count as 0 in `lateness`): the
+    /// server arms the clock when it commits a move, a little before the mover has the answer.
+    pub early: u64,
+    /// The earliest of those, in ms before turn start + `move_seconds`.
+    pub early_max_ms: Option<f64>,
+    /// Stalls after which no `TimedOut` came within `move_seconds` + 5 s (no clock running?).
+    pub not_fired: u64,
+}
+
+/// Server memory figures of a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct MemoryFigures {
+    /// The server process measured, if known.
+    pub server_pid: Option<u32>,
+    /// Its RSS before the run.
+    pub rss_before_bytes: Option<u64>,
+    /// Its RSS at the sample with the most open player streams.
+    pub rss_at_peak_bytes: Option<u64>,
+    /// Player streams open at that sample.
+    pub streams_at_peak: u64,
+    /// (RSS at peak − RSS before) / streams at peak (includes the games' state).
+    pub bytes_per_stream: Option<f64>,
+}
+
+/// The figures of a `bench play` run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PlayFigures {
+    /// Games played at once.
+    pub games: usize,
+    /// Think time per move, in milliseconds.
+    pub think_ms: u64,
+    /// Seconds asked for.
+    pub duration_seconds: f64,
+    /// Seconds actually measured.
+    pub elapsed_seconds: f64,
+    /// Moves acknowledged OK within the run.
+    pub moves: u64,
+    /// `moves` / `elapsed_seconds`.
+    pub moves_per_second: f64,
+    /// Games created.
+    pub games_started: u64,
+    /// Games played to their end.
+    pub games_finished: u64,
+    /// Games given up after an error.
+    pub games_abandoned: u64,
+    /// HTTP/2 connections the players used.
+    pub connections: usize,
+    /// `Reconnect` hints followed.
+    pub reconnects: u64,
+    /// From sending `Play` to its answer.
+    pub submit_to_ack: Latency,
+    /// From sending `Play` to the opponent's stream delivering the move.
+    pub submit_to_opponent_sees: Latency,
+    /// Timer lateness.
+    pub timer: TimerFigures,
+    /// Failed calls by gRPC code.
+    pub errors: BTreeMap<String, u64>,
+    /// Server memory.
+    pub memory: MemoryFigures,
+    /// Machine load before the run.
+    pub load_before: Load,
+    /// Machine load at its end.
+    pub load_after: Load,
+}
+
+/// Everything the tasks of one run share.
+struct Run {
+    config: PlayConfig,
+    pool: Pool,
+    session: Channel,
+    end: Instant,
+    run_id: String,
+    open_streams: AtomicUsize,
+    moves: AtomicU64,
+    recorder: Mutex<Recorder>,
+}
+
+/// The run's histograms and counters (one lock: a few thousand updates a second).
+struct Recorder {
+    ack: Histogram<u64>,
+    seen: Histogram<u64>,
+    lateness: Histogram<u64>,
+    timeouts_seen: u64,
+    timer_early: u64,
+    timer_early_max: Duration,
+    timer_not_fired: u64,
+    errors: BTreeMap<String, u64>,
+    games_started: u64,
+    games_finished: u64,
+    games_abandoned: u64,
+    reconnects: u64,
+}
+
+impl Run {
+    fn record(&self, f: impl FnOnce(&mut Recorder)) {
+        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut recorder);
+    }
+
+    fn error(&self, code: &str) {
+        self.record(|r| *r.errors.entry(code.to_string()).or_default() += 1);
+    }
+
+    fn status(&self, status: &Status) {
+        self.error(&code_name(status));
+    }
+
+    fn move_clock(&self) -> Option<Duration> {
+        self.config
+            .time_control
+            .as_ref()
+            .map(|tc| Duration::from_secs(u64::from(tc.move_seconds)))
+    }
+}
+
+/// Microseconds of `d`, at least 1 (the histogram's lowest value).
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+/// What the two seats of one game share: when each move was submitted (for the opponent's
+/// "sees it" latency) and when the current turn started (for timer lateness).
+#[derive(Default)]
+struct GameClock {
+    submitted: HashMap<u64, Instant>,
+    turn_start: Option<(u64, Instant)>,
+}
+
+struct GameShared {
+    clock: Mutex<GameClock>,
+    /// Set when one seat gives up: the other stops too.
+    abandon: watch::Sender<bool>,
+}
+
+impl GameShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GameClock> {
+        self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A turn began at `at` with the game at version `seq`.
+    fn turn_started(&self, seq: u64, at: Instant) {
+        let mut clock = self.lock();
+        if clock.turn_start.is_none_or(|(s, _)| s < seq) {
+            clock.turn_start = Some((seq, at));
+        }
+    }
+}
+
+/// How a timeout compares with when it was due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lateness {
+    /// Seen this long after it was due.
+    Late(Duration),
+    /// Seen this long before it was due.
+    Early(Duration),
+}
+
+/// A timeout seen at `seen_at` against the turn that started at `turn_start` with a move clock
+/// of `move_clock`: due at turn start + move clock. `None` without a known turn start or clock.
+fn timer_lateness(
+    turn_start: Option<(u64, Instant)>,
+    seen_at: Instant,
+    move_clock: Option<Duration>,
+) -> Option<Lateness> {
+    let (_, started) = turn_start?;
+    let due = started + move_clock?;
+    Some(if seen_at >= due {
+        Lateness::Late(seen_at - due)
+    } else {
+        Lateness::Early(due - seen_at)
+    })
+}
+
+/// How a seat stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SeatEnd {
+    Finished,
+    Deadline,
+    Failed,
+}
+
+/// Runs `bench play` against a running server.
+pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
+    if config.games == 0 {
+        return Err(BenchError::Setting("--games must be at least 1".into()));
+    }
+    if config.stall_percent > 100 {
+        return Err(BenchError::Setting("--stall-percent is at most 100".into()));
+    }
+    if config.stall_percent > 0 && config.time_control.is_none() {
+        return Err(BenchError::Setting(
+            "--stall-percent needs a short time control (--move-seconds)".into(),
+        ));
+    }
+    // Each seat holds a stream and at most one unary call at a time.
+    let pool = Pool::for_streams(config.public, config.games * 4).await?;
+    let session = connect(config.internal).await?;
+    let pid = config.server_pid;
+    let rss_before = pid.and_then(rss_bytes);
+    let load_before = Load::now();
+    let start = Instant::now();
+    let end = start + config.duration;
+    let run = Arc::new(Run {
+        run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
+        pool,
+        session,
+        end,
+        open_streams: AtomicUsize::new(0),
+        moves: AtomicU64::new(0),
+        recorder: Mutex::new(Recorder {
+            ack: latency_histogram(),
+            seen: latency_histogram(),
+            lateness: latency_histogram(),
+            timeouts_seen: 0,
+            timer_early: 0,
+            timer_early_max: Duration::ZERO,
+            timer_not_fired: 0,
+            errors: BTreeMap::new(),
+            games_started: 0,
+            games_finished: 0,
+            games_abandoned: 0,
+            reconnects: 0,
+        }),
+        config,
+    });
+
+    // Samples the server's memory against the streams open at that moment.
+    let sampler = {
+        let run = Arc::clone(&run);
+        tokio::spawn(async move {
+            let mut peak: (usize, Option<u64>) = (0, None);
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            while Instant::now() < run.end {
+                tick.tick().await;
+                let streams = run.open_streams.load(Ordering::Relaxed);
+                if streams >= peak.0 {
+                    if let Some(rss) = pid.and_then(rss_bytes) {
+                        peak = (streams, Some(rss));
+                    } else {
+                        peak.0 = streams;
+                    }
+                }
+            }
+            peak
+        })
+    };
+
+    let slots: Vec<_> = (0..run.config.games)
+        .map(|slot| tokio::spawn(game_slot(Arc::clone(&run), slot)))
+        .collect();
+    for slot in slots {
+        let _ = slot.await;
+    }
+    let elapsed = end.saturating_duration_since(start).min(start.elapsed());
+    let (streams_at_peak, rss_at_peak) = sampler.await.unwrap_or((0, None));
+    let moves = run.moves.load(Ordering::Relaxed);
+    let recorder = run.recorder.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes_per_stream = match (rss_before, rss_at_peak) {
+        (Some(before), Some(peak)) if streams_at_peak > 0 => {
+            Some((peak as f64 - before as f64) / streams_at_peak as f64)
+        }
+        _ => None,
+    };
+    Ok(PlayFigures {
+        games: run.config.games,
+        think_ms: u64::try_from(run.config.think.as_millis()).unwrap_or(u64::MAX),
+        duration_seconds: run.config.duration.as_secs_f64(),
+        elapsed_seconds: elapsed.as_secs_f64(),
+        moves,
+        moves_per_second: moves as f64 / elapsed.as_secs_f64().max(1e-9),
+        games_started: recorder.games_started,
+        games_finished: recorder.games_finished,
+        games_abandoned: recorder.games_abandoned,
+        connections: run.pool.len(),
+        reconnects: recorder.reconnects,
+        submit_to_ack: Latency::of(&recorder.ack),
+        submit_to_opponent_sees: Latency::of(&recorder.seen),
+        timer: TimerFigures {
+            move_seconds: run.config.time_control.as_ref().map(|tc| tc.move_seconds),
+            timeouts_seen: recorder.timeouts_seen,
+            lateness: Latency::of(&recorder.lateness),
+            early: recorder.timer_early,
+            early_max_ms: (recorder.timer_early > 0)
+                .then(|| recorder.timer_early_max.as_secs_f64() * 1000.0),
+            not_fired: recorder.timer_not_fired,
+        },
+        errors: recorder.errors.clone(),
+        memory: MemoryFigures {
+            server_pid: pid,
+            rss_before_bytes: rss_before,
+            rss_at_peak_bytes: rss_at_peak,
+            streams_at_peak: streams_at_peak as u64,
+            bytes_per_stream,
+        },
+        load_before,
+        load_after: Load::now(),
+    })
+}
+
+/// One concurrent game at a time, a new one when it ends, until the run's end.
+async fn game_slot(run: Arc<Run>, slot: usize) {
+    let mut session = SessionServiceClient::new(run.session.clone());
+    let mut number: u64 = 0;
+    while Instant::now() < run.end {
+        number += 1;
+        let south = format!("bench-{}-{slot}-{number}-s", run.run_id);
+        let north = format!("bench-{}-{slot}-{number}-n", run.run_id);
+        let mut request = tonic::Request::new(pb::CreateGameRequest {
+            south_player: south.clone(),
+            north_player: north.clone(),
+            rules: String::new(),
+            time_control: run.config.time_control.clone(),
+            idempotency_key: format!("bench-{}-{slot}-{number}", run.run_id),
+        });
+        request.set_timeout(Duration::from_secs(30));
+        let created = match session.create_game(request).await {
+            Ok(created) => created.into_inner(),
+            Err(status) => {
+                run.status(&status);
+                // Do not spin on a server that refuses everything.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        run.record(|r| r.games_started += 1);
+        let (abandon, _) = watch::channel(false);
+        let game = Arc::new(GameShared {
+            clock: Mutex::new(GameClock::default()),
+            abandon,
+        });
+        let first = pb::Side::try_from(created.first_mover).unwrap_or(pb::Side::South);
+        let seed = run.config.seed ^ ((slot as u64) << 32) ^ number.wrapping_mul(0x9e37);
+        let mut seats = Vec::with_capacity(2);
+        for (player, side, salt) in [(south, pb::Side::South, 1), (north, pb::Side::North, 2)] {
+            let token = match token(&run.config.jwt_secret, &player) {
+                Ok(token) => token,
+                Err(_) => {
+                    run.error("TOKEN");
+                    continue;
+                }
+            };
+            let seat = Seat {
+                run: Arc::clone(&run),
+                game: Arc::clone(&game),
+                game_id: created.game_id.clone(),
+                side,
+                first,
+                token,
+                rng: SeatRng::new(seed.wrapping_mul(salt)),
+                keys: 0,
+                client: PlayerServiceClient::new(run.pool.pick()),
+            };
+            seats.push(tokio::spawn(seat.run()));
+        }
+        let mut ends = Vec::with_capacity(2);
+        for seat in seats {
+            ends.push(seat.await.unwrap_or(SeatEnd::Failed));
+        }
+        if ends.contains(&SeatEnd::Failed) || ends.len() < 2 {
+            run.record(|r| r.games_abandoned += 1);
+        } else if ends.iter().all(|e| *e == SeatEnd::Finished) {
+            run.record(|r| r.games_finished += 1);
+        }
+    }
+}
+
+/// What a turn came to.
+enum TurnOutcome {
+    /// The move was acknowledged; `true` when it ended the game.
+    Played(bool),
+    /// The server says it is not this seat's turn (a timer passed it on): wait for the stream.
+    NotMyTurn,
+    /// The call failed: give the game up.
+    Failed,
+}
+
+/// One seat of one game: a player with its own token and stream.
+struct Seat {
+    run: Arc<Run>,
+    game: Arc<GameShared>,
+    game_id: String,
+    side: pb::Side,
+    first: pb::Side,
+    token: String,
+    rng: SeatRng,
+    keys: u64,
+    client: PlayerServiceClient<Channel>,
+}
+
+/// Counts an open stream while alive.
+struct StreamGuard<'a>(&'a AtomicUsize);
+
+impl<'a> StreamGuard<'a> {
+    fn new(counter: &'a AtomicUsize) -> StreamGuard<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        StreamGuard(counter)
+    }
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Seat {
+    fn key(&mut self) -> String {
+        self.keys += 1;
+        format!("{}-{:?}-{}", self.game_id, self.side, self.keys)
+    }
+
+    fn context(&mut self, expected_version: Option<u64>) -> Option<pb::ActionContext> {
+        Some(pb::ActionContext {
+            game_id: self.game_id.clone(),
+            idempotency_key: self.key(),
+            expected_version,
+        })
+    }
+
+    async fn subscribe(
+        &mut self,
+        from_seq: u64,
+    ) -> Result<tonic::Streaming<pb::SubscribeResponse>, Status> {
+        let request = crate::connections::authed(
+            &self.token,
+            pb::SubscribeRequest {
+                game_id: self.game_id.clone(),
+                from_seq,
+                spectate: false,
+            },
+        );
+        Ok(self.client.subscribe(request).await?.into_inner())
+    }
+
+    /// Plays the seat until the game ends, the run ends or something fails.
+    async fn run(mut self) -> SeatEnd {
+        let mut abandon = self.game.abandon.subscribe();
+        let outcome = self.play(&mut abandon).await;
+        if outcome == SeatEnd::Failed {
+            let _ = self.game.abandon.send(true);
+        }
+        outcome
+    }
+
+    async fn play(&mut self, abandon: &mut watch::Receiver<bool>) -> SeatEnd {
+        let run = Arc::clone(&self.run);
+        let mut stream = match self.subscribe(1).await {
+            Ok(stream) => stream,
+            Err(status) => {
+                run.status(&status);
+                return SeatEnd::Failed;
+            }
+        };
+        let _open = StreamGuard::new(&run.open_streams);
+        // Confirm the deployment the server drew for this seat.
+        let context = self.context(None);
+        match self
+            .client
+            .confirm(unary(&self.token, pb::ConfirmRequest { context }))
+            .await
+        {
+            Ok(answer) => {
+                let at = Instant::now();
+                if let Some(result) = answer.into_inner().result {
+                    for event in &result.events {
+                        if matches!(event.event, Some(Event::PlayStarted(_))) {
+                            self.game.turn_started(event.seq, at);
+                        }
+                    }
+                }
+            }
+            Err(status) => {
+                run.status(&status);
+                return SeatEnd::Failed;
+            }
+        }
+        let move_clock = run.move_clock();
+        let mut next_seq = 1;
+        let mut my_turn = false;
+        let mut stalled_since: Option<Instant> = None;
+        loop {
+            if my_turn && stalled_since.is_none() {
+                if Instant::now() >= run.end {
+                    return SeatEnd::Deadline;
+                }
+                if !run.config.think.is_zero() {
+                    tokio::select! {
+                        () = tokio::time::sleep(run.config.think) => {}
+                        () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
+                    }
+                }
+                if run.config.stall_percent > 0 && self.rng.percent(run.config.stall_percent) {
+                    stalled_since = Some(Instant::now());
+                } else {
+                    match self.turn().await {
+                        TurnOutcome::Played(true) => return SeatEnd::Finished,
+                        TurnOutcome::Played(false) | TurnOutcome::NotMyTurn => my_turn = false,
+                        TurnOutcome::Failed => return SeatEnd::Failed,
+                    }
+                }
+            }
+            let wait = match (stalled_since, move_clock) {
+                (Some(since), Some(clock)) => {
+                    (since + clock + TIMER_GRACE).saturating_duration_since(Instant::now())
+                }
+                _ => STREAM_SILENCE,
+            };
+            let item = tokio::select! {
+                () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
+                _ = abandon.changed() => return SeatEnd::Failed,
+                item = tokio::time::timeout(wait, stream.message()) => item,
+            };
+            let item = match item {
+                Err(_) if stalled_since.is_some() => {
+                    // No clock fired: play after all.
+                    run.record(|r| r.timer_not_fired += 1);
+                    stalled_since = None;
+                    continue;
+                }
+                Err(_) => {
+                    run.error("STREAM_SILENT");
+                    return SeatEnd::Failed;
+                }
+                Ok(Err(status)) => {
+                    run.status(&status);
+                    return SeatEnd::Failed;
+                }
+                Ok(Ok(None)) => {
+                    run.error("STREAM_ENDED");
+                    return SeatEnd::Failed;
+                }
+                Ok(Ok(Some(item))) => item,
+            };
+            let event = match item.item {
+                Some(pb::subscribe_response::Item::Event(event)) => event,
+                Some(pb::subscribe_response::Item::Reconnect(hint)) => {
+                    run.record(|r| r.reconnects += 1);
+                    match self.subscribe(hint.resume_from_seq).await {
+                        Ok(resumed) => stream = resumed,
+                        Err(status) => {
+                            run.status(&status);
+                            return SeatEnd::Failed;
+                        }
+                    }
+                    continue;
+                }
+                None => continue,
+            };
+            let seen_at = Instant::now();
+            if event.seq < next_seq {
+                continue;
+            }
+            next_seq = event.seq + 1;
+            match event.event {
+                Some(Event::PlayStarted(_)) => my_turn = self.first == self.side,
+                Some(Event::Moved(moved)) if moved.side != self.side as i32 => {
+                    if let Some(sent) = self.game.lock().submitted.remove(&event.seq) {
+                        let latency = micros(seen_at - sent);
+                        run.record(|r| {
+                            let _ = r.seen.record(latency);
+                        });
+                    }
+                    my_turn = true;
+                }
+                Some(Event::TimedOut(timed_out)) => {
+                    self.timed_out(event.seq, seen_at, move_clock);
+                    if timed_out.side == self.side as i32 {
+                        stalled_since = None;
+                        my_turn = false;
+                    } else {
+                        my_turn = true;
+                    }
+                }
+                Some(Event::Ended(_)) => return SeatEnd::Finished,
+                _ => {}
+            }
+        }
+    }
+
+    /// Records a `TimedOut` event seen at `seen_at`, once per game (the first seat to see it).
+    fn timed_out(&self, seq: u64, seen_at: Instant, move_clock: Option<Duration>) {
+        let mut clock = self.game.lock();
+        let previous = clock.turn_start;
+        if previous.is_some_and(|(s, _)| s >= seq) {
+            return;
+        }
+        clock.turn_start = Some((seq, seen_at));
+        drop(clock);
+        let Some(lateness) = timer_lateness(previous, seen_at, move_clock) else {
+            return;
+        };
+        self.run.record(|r| {
+            r.timeouts_seen += 1;
+            match lateness {
+                Lateness::Late(late) => {
+                    let _ = r.lateness.record(micros(late));
+                }
+                Lateness::Early(early) => {
+                    r.timer_early += 1;
+                    r.timer_early_max = r.timer_early_max.max(early);
+                    let _ = r.lateness.record(1);
+                }
+            }
+        });
+    }
+
+    /// One turn: `LegalMoves` for this seat, a random one of them played at that version.
+    /// A refusal because the game moved on (a timer) is retried a few times before the seat
+    /// waits for its stream again.
+    async fn turn(&mut self) -> TurnOutcome {
+        let run = Arc::clone(&self.run);
+        for _ in 0..3 {
+            let request = unary(
+                &self.token,
+                pb::LegalMovesRequest {
+                    game_id: self.game_id.clone(),
+                },
+            );
+            let legal = match self.client.legal_moves(request).await {
+                Ok(legal) => legal.into_inner(),
+                Err(status) => {
+                    run.status(&status);
+                    if status.code() == tonic::Code::ResourceExhausted {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                    return TurnOutcome::Failed;
+                }
+            };
+            if legal.moves.is_empty() {
+                return TurnOutcome::NotMyTurn;
+            }
+            let chosen = legal.moves[self.rng.below(legal.moves.len())].clone();
+            let context = self.context(Some(legal.version));
+            let sent = Instant::now();
+            self.game.lock().submitted.insert(legal.version + 1, sent);
+            let request = unary(
+                &self.token,
+                pb::PlayRequest {
+                    context,
+                    r#move: Some(chosen),
+                },
+            );
+            match self.client.play(request).await {
+                Ok(answer) => {
+                    let acked = Instant::now();
+                    let latency = micros(acked - sent);
+                    run.record(|r| {
+                        let _ = r.ack.record(latency);
+                    });
+                    if acked <= run.end {
+                        run.moves.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let result = answer.into_inner().result.unwrap_or_default();
+                    self.game.turn_started(result.version, acked);
+                    let ended = result
+                        .events
+                        .iter()
+                        .any(|e| matches!(e.event, Some(Event::Ended(_))));
+                    return TurnOutcome::Played(ended);
+                }
+                Err(status) => {
+                    self.game.lock().submitted.remove(&(legal.version + 1));
+                    run.status(&status);
+                    match status.code() {
+                        tonic::Code::Aborted | tonic::Code::FailedPrecondition => continue,
+                        tonic::Code::ResourceExhausted => {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                        _ => return TurnOutcome::Failed,
+                    }
+                }
+            }
+        }
+        TurnOutcome::NotMyTurn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_is_measured_from_turn_start_plus_the_move_clock() {
+        let start = Instant::now();
+        let clock = Some(Duration::from_secs(2));
+        let seen = start + Duration::from_millis(2_150);
+        assert_eq!(
+            timer_lateness(Some((7, start)), seen, clock),
+            Some(Lateness::Late(Duration::from_millis(150)))
+        );
+        let early = start + Duration::from_millis(1_900);
+        assert_eq!(
+            timer_lateness(Some((7, start)), early, clock),
+            Some(Lateness::Early(Duration::from_millis(100)))
+        );
+        assert_eq!(timer_lateness(None, seen, clock), None);
+        assert_eq!(timer_lateness(Some((7, start)), seen, None), None);
+    }
+
+    #[test]
+    fn a_turn_start_is_only_replaced_by_a_later_version() {
+        let (abandon, _) = watch::channel(false);
+        let game = GameShared {
+            clock: Mutex::new(GameClock::default()),
+            abandon,
+        };
+        let first = Instant::now();
+        game.turn_started(5, first);
+        game.turn_started(4, first + Duration::from_secs(1));
+        assert_eq!(game.lock().turn_start, Some((5, first)));
+        let later = first + Duration::from_secs(2);
+        game.turn_started(6, later);
+        assert_eq!(game.lock().turn_start, Some((6, later)));
+    }
+}

@@ -1,0 +1,296 @@
+//! The server under test: `hidden-front serve` as a child process, a fresh Postgres database for
+//! it, and its resident memory.
+
+use crate::BenchError;
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The Postgres the bench uses when no admin URL is given.
+pub const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// How long the server may take to print its addresses.
+const START_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A database of the bench's own, `hf_bench_<random>`, created on a Postgres server with the
+/// server's default durability (`synchronous_commit` as configured, normally `on`).
+#[derive(Debug)]
+pub struct FreshDatabase {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl FreshDatabase {
+    /// Creates the database through `admin_url` (a user with CREATEDB).
+    pub async fn create(admin_url: &str, prefix: &str) -> Result<FreshDatabase, BenchError> {
+        let mut conn =
+            PgConnection::connect(admin_url)
+                .await
+                .map_err(|source| BenchError::Database {
+                    what: format!("connecting to {}", redact(admin_url)),
+                    source,
+                })?;
+        let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(&mut conn)
+            .await
+            .map_err(|source| BenchError::Database {
+                what: format!("CREATE DATABASE {name}"),
+                source,
+            })?;
+        let _ = conn.close().await;
+        let url = with_database(admin_url, &name);
+        Ok(FreshDatabase {
+            admin_url: admin_url.to_string(),
+            name,
+            url,
+        })
+    }
+
+    /// The database's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Drops the database (closing whatever is still connected to it).
+    pub async fn drop_database(self) -> Result<(), BenchError> {
+        let mut conn = PgConnection::connect(&self.admin_url)
+            .await
+            .map_err(|source| BenchError::Database {
+                what: format!("connecting to {}", redact(&self.admin_url)),
+                source,
+            })?;
+        sqlx::query(AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            self.name
+        )))
+        .execute(&mut conn)
+        .await
+        .map_err(|source| BenchError::Database {
+            what: format!("DROP DATABASE {}", self.name),
+            source,
+        })?;
+        let _ = conn.close().await;
+        Ok(())
+    }
+}
+
+/// `url` with its database (the path) replaced by `name`.
+pub(crate) fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    // The path starts at the first '/' after "scheme://authority".
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[after_scheme..].find('/') {
+        Some(slash) => &base[..after_scheme + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// `url` without a password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Which store the spawned server uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// Games in memory (nothing durable).
+    Memory,
+    /// Games in Postgres, in a fresh database of the bench's own.
+    Postgres,
+}
+
+/// A `hidden-front serve` child process on free ports.
+#[derive(Debug)]
+pub struct SpawnedServer {
+    child: Child,
+    pid: u32,
+    public: SocketAddr,
+    internal: SocketAddr,
+    database: Option<FreshDatabase>,
+}
+
+impl SpawnedServer {
+    /// Starts `binary serve` with the given store (a fresh database on `admin_url` for
+    /// Postgres) and extra arguments, and waits until it prints its addresses.
+    pub async fn start(
+        binary: &Path,
+        store: StoreKind,
+        admin_url: &str,
+        extra_args: &[String],
+    ) -> Result<SpawnedServer, BenchError> {
+        let database = match store {
+            StoreKind::Memory => None,
+            StoreKind::Postgres => Some(FreshDatabase::create(admin_url, "hf_bench").await?),
+        };
+        let spawn_error = |reason: String| BenchError::Spawn {
+            binary: binary.to_path_buf(),
+            reason,
+        };
+        let mut command = Command::new(binary);
+        command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(["--internal-listen", "127.0.0.1:0"])
+            .args(["--http-listen", "127.0.0.1:0"])
+            .args(["--metrics-listen", "127.0.0.1:0"])
+            .args(extra_args)
+            .env_remove("DATABASE_URL")
+            // Errors only: a server stopped right after thousands of streams closed logs a
+            // warning per presence report it can no longer deliver. HF_LOG overrides.
+            .env(
+                "HF_LOG",
+                std::env::var("HF_LOG").unwrap_or_else(|_| "error".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(database) = &database {
+            command.env("DATABASE_URL", database.url());
+        }
+        let mut child = command.spawn().map_err(|e| spawn_error(e.to_string()))?;
+        let pid = child
+            .id()
+            .ok_or_else(|| spawn_error("exited at once".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| spawn_error("no stdout".into()))?;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut internal = None;
+        let read = async {
+            while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
+                if let Some(addr) = line.strip_prefix("hidden-front internal listening on ") {
+                    internal = Some(
+                        addr.trim()
+                            .parse::<SocketAddr>()
+                            .map_err(|e| e.to_string())?,
+                    );
+                } else if let Some(addr) = line.strip_prefix("hidden-front listening on ") {
+                    return addr.trim().parse::<SocketAddr>().map_err(|e| e.to_string());
+                }
+            }
+            Err("stdout closed before the listening line".to_string())
+        };
+        let public = tokio::time::timeout(START_DEADLINE, read)
+            .await
+            .map_err(|_| spawn_error(format!("no listening line within {START_DEADLINE:?}")))?
+            .map_err(spawn_error)?;
+        let internal = internal.ok_or_else(|| {
+            spawn_error("no internal port printed (is the gateway running in-process?)".into())
+        })?;
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(SpawnedServer {
+            child,
+            pid,
+            public,
+            internal,
+            database,
+        })
+    }
+
+    /// The public gRPC address (the gateway's `PlayerService`).
+    pub fn public(&self) -> SocketAddr {
+        self.public
+    }
+
+    /// The internal gRPC address (the session's `SessionService`).
+    pub fn internal(&self) -> SocketAddr {
+        self.internal
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The database the child uses, if any.
+    pub fn database(&self) -> Option<&FreshDatabase> {
+        self.database.as_ref()
+    }
+
+    /// Stops the child (SIGTERM, then SIGKILL after 15 s) and drops its database.
+    pub async fn stop(mut self) -> Result<(), BenchError> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await;
+        if tokio::time::timeout(Duration::from_secs(15), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        if let Some(database) = self.database.take() {
+            database.drop_database().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The resident memory of process `pid` in bytes (`VmRSS` of `/proc/PID/status`), if readable.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The `hidden-front` binary to spawn: this very executable when it is `hidden-front`.
+pub fn own_binary() -> Result<PathBuf, BenchError> {
+    std::env::current_exe().map_err(|e| BenchError::io("locating this executable", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_replace_the_path_and_keep_the_query() {
+        assert_eq!(
+            with_database("postgres://u@h:5432/postgres?sslmode=disable", "x"),
+            "postgres://u@h:5432/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size() {
+        assert!(rss_bytes(std::process::id()).is_some_and(|b| b > 0));
+    }
+}

@@ -1,0 +1,151 @@
+//! The load generator against a real spawned `hidden-front serve`: short runs that must play
+//! moves with no error and report every figure.
+//!
+//! The binary is found next to this test's executable (`target/<profile>/hidden-front`, else
+//! the other profile's), or at `HF_BENCH_BIN`. Build it first: `cargo build -p hidden-front`.
+//! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
+
+use hidden_front_bench::cli::{PlayArgs, StreamsArgs, TargetArgs, run_play, run_streams};
+use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
+use std::path::PathBuf;
+
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("HF_BENCH_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test's own path");
+    // target/<profile>/deps/<test> -> target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("a target/<profile>/deps path");
+    let target_dir = profile_dir.parent().expect("a target dir");
+    let candidates = [
+        profile_dir.join("hidden-front"),
+        target_dir.join("release/hidden-front"),
+        target_dir.join("debug/hidden-front"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!("no hidden-front binary at {candidates:?}: run `cargo build -p hidden-front` first or set HF_BENCH_BIN")
+        })
+}
+
+fn target(store: StoreKind) -> TargetArgs {
+    TargetArgs {
+        server: Vec::new(),
+        server_pid: None,
+        spawn: true,
+        store,
+        admin_url: std::env::var("HF_BENCH_ADMIN_URL")
+            .unwrap_or_else(|_| DEFAULT_ADMIN_URL.to_string()),
+        serve_binary: Some(binary()),
+        serve_args: Vec::new(),
+        jwt_secret: hidden_front_gateway::auth::DEV_SECRET.to_string(),
+        json: None,
+    }
+}
+
+fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
+    PlayArgs {
+        games: 3,
+        duration: 2,
+        think_ms: 0,
+        move_seconds: None,
+        deployment_seconds: 60,
+        reconnect_seconds: 60,
+        stall_percent: 0,
+        seed: 7,
+        compare_seconds,
+        no_pgbench: false,
+        pgbench: PathBuf::from(std::env::var("HF_PGBENCH").unwrap_or_else(|_| "pgbench".into())),
+        target: target(store),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
+    let args = play_args(StoreKind::Memory, 1);
+    let report = run_play(&args).await.expect("the bench runs");
+    let play = &report.play;
+    assert!(play.moves > 0, "no move was played: {play:?}");
+    assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
+    assert_eq!(play.games_abandoned, 0, "{play:?}");
+    assert!(play.submit_to_ack.count >= play.moves, "{play:?}");
+    assert!(play.submit_to_ack.p99_ms.is_some());
+    assert!(
+        play.submit_to_opponent_sees.count > 0,
+        "no opponent saw a move: {play:?}"
+    );
+    assert!(play.memory.bytes_per_stream.is_some(), "{:?}", play.memory);
+    assert!(play.memory.streams_at_peak > 0);
+    assert_eq!(play.timer.timeouts_seen, 0, "no clock was asked for");
+    let pgbench = report.pgbench.as_ref().expect("pgbench ran");
+    assert!(pgbench.tps > 0.0);
+    let echo = report.echo.as_ref().expect("the echo ran");
+    assert!(
+        echo.calls_per_second > 0.0 && echo.errors.is_empty(),
+        "{echo:?}"
+    );
+    assert!(report.ratio_to_pgbench.is_some() && report.ratio_to_echo.is_some());
+
+    // The table and the JSON carry the figures.
+    let table = hidden_front_bench::cli::play_table(&report);
+    assert!(
+        table.contains("moves/s") && table.contains("submit -> acknowledge"),
+        "{table}"
+    );
+    let value = serde_json::to_value(&report).expect("the report encodes");
+    for field in [
+        "/play/moves_per_second",
+        "/play/submit_to_ack/p99_ms",
+        "/play/submit_to_opponent_sees/p999_ms",
+        "/play/timer/lateness/p50_ms",
+        "/play/errors",
+        "/play/memory/bytes_per_stream",
+        "/pgbench/tps",
+        "/echo/calls_per_second",
+        "/ratio_to_pgbench",
+        "/ratio_to_echo",
+        "/play/load_before/one",
+    ] {
+        assert!(
+            value.pointer(field).is_some(),
+            "JSON lacks {field}: {value}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_on_postgres_plays_durable_moves_without_errors() {
+    let args = play_args(StoreKind::Postgres, 0);
+    let report = run_play(&args).await.expect("the bench runs");
+    let play = &report.play;
+    assert!(play.moves > 0, "no move was played: {play:?}");
+    assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
+    assert_eq!(report.store, Some(StoreKind::Postgres));
+    assert!(report.pgbench.is_none() && report.pgbench_error.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_reach_every_watcher() {
+    let args = StreamsArgs {
+        count: 150,
+        moves: 2,
+        target: target(StoreKind::Memory),
+    };
+    let report = run_streams(&args).await.expect("the bench runs");
+    let streams = &report.streams;
+    assert_eq!(streams.opened, 150, "{streams:?}");
+    assert!(streams.errors.is_empty(), "{:?}", streams.errors);
+    assert!(streams.connections >= 2, "150 streams need two connections");
+    assert_eq!(streams.fanouts.len(), 2);
+    for fanout in &streams.fanouts {
+        assert_eq!(fanout.missing, 0, "{fanout:?}");
+        assert_eq!(fanout.arrival.count, 150);
+    }
+    assert!(streams.bytes_per_stream.is_some());
+}
