@@ -1871,7 +1871,11 @@ mod game_machine {
             assert_eq!(d.game.outcome().unwrap().winner, None);
             let mut lost = [false; 2];
             lost[absent.index()] = true;
-            assert_eq!(d.game.seats_lost(), lost, "only the absent side lost its seat");
+            assert_eq!(
+                d.game.seats_lost(),
+                lost,
+                "only the absent side lost its seat"
+            );
             d.check_replay();
         }
     }
