@@ -3,7 +3,8 @@
 //! token.
 //!
 //! - `two_players_queue_and_both_are_pushed_the_same_game`: both queue (casual), both get
-//!   `MatchFound` on their lobby streams (no polling), for one game with complementary seats.
+//!   `MatchFound` on their lobby streams (no polling), for one game with complementary seats; the
+//!   same in a Gunjin Shogi queue, whose game is a Gunjin Shogi game.
 //! - `a_game_against_the_computer_is_played_to_its_end`: a player asks for the computer and plays
 //!   random legal moves; the computer answers every move until the game ends, and the player
 //!   never sees a computer piece's kind before the end.
@@ -47,13 +48,24 @@ async fn match_found(stream: &mut tonic::Streaming<pb::WatchLobbyResponse>) -> p
 async fn two_players_queue_and_both_are_pushed_the_same_game() {
     let db = TestDatabase::create().await;
     let server = Server::start_with_args("lobby", db.url(), SERVE_ARGS).await;
+    let game = queue_two(&server, "").await;
+    assert_eq!(game.rules, "hidden-front");
+    // A Gunjin Shogi queue is a queue of its own, and its games are Gunjin Shogi games.
+    let game = queue_two(&server, "gunjin-shogi").await;
+    assert!(game.rules.starts_with("gunjin-shogi"), "{}", game.rules);
+}
+
+/// Two new players queue (casual, relaxed) under `rules`; both must be pushed the same game.
+/// Returns the game as the first one sees it.
+async fn queue_two(server: &Server, rules: &str) -> pb::GameView {
     let channel = gateway::channel(server.addr()).await;
-    let mut alice = PlayerClient::new(channel.clone(), "mm-alice");
-    let mut bob = PlayerClient::new(channel, "mm-bob");
+    let tag = if rules.is_empty() { "junqi" } else { rules };
+    let mut alice = PlayerClient::new(channel.clone(), &format!("mm-alice-{tag}"));
+    let mut bob = PlayerClient::new(channel, &format!("mm-bob-{tag}"));
     let mut alice_lobby = lobby(&mut alice).await;
     let mut bob_lobby = lobby(&mut bob).await;
     let queue = pb::Queue {
-        rules: String::new(),
+        rules: rules.into(),
         time_control: "relaxed".into(),
         rated: false,
     };
@@ -80,8 +92,8 @@ async fn two_players_queue_and_both_are_pushed_the_same_game() {
     let for_bob = match_found(&mut bob_lobby).await;
     assert_eq!(for_alice.game_id, for_bob.game_id, "one game for both");
     assert_ne!(for_alice.seat, for_bob.seat, "one seat each");
-    assert_eq!(for_alice.opponent, "mm-bob");
-    assert_eq!(for_bob.opponent, "mm-alice");
+    assert_eq!(for_alice.opponent, bob.player());
+    assert_eq!(for_bob.opponent, alice.player());
     assert_eq!(for_alice.ticket_id, "alice-1");
     // Both are seated in it.
     let view = alice
@@ -90,9 +102,10 @@ async fn two_players_queue_and_both_are_pushed_the_same_game() {
         .expect("GetGame");
     assert_eq!(view.phase, pb::Phase::Deployment as i32);
     assert_eq!(
-        view.south_player == "mm-alice",
+        view.south_player == alice.player(),
         for_alice.seat == pb::Side::South as i32
     );
+    view
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
