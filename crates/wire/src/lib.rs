@@ -275,6 +275,10 @@ pub fn game_view(
         // Presence is not part of the engine's view; the session fills it in.
         south_connected: false,
         north_connected: false,
+        // Filled by the session, which knows the timers.
+        turn_deadline_unix_millis: 0,
+        south_away_deadline_unix_millis: 0,
+        north_away_deadline_unix_millis: 0,
     }
 }
 

@@ -10,6 +10,7 @@ use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, pro
 use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{
     CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl, Timer, TimerKind,
+    TimerSlot,
 };
 use hidden_front_wire as wire;
 use prost::Message;
@@ -1029,6 +1030,27 @@ impl SessionApi for SessionService {
         );
         game_view.south_connected = connected[0];
         game_view.north_connected = connected[1];
+        // The deadlines are public: both players see both clocks.
+        let timers = self
+            .store
+            .timers_of(game_id)
+            .await
+            .map_err(|e| store_error_status(&e))?;
+        for timer in timers {
+            let millis = timer.fire_at_unix_millis();
+            match timer.slot() {
+                TimerSlot::Turn => game_view.turn_deadline_unix_millis = millis,
+                TimerSlot::Reconnect(side) => {
+                    let away = record.game.phase() == Phase::Play && !connected[side.index()];
+                    if away {
+                        match side {
+                            Side::South => game_view.south_away_deadline_unix_millis = millis,
+                            Side::North => game_view.north_away_deadline_unix_millis = millis,
+                        }
+                    }
+                }
+            }
+        }
         Ok(Response::new(pb::GetGameResponse {
             game: Some(game_view),
         }))

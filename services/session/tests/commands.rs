@@ -138,6 +138,11 @@ async fn a_move_timer_applies_once_at_its_deadline_and_only_for_its_version() {
     assert_eq!(timer.kind, TimerKind::Move);
     assert_eq!(timer.armed_version, version);
     assert_eq!(timer.fire_at, clock.now() + Duration::from_secs(30));
+    // Both players see the deadline.
+    for viewer in [pb::Viewer::South, pb::Viewer::North] {
+        let view = get(&s, &game, viewer).await;
+        assert_eq!(view.turn_deadline_unix_millis, timer.fire_at_unix_millis());
+    }
     // Not due yet by the session's clock: refused, nothing changes.
     let early = fire(&s, &timer).await.unwrap_err();
     assert_eq!(early.code(), Code::FailedPrecondition, "{early:?}");
@@ -317,6 +322,13 @@ async fn a_reconnect_timer_forfeits_only_a_player_away_for_its_whole_length() {
         .await
         .unwrap();
     assert_eq!(
+        get(&s, &game, pb::Viewer::South)
+            .await
+            .north_away_deadline_unix_millis,
+        0,
+        "a connected player shows no away deadline"
+    );
+    assert_eq!(
         while_connected.fire_at,
         clock.now() + Duration::from_secs(30 + 60),
         "counted from the end of the lease"
@@ -329,6 +341,20 @@ async fn a_reconnect_timer_forfeits_only_a_player_away_for_its_whole_length() {
         .await
         .unwrap();
     assert_eq!(away.fire_at, clock.now() + Duration::from_secs(60));
+    let view = get(&s, &game, pb::Viewer::South).await;
+    assert_eq!(
+        view.north_away_deadline_unix_millis,
+        away.fire_at_unix_millis(),
+        "the opponent sees when the absent player will lose"
+    );
+    // South never connected in this test: its count started with play.
+    let south = armed(&store, &game, TimerSlot::Reconnect(Side::South))
+        .await
+        .expect("south's count, armed when play started");
+    assert_eq!(
+        view.south_away_deadline_unix_millis,
+        south.fire_at_unix_millis()
+    );
     // Back within 60 s: the timer that fires then is stale.
     clock.advance(Duration::from_secs(30));
     s.report_presence(Request::new(report(true))).await.unwrap();
