@@ -728,39 +728,8 @@ impl Conn {
             Ok(request) => request,
             Err(status) => return self.send_error(&id, &status).await,
         };
-        let key = id.to_string();
-        let cell = Arc::new(SubCell {
-            cancelled: AtomicBool::new(false),
-            next_seq: AtomicU64::new(request.from_seq.max(1)),
-        });
-        let reserved = {
-            let mut subs = self.subs.lock().expect("subscription lock");
-            if subs.map.contains_key(&key) {
-                Err(Status::already_exists(format!(
-                    "subscription {key} is open; use a new id, or unsubscribe it first"
-                )))
-            } else if subs.map.len() >= self.config.max_subscriptions {
-                Err(Status::resource_exhausted(format!(
-                    "this connection holds its maximum of {} subscriptions; unsubscribe one first",
-                    self.config.max_subscriptions
-                )))
-            } else {
-                subs.next_token += 1;
-                let token = subs.next_token;
-                subs.map.insert(
-                    key.clone(),
-                    Sub {
-                        token,
-                        id: id.clone(),
-                        cell: Arc::clone(&cell),
-                        task: None,
-                    },
-                );
-                Ok(token)
-            }
-        };
-        let token = match reserved {
-            Ok(token) => token,
+        let (key, token, cell) = match self.reserve(&id, request.from_seq.max(1)) {
+            Ok(reserved) => reserved,
             Err(status) => return self.send_error(&id, &status).await,
         };
         let stream = match self.gateway.subscribe(&self.player, request).await {
@@ -770,6 +739,56 @@ impl Conn {
                 return self.send_error(&id, &status).await;
             }
         };
+        self.start(id, key, token, cell, move |conn, id, key, token, cell| {
+            tokio::spawn(conn.forward(id, key, token, cell, stream))
+        })
+        .await;
+    }
+
+    /// Reserves subscription id `id` on this connection (its first wanted position is
+    /// `first_seq`): refused if the id is in use or the connection holds its maximum.
+    fn reserve(&self, id: &Value, first_seq: u64) -> Result<(String, u64, Arc<SubCell>), Status> {
+        let key = id.to_string();
+        let cell = Arc::new(SubCell {
+            cancelled: AtomicBool::new(false),
+            next_seq: AtomicU64::new(first_seq),
+        });
+        let mut subs = self.subs.lock().expect("subscription lock");
+        if subs.map.contains_key(&key) {
+            return Err(Status::already_exists(format!(
+                "subscription {key} is open; use a new id, or unsubscribe it first"
+            )));
+        }
+        if subs.map.len() >= self.config.max_subscriptions {
+            return Err(Status::resource_exhausted(format!(
+                "this connection holds its maximum of {} subscriptions; unsubscribe one first",
+                self.config.max_subscriptions
+            )));
+        }
+        subs.next_token += 1;
+        let token = subs.next_token;
+        subs.map.insert(
+            key.clone(),
+            Sub {
+                token,
+                id: id.clone(),
+                cell: Arc::clone(&cell),
+                task: None,
+            },
+        );
+        Ok((key, token, cell))
+    }
+
+    /// Answers a reserved subscription's request and starts its forwarder (`spawn`), unless it
+    /// was unsubscribed meanwhile or the connection is closing.
+    async fn start(
+        self: Arc<Self>,
+        id: Value,
+        key: String,
+        token: u64,
+        cell: Arc<SubCell>,
+        spawn: impl FnOnce(Arc<Self>, Value, String, u64, Arc<SubCell>) -> tokio::task::JoinHandle<()>,
+    ) {
         if cell.cancelled.load(Ordering::Relaxed) {
             let status = Status::cancelled("unsubscribed before the subscription started");
             return self.send_error(&id, &status).await;
@@ -791,7 +810,7 @@ impl Conn {
             return;
         }
         if let Some(sub) = subs.map.get_mut(&key).filter(|sub| sub.token == token) {
-            let task = tokio::spawn(Arc::clone(&self).forward(id, key, token, cell, stream));
+            let task = spawn(Arc::clone(&self), id, key, token, cell);
             sub.task = Some(task.abort_handle());
         }
     }
@@ -804,39 +823,8 @@ impl Conn {
             Ok(request) => request,
             Err(status) => return self.send_error(&id, &status).await,
         };
-        let key = id.to_string();
-        let cell = Arc::new(SubCell {
-            cancelled: AtomicBool::new(false),
-            next_seq: AtomicU64::new(request.after_seq),
-        });
-        let reserved = {
-            let mut subs = self.subs.lock().expect("subscription lock");
-            if subs.map.contains_key(&key) {
-                Err(Status::already_exists(format!(
-                    "subscription {key} is open; use a new id, or unsubscribe it first"
-                )))
-            } else if subs.map.len() >= self.config.max_subscriptions {
-                Err(Status::resource_exhausted(format!(
-                    "this connection holds its maximum of {} subscriptions; unsubscribe one first",
-                    self.config.max_subscriptions
-                )))
-            } else {
-                subs.next_token += 1;
-                let token = subs.next_token;
-                subs.map.insert(
-                    key.clone(),
-                    Sub {
-                        token,
-                        id: id.clone(),
-                        cell: Arc::clone(&cell),
-                        task: None,
-                    },
-                );
-                Ok(token)
-            }
-        };
-        let token = match reserved {
-            Ok(token) => token,
+        let (key, token, cell) = match self.reserve(&id, request.after_seq) {
+            Ok(reserved) => reserved,
             Err(status) => return self.send_error(&id, &status).await,
         };
         let stream = match self.gateway.watch_lobby(&self.player, request).await {
@@ -846,27 +834,10 @@ impl Conn {
                 return self.send_error(&id, &status).await;
             }
         };
-        if cell.cancelled.load(Ordering::Relaxed) {
-            let status = Status::cancelled("unsubscribed before the subscription started");
-            return self.send_error(&id, &status).await;
-        }
-        if !self
-            .enqueue(Outbound::plain(result_text(
-                &id,
-                &Value::Object(Default::default()),
-            )))
-            .await
-        {
-            return;
-        }
-        let mut subs = self.subs.lock().expect("subscription lock");
-        if self.closing.borrow().is_some() {
-            return;
-        }
-        if let Some(sub) = subs.map.get_mut(&key).filter(|sub| sub.token == token) {
-            let task = tokio::spawn(Arc::clone(&self).forward_lobby(id, key, token, cell, stream));
-            sub.task = Some(task.abort_handle());
-        }
+        self.start(id, key, token, cell, move |conn, id, key, token, cell| {
+            tokio::spawn(conn.forward_lobby(id, key, token, cell, stream))
+        })
+        .await;
     }
 
     /// Copies a lobby stream to the socket until it ends, then says `end`.
