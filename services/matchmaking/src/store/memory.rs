@@ -213,20 +213,7 @@ impl MatchStore for MemoryMatchStore {
         let mut made = Vec::new();
         for (a, b) in pairs {
             let (south, north) = (waiting[a].clone(), waiting[b].clone());
-            let m = Match {
-                match_id: Uuid::now_v7(),
-                kind: MatchKind::Queue,
-                rules: queue.rules.clone(),
-                time_control: queue.time_control.clone(),
-                rated: queue.rated,
-                south_player: south.player.clone(),
-                north_player: north.player.clone(),
-                south_ticket: Some(south.ticket_id.clone()),
-                north_ticket: Some(north.ticket_id.clone()),
-                invite_code: None,
-                created_ms: now_ms,
-                game_id: None,
-            };
+            let m = Match::of_pair(queue, &south, &north, now_ms);
             let mut stored = Vec::new();
             for t in [&south, &north] {
                 let entry = state

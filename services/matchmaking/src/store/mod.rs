@@ -182,6 +182,26 @@ pub struct Match {
     pub game_id: Option<Uuid>,
 }
 
+impl Match {
+    /// The match a queue pairing makes of two waiting tickets (south first), not yet with a game.
+    pub fn of_pair(queue: &Queue, south: &Ticket, north: &Ticket, now_ms: u64) -> Match {
+        Match {
+            match_id: Uuid::now_v7(),
+            kind: MatchKind::Queue,
+            rules: queue.rules.clone(),
+            time_control: queue.time_control.clone(),
+            rated: queue.rated,
+            south_player: south.player.clone(),
+            north_player: north.player.clone(),
+            south_ticket: Some(south.ticket_id.clone()),
+            north_ticket: Some(north.ticket_id.clone()),
+            invite_code: None,
+            created_ms: now_ms,
+            game_id: None,
+        }
+    }
+}
+
 /// Where an invite is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InviteState {
