@@ -430,6 +430,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Replies are small and latency-bound: never let Nagle's algorithm hold one back.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    // The internal port (the session, the clock's and matchmaking's APIs) stops only after the
+    // public ports have drained: the gateway's last presence reports and commands still reach
+    // the session while its streams close.
+    let (internal_stop_tx, internal_stop_rx) = tokio::sync::watch::channel(false);
     let grpc = async {
         router
             .serve_with_incoming_shutdown(incoming, stopped())
@@ -449,14 +453,22 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .context("serving HTTP (WebSocket API)")
     };
+    let public = async {
+        let result = tokio::try_join!(grpc, http);
+        let _ = internal_stop_tx.send(true);
+        result.map(|_| ())
+    };
     let internal = async {
         let Some((listener, _, router)) = internal else {
             return Ok(());
         };
         let incoming =
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let mut stop = internal_stop_rx;
         router
-            .serve_with_incoming_shutdown(incoming, stopped())
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            })
             .await
             .context("serving the internal gRPC port")
     };
@@ -467,7 +479,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         Ok::<(), anyhow::Error>(())
     };
-    tokio::try_join!(grpc, internal, http, metrics, clock)?;
+    tokio::try_join!(public, internal, metrics, clock)?;
     for handle in matchmaking_loops {
         let _ = handle.await;
     }
