@@ -320,9 +320,9 @@ impl SessionService {
     ) -> Result<pb::CommandResult, Status> {
         let store_status = |e: StoreError| store_error_status(&e);
         for attempt in 0..MAX_ATTEMPTS {
-            if let Some(answer) = self.stored_answer(ctx).await? {
-                return Ok(answer);
-            }
+            // No separate look for an earlier answer first (a round trip on every command): a
+            // retry of an applied command is either refused by the judge, and `refuse` finds
+            // its answer, or its append meets the stored key and returns that answer.
             // The first attempt may judge against the cache; every later one reads the store.
             let fresh = attempt > 0;
             let record = self.load(ctx.game_id, fresh).await?;
