@@ -406,6 +406,13 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
         .is_some_and(|error| error.is_unique_violation())
 }
 
+/// Whether a database error is a unique violation of the named constraint.
+fn violates(error: &sqlx::Error, constraint: &str) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|error| error.is_unique_violation() && error.constraint() == Some(constraint))
+}
+
 /// Whether a database error is a foreign key violation (a row for a game that does not exist).
 fn is_foreign_key_violation(error: &sqlx::Error) -> bool {
     error
@@ -776,29 +783,75 @@ impl GameStore for PostgresStore {
         };
 
         let mut tx = self.inner.pool.begin().await?;
-        // A retry of an applied command gets its first answer, even if the game moved on since.
-        if let Some(command) = command
-            && let Some(response) =
-                PostgresStore::stored_response(&mut tx, game_id, command.key).await?
-        {
-            tx.rollback().await?;
-            return Err(duplicate(command.key, response));
-        }
+        // A retry of an applied command gets its first answer, even if the game moved on since:
+        // found below when the version guard refuses, or by the command record's primary key
+        // when it passes (one round trip less than looking first).
 
-        // The guard: only the writer that finds the version it judged against wins. A racing
-        // writer blocks on the row lock and then sees the new version, so it updates nothing.
-        let updated = sqlx::query(
-            "UPDATE games SET version = $3, snapshot = $4, phase = $5, updated_at = now() \
-             WHERE game_id = $1 AND version = $2",
+        // One statement (one round trip) for the guarded snapshot update, the command record,
+        // the events and the cross-process announcement. The guard: only the writer that finds
+        // the version it judged against wins; a racing writer blocks on the row lock, then sees
+        // the new version and updates nothing, and then nothing else is written either.
+        let command_key = command.map(|c| c.key);
+        let command_response = command.map(|c| c.response);
+        let written = sqlx::query(
+            "WITH guard AS ( \
+               UPDATE games SET version = $3, snapshot = $4, phase = $5, updated_at = now() \
+               WHERE game_id = $1 AND version = $2 RETURNING 1), \
+             command AS ( \
+               INSERT INTO game_commands (game_id, idempotency_key, response, version) \
+               SELECT $1, $6, $7, $3 WHERE $6::text IS NOT NULL AND EXISTS (SELECT 1 FROM guard) \
+               RETURNING 1), \
+             logged AS ( \
+               INSERT INTO game_events (game_id, seq, event, trace_parent) \
+               SELECT $1, e.seq, e.event, $10 FROM UNNEST($8::bigint[], $9::jsonb[]) AS e (seq, event) \
+               WHERE EXISTS (SELECT 1 FROM guard) \
+               RETURNING 1) \
+             SELECT (SELECT count(*) FROM guard) AS updated, \
+                    (SELECT count(*) FROM command) AS commands, \
+                    (SELECT count(*) FROM logged) AS logged, \
+                    CASE WHEN EXISTS (SELECT 1 FROM guard) AND cardinality($8::bigint[]) > 0 \
+                         THEN pg_notify($11, $1::text || ':' || $3::text) END AS announced",
         )
         .bind(game_id)
         .bind(to_db(expected_version))
         .bind(to_db(new_version))
         .bind(snapshot)
         .bind(phase)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        .bind(command_key)
+        .bind(command_response)
+        .bind(seqs)
+        .bind(values)
+        .bind(trace_parent)
+        .bind(CHANNEL)
+        .fetch_one(&mut *tx)
+        .await;
+        let updated: i64 = match written {
+            Ok(row) => row.try_get("updated")?,
+            // The key is known: a retry of an applied command (or the same command committed
+            // meanwhile by a racing writer). Nothing of ours stays; the first answer wins.
+            Err(error) if violates(&error, "game_commands_pkey") => {
+                tx.rollback().await?;
+                let key = command_key.unwrap_or_default();
+                let mut conn = self.inner.pool.acquire().await?;
+                let response = PostgresStore::stored_response(&mut conn, game_id, key)
+                    .await?
+                    .unwrap_or_default();
+                return Err(duplicate(key, response));
+            }
+            // The version guard passed, yet a seq is taken: the snapshot's version and the log
+            // disagree. The primary key refuses the fork; nothing is written.
+            Err(error) if violates(&error, "game_events_pkey") => {
+                tx.rollback().await?;
+                return Err(StoreError::Corrupt {
+                    game_id,
+                    reason: format!(
+                        "the log already holds an event after version {expected_version}, \
+                         which the snapshot row claims is the latest"
+                    ),
+                });
+            }
+            Err(error) => return Err(error.into()),
+        };
         if updated == 0 {
             // The writer that beat us may have been this very command (a concurrent retry): a
             // new statement sees its committed record.
@@ -821,50 +874,6 @@ impl GameStore for PostgresStore {
             });
         }
 
-        if let Some(command) = command {
-            let inserted = sqlx::query(
-                "INSERT INTO game_commands (game_id, idempotency_key, response, version) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(game_id)
-            .bind(command.key)
-            .bind(command.response)
-            .bind(to_db(new_version))
-            .execute(&mut *tx)
-            .await;
-            match inserted {
-                Ok(_) => {}
-                // Only reachable when the racing writer appended no events (so the version guard
-                // let us through): the same command committed meanwhile.
-                Err(error) if is_unique_violation(&error) => {
-                    tx.rollback().await?;
-                    let mut conn = self.inner.pool.acquire().await?;
-                    let response = PostgresStore::stored_response(&mut conn, game_id, command.key)
-                        .await?
-                        .unwrap_or_default();
-                    return Err(duplicate(command.key, response));
-                }
-                Err(error) => return Err(error.into()),
-            }
-        }
-
-        match insert_events(&mut tx, game_id, seqs, values, trace_parent).await {
-            Ok(()) => {}
-            // The version guard passed, yet a seq is taken: the snapshot's version and the log
-            // disagree. The primary key refuses the fork; nothing is written.
-            Err(error) if is_unique_violation(&error) => {
-                tx.rollback().await?;
-                return Err(StoreError::Corrupt {
-                    game_id,
-                    reason: format!(
-                        "the log already holds an event after version {expected_version}, \
-                         which the snapshot row claims is the latest"
-                    ),
-                });
-            }
-            Err(error) => return Err(error.into()),
-        }
-
         apply_timer_change(&mut tx, game_id, timers).await?;
         if events.iter().any(|e| matches!(e, Event::Ended { .. })) {
             // The counter row's lock is held to commit: feed positions follow commit order.
@@ -875,14 +884,6 @@ impl GameStore for PostgresStore {
             .bind(game_id)
             .execute(&mut *tx)
             .await?;
-        }
-        if !events.is_empty() {
-            sqlx::query("SELECT pg_notify($1, $2::text || ':' || $3::text)")
-                .bind(CHANNEL)
-                .bind(game_id)
-                .bind(to_db(new_version))
-                .execute(&mut *tx)
-                .await?;
         }
         tx.commit().await?;
         if !events.is_empty() {
