@@ -41,6 +41,9 @@ pub enum DeploymentProblem {
     /// Two pieces on one node.
     #[error("{0} holds more than one piece")]
     Duplicate(String),
+    /// A swap naming one square twice: it would change nothing.
+    #[error("a swap needs two different squares, not {0} twice")]
+    SameSquare(String),
     /// Too many or too few pieces of a kind.
     #[error("expected {expected} of piece {code}, found {found}")]
     WrongCount {
@@ -109,8 +112,26 @@ impl Deployment {
     }
 
     /// The deployment with the pieces on `a` and `b` exchanged (either may be empty, which moves
-    /// the piece). Refused, with every problem, when the result would be illegal.
+    /// the piece). Refused, with every problem, when the result would be illegal, when `a` and
+    /// `b` are one square, or when either lies outside the side's own half (a swap there could
+    /// only be a no-op or an illegal deployment, and a no-op would still be recorded).
     pub fn swapped(&self, rules: &Rules, a: Node, b: Node) -> Result<Deployment, DeploymentErrors> {
+        use DeploymentProblem as P;
+        let topo = rules.topology();
+        let mut problems = Vec::new();
+        if a == b && topo.contains(a) {
+            problems.push(P::SameSquare(topo.name(a).to_string()));
+        }
+        for node in if a == b { vec![a] } else { vec![a, b] } {
+            if !topo.contains(node) {
+                problems.push(P::OffBoard(node.0));
+            } else if topo.half[self.side.index()] & node.bit() == 0 {
+                problems.push(P::NotInOwnHalf(topo.name(node).to_string(), self.side));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(DeploymentErrors(problems));
+        }
         let placements = self
             .placements
             .iter()

@@ -1067,6 +1067,33 @@ mod deployment {
         let ok = d.swapped(&rules, n("B1"), n("D1")).unwrap();
         assert_eq!(ok.kind_at(n("D1")), Some(k("F")));
     }
+
+    #[test]
+    fn swapped_refuses_one_square_twice_and_squares_outside_the_own_half() {
+        let rules = Rules::default();
+        let d = base(S);
+        let err = d.swapped(&rules, n("A6"), n("A6")).unwrap_err();
+        assert_eq!(err.0, vec![P::SameSquare("A6".into())]);
+        // Two empty enemy squares would have been a recorded no-op.
+        let err = d.swapped(&rules, n("A7"), n("B8")).unwrap_err();
+        assert_eq!(
+            err.0,
+            vec![
+                P::NotInOwnHalf("A7".into(), S),
+                P::NotInOwnHalf("B8".into(), S)
+            ]
+        );
+        let err = d.swapped(&rules, n("A6"), n("A7")).unwrap_err();
+        assert_eq!(err.0, vec![P::NotInOwnHalf("A7".into(), S)]);
+        let err = d.swapped(&rules, n("A12"), n("A12")).unwrap_err();
+        assert_eq!(
+            err.0,
+            vec![
+                P::SameSquare("A12".into()),
+                P::NotInOwnHalf("A12".into(), S)
+            ]
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
