@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hidden-front",
     version,
-    about = "Hidden Front: a backend for hidden-information Junqi"
+    about = "Hidden Front: a backend for the hidden-information board games Junqi and Gunjin Shogi"
 )]
 struct Cli {
     /// What to run.

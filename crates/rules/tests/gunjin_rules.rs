@@ -1,4 +1,4 @@
-//! Gunjin Shogi: every rule of `shared/spec/gunjin-shogi-rules.md`, each checked through the
+//! Gunjin Shogi: every rule of `docs/rules/gunjin-shogi.md`, each checked through the
 //! engine's public interface (`Position`, `Deployment`, `Rules`): the boards and gates, every
 //! piece's moves on open and crowded boards, the HQ, every cell of the strength table in both
 //! directions, the flag rule with each kind behind it, each win rule and deployment validation.

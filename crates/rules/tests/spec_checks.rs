@@ -1,4 +1,4 @@
-//! Spec checks: every worked check and rule of `shared/spec/junqi-rules.md`, each asserting
+//! Spec checks: every worked check and rule of `docs/rules/junqi.md`, each asserting
 //! something that breaks if the engine gets that rule wrong.
 //!
 //! Sections follow the spec: board and moves, combat, deployment, end of the game, the game state

@@ -1,10 +1,15 @@
 //! The session service: the referee. It alone holds every game's full state; it judges every
 //! command with the rules engine and keeps every game as an event log in a [`GameStore`].
 //!
-//! A command is: (1) answer from the idempotency record if this key was seen; (2) load the game
-//! (from the process cache, or the store); (3) judge it with the engine; (4) append the events,
-//! the new snapshot and the command's answer in one store transaction guarded by the version the
-//! judgement was made against. If another replica won the race, reload and judge again (unless the
+//! A command is: (1) load the game (from the process cache, or the store); (2) judge it with the
+//! engine (a refusal made against the cache is judged again on the stored game); (3) append the
+//! events, the new snapshot and the command's record (its idempotency key and answer) in one
+//! store transaction guarded by the version the judgement was made against. There is no look for
+//! an earlier answer before judging: a retry of an applied command is caught either when the
+//! engine refuses it (the session then finds the key's record and returns its first answer) or at
+//! the append, where a known key writes nothing and the store hands back the first answer
+//! ([`hidden_front_store::StoreError::DuplicateCommand`]; on Postgres the command record's
+//! primary key refuses it). If another replica won the race, reload and judge again (unless the
 //! caller pinned an expected version: then the answer is `ABORTED`). Nothing is applied by halves:
 //! the engine refuses without changing anything, and the store writes all or nothing.
 //!
