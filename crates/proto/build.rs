@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
+        .codec_path("crate::codec::ProtoCodec")
         .compile_fds(fds)?;
     println!("cargo:rerun-if-changed={}", root.display());
     Ok(())

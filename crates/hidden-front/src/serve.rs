@@ -282,6 +282,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let router = tonic::transport::Server::builder()
         // One span per RPC, child of the caller's trace context (W3C `traceparent`).
         .layer(hidden_front_telemetry::GrpcServerLayer)
+        // Every error answer carries a reason and a bounded message, tonic's own included.
+        .layer(hidden_front_api_error::ErrorContractLayer)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .add_service(health_service.clone())
         .add_service(reflection)
@@ -294,6 +296,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let addr = listener.local_addr()?;
             let router = tonic::transport::Server::builder()
                 .layer(hidden_front_telemetry::GrpcServerLayer)
+                .layer(hidden_front_api_error::ErrorContractLayer)
                 .http2_keepalive_interval(Some(Duration::from_secs(20)))
                 .add_service(health_service)
                 .add_service(reflection_service()?)

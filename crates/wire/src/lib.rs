@@ -5,6 +5,7 @@
 //! [`GameView`] and [`game_event`] a [`ViewEvent`], both produced by the engine's view functions,
 //! so nothing converted here can carry a kind the receiver may not know.
 
+use hidden_front_api_error::{ApiError, quote};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{
     Deployment, EndReason, FlagReveal, GameView, Move, Node, Outcome, Phase, PieceKind, Rules,
@@ -28,11 +29,33 @@ pub enum WireError {
     },
 }
 
+impl From<WireError> for ApiError {
+    fn from(error: WireError) -> ApiError {
+        match error {
+            WireError::Missing(field) => ApiError::missing_field(field),
+            WireError::Invalid { field, reason } if reason == "is required" => {
+                ApiError::missing_field(field)
+            }
+            WireError::Invalid { field, reason } => ApiError::invalid_field(field, reason),
+        }
+    }
+}
+
 fn invalid(field: impl Into<String>, reason: impl Into<String>) -> WireError {
     WireError::Invalid {
         field: field.into(),
         reason: reason.into(),
     }
+}
+
+/// Reads a game id (a UUID) of `field`; empty is refused as missing. The one parser of game
+/// ids, so every service names a bad one the same way.
+pub fn game_id_from_proto(field: &str, text: &str) -> Result<uuid::Uuid, WireError> {
+    if text.is_empty() {
+        return Err(invalid(field, "is required"));
+    }
+    uuid::Uuid::parse_str(text)
+        .map_err(|_| invalid(field, format!("{} is not a game id (a UUID)", quote(text))))
 }
 
 /// The proto side of an engine side.
@@ -119,10 +142,12 @@ pub fn square_from_proto(rules: &Rules, field: &str, name: &str) -> Result<Node,
     if name.len() > 8 {
         return Err(invalid(field, "is not a square of the board"));
     }
-    rules
-        .topology()
-        .node(name)
-        .ok_or_else(|| invalid(field, format!("{name:?} is not a square of the board")))
+    rules.topology().node(name).ok_or_else(|| {
+        invalid(
+            field,
+            format!("{} is not a square of the board", quote(name)),
+        )
+    })
 }
 
 /// Reads a move.
@@ -166,7 +191,11 @@ pub fn deployment_from_proto(
         let kind = rules.parse_kind(&p.piece).ok_or_else(|| {
             invalid(
                 format!("placements[{i}].piece"),
-                format!("{:?} is not a piece code of {}", p.piece, rules.name()),
+                format!(
+                    "{} is not a piece code of {}",
+                    quote(&p.piece),
+                    rules.name()
+                ),
             )
         })?;
         out.push((node, kind));

@@ -1,13 +1,14 @@
 //! The `ClockService` gRPC API: read-only views of the timers and of this clock process.
 
 use crate::runner::ClockStats;
+use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::clock_service_server::ClockService as ClockApi;
 use hidden_front_store::{StoreError, TimerStore};
+use hidden_front_wire as wire;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 /// Answers `ListTimers` and `GetClockStatus` from the timer store.
 pub struct ClockService {
@@ -29,10 +30,16 @@ impl ClockService {
 
 fn store_status(error: &StoreError) -> Status {
     match error {
-        StoreError::NotFound(id) => Status::not_found(format!("game {id} not found")),
+        StoreError::NotFound(id) => {
+            ApiError::new(Reason::GameNotFound, format!("game {id} not found")).into()
+        }
         other => {
             tracing::error!(error = %other, "timer store failed");
-            Status::unavailable("the timer store is unavailable; retry")
+            ApiError::new(
+                Reason::StoreUnavailable,
+                "the timer store is unavailable; retry",
+            )
+            .into()
         }
     }
 }
@@ -43,13 +50,8 @@ impl ClockApi for ClockService {
         &self,
         request: Request<pb::ListTimersRequest>,
     ) -> Result<Response<pb::ListTimersResponse>, Status> {
-        let text = request.into_inner().game_id;
-        if text.is_empty() {
-            return Err(Status::invalid_argument("game_id is required"));
-        }
-        let game_id = Uuid::parse_str(&text).map_err(|_| {
-            Status::invalid_argument(format!("game_id: {text:?} is not a game id (a UUID)"))
-        })?;
+        let game_id = wire::game_id_from_proto("game_id", &request.into_inner().game_id)
+            .map_err(|e| Status::from(ApiError::from(e)))?;
         let timers = self
             .store
             .timers_of(game_id)

@@ -297,12 +297,21 @@ impl AuthError {
     /// token problem; `INTERNAL` with a generic message for [`AuthError::Config`], whose details
     /// are for the operator's log, not for callers.
     pub fn to_status(&self) -> tonic::Status {
-        match self {
+        use hidden_front_api_error::{ApiError, Reason};
+        let reason = match self {
             AuthError::Config(_) => {
-                tonic::Status::internal("the server's authentication is misconfigured")
+                return ApiError::new(
+                    Reason::Internal,
+                    "the server's authentication is misconfigured",
+                )
+                .into();
             }
-            other => tonic::Status::unauthenticated(other.to_string()),
-        }
+            AuthError::Missing => Reason::TokenMissing,
+            AuthError::Expired | AuthError::NotYetValid => Reason::TokenExpired,
+            AuthError::GuestNotAllowed => Reason::GuestNotAllowed,
+            _ => Reason::TokenInvalid,
+        };
+        ApiError::new(reason, self.to_string()).into()
     }
 }
 

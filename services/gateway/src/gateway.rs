@@ -5,6 +5,7 @@ use crate::auth::{Authenticator, Player};
 use crate::hub::{Hubs, Seats};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
+use hidden_front_api_error::{ApiError, Reason, ensure_reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -95,12 +96,8 @@ struct Inner {
     streams: StreamCap,
 }
 
-fn parse_game_id(text: &str) -> Result<Uuid, Status> {
-    if text.is_empty() {
-        return Err(Status::invalid_argument("game_id is required"));
-    }
-    Uuid::parse_str(text)
-        .map_err(|_| Status::invalid_argument(format!("game_id: {text:?} is not a game id")))
+fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
+    hidden_front_wire::game_id_from_proto(field, text).map_err(|e| ApiError::from(e).into())
 }
 
 fn seat_of(seats: &Seats, player: &Player) -> Option<Side> {
@@ -120,9 +117,11 @@ pub const COMPUTER_PLAYER: &str = "computer";
 /// Refuses a token whose subject is a reserved player id.
 fn refuse_reserved(player: Player) -> Result<Player, Status> {
     if player.id == COMPUTER_PLAYER {
-        return Err(Status::unauthenticated(format!(
-            "the player id {COMPUTER_PLAYER:?} is reserved for the computer player"
-        )));
+        return Err(ApiError::new(
+            Reason::TokenInvalid,
+            format!("the player id {COMPUTER_PLAYER:?} is reserved for the computer player"),
+        )
+        .into());
     }
     Ok(player)
 }
@@ -151,9 +150,11 @@ pub type MatchmakingClient = MatchmakingServiceClient<hidden_front_telemetry::Tr
 pub type SessionClient = SessionServiceClient<hidden_front_telemetry::TracedChannel>;
 
 fn not_seated(game_id: Uuid) -> Status {
-    Status::permission_denied(format!(
-        "you are not seated in game {game_id}; set spectate to watch it"
-    ))
+    ApiError::new(
+        Reason::NotSeated,
+        format!("you are not seated in game {game_id}; set spectate to watch it"),
+    )
+    .into()
 }
 
 impl Gateway {
@@ -234,11 +235,13 @@ impl Gateway {
         player: &Player,
         request: pb::SubscribeRequest,
     ) -> Result<ReceiverStream<Result<pb::SubscribeResponse, Status>>, Status> {
-        let game_id = parse_game_id(&request.game_id)?;
+        let game_id = parse_game_id("game_id", &request.game_id)?;
         if *self.inner.stopping.borrow() {
-            return Err(Status::unavailable(
+            return Err(ApiError::new(
+                Reason::ShuttingDown,
                 "this gateway is shutting down; connect to another one",
-            ));
+            )
+            .into());
         }
         let permit = self.inner.streams.acquire()?;
         let (viewer, seats) = self.viewer(player, game_id, request.spectate).await?;
@@ -348,7 +351,7 @@ impl Gateway {
         player: &Player,
         request: pb::PlayerServiceGetGameRequest,
     ) -> Result<pb::PlayerServiceGetGameResponse, Status> {
-        let game_id = parse_game_id(&request.game_id)?;
+        let game_id = parse_game_id("game_id", &request.game_id)?;
         let (viewer, _) = self.viewer(player, game_id, request.spectate).await?;
         let game = self
             .inner
@@ -393,7 +396,7 @@ impl Gateway {
         request: pb::LegalMovesRequest,
     ) -> Result<pb::LegalMovesResponse, Status> {
         self.inner.rate.check(&player.id)?;
-        let game_id = parse_game_id(&request.game_id)?;
+        let game_id = parse_game_id("game_id", &request.game_id)?;
         let seats = self.inner.hubs.seats(game_id).await?;
         let side = seat_of(&seats, player).ok_or_else(|| not_seated(game_id))?;
         let answer = self
@@ -420,11 +423,14 @@ impl Gateway {
         action: Action,
     ) -> Result<pb::ActionResult, Status> {
         self.inner.rate.check(&player.id)?;
-        let context = context.ok_or_else(|| Status::invalid_argument("context is required"))?;
-        let game_id = parse_game_id(&context.game_id)?;
+        let context = context.ok_or_else(|| Status::from(ApiError::missing_field("context")))?;
+        let game_id = parse_game_id("context.game_id", &context.game_id)?;
         let seats = self.inner.hubs.seats(game_id).await?;
         let side = seat_of(&seats, player).ok_or_else(|| {
-            Status::permission_denied(format!("you are not seated in game {game_id}"))
+            Status::from(ApiError::new(
+                Reason::NotSeated,
+                format!("you are not seated in game {game_id}"),
+            ))
         })?;
         let ctx = Some(pb::CommandContext {
             game_id: game_id.to_string(),
@@ -483,9 +489,12 @@ impl Gateway {
                 .await
                 .map(|r| r.into_inner().result),
         };
-        let result = result
-            .map_err(upstream_status)?
-            .ok_or_else(|| Status::internal("the session answered without a result"))?;
+        let result = result.map_err(upstream_status)?.ok_or_else(|| {
+            Status::from(ApiError::new(
+                Reason::SessionUnavailable,
+                "the session answered without a result",
+            ))
+        })?;
         Ok(pb::ActionResult {
             version: result.version,
             events: result.events,
@@ -500,11 +509,17 @@ fn upstream_status(status: Status) -> Status {
     match status.code() {
         Code::Internal | Code::Unknown | Code::DataLoss => {
             tracing::error!(error = %status, "session failure");
-            Status::unavailable("the game service failed; retry with the same idempotency key")
+            ApiError::new(
+                Reason::SessionUnavailable,
+                "the game service failed; retry with the same idempotency key",
+            )
+            .into()
         }
-        Code::Unavailable => Status::unavailable(
+        Code::Unavailable => ApiError::new(
+            Reason::SessionUnavailable,
             "the game service is unavailable; retry with the same idempotency key",
-        ),
-        _ => status,
+        )
+        .into(),
+        _ => ensure_reason(status),
     }
 }

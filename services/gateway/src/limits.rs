@@ -1,6 +1,7 @@
 //! Limits that keep one client from hurting the others: a per-player action rate (token bucket)
 //! and a cap on open streams per gateway process.
 
+use hidden_front_api_error::{ApiError, Reason};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -44,10 +45,14 @@ impl RateLimiter {
             (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
         if *tokens < 1.0 {
-            return Err(Status::resource_exhausted(format!(
-                "too many requests: at most {} per second; slow down and retry",
-                self.per_second
-            )));
+            return Err(ApiError::new(
+                Reason::RateLimited,
+                format!(
+                    "too many requests: at most {} per second; slow down and retry",
+                    self.per_second
+                ),
+            )
+            .into());
         }
         *tokens -= 1.0;
         Ok(())
@@ -73,10 +78,14 @@ impl StreamCap {
     /// A permit for one more stream, or `RESOURCE_EXHAUSTED` when the gateway is full.
     pub(crate) fn acquire(&self) -> Result<OwnedSemaphorePermit, Status> {
         Arc::clone(&self.permits).try_acquire_owned().map_err(|_| {
-            Status::resource_exhausted(format!(
-                "this gateway holds its maximum of {} streams; retry later or on another gateway",
-                self.max
-            ))
+            ApiError::new(
+                Reason::TooManyStreams,
+                format!(
+                    "this gateway holds its maximum of {} streams; retry later or on another gateway",
+                    self.max
+                ),
+            )
+            .into()
         })
     }
 

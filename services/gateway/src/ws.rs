@@ -29,6 +29,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
+use hidden_front_api_error::{ApiError, ErrorSummary, MAX_MESSAGE_BYTES, Reason, brief, quote};
 use hidden_front_proto::v1 as pb;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -244,9 +245,11 @@ async fn connection(
                 match frame {
                     Some(Ok(Message::Text(text))) => read_text(&conn, text.as_str(), &mut tasks).await,
                     Some(Ok(Message::Binary(_))) => {
-                        let status = Status::invalid_argument(
+                        let status = ApiError::new(
+                            Reason::MalformedRequest,
                             "binary frames are not read: send each request as a JSON text frame",
-                        );
+                        )
+                        .into();
                         conn.send_error(&Value::Null, &status).await;
                     }
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
@@ -304,10 +307,14 @@ async fn authenticate(
         let frame = tokio::select! {
             frame = socket.recv() => frame,
             () = &mut deadline => {
-                let status = Status::unauthenticated(format!(
-                    "no auth message within {} s: send {{\"type\":\"auth\",\"token\":\"<token>\"}} first",
-                    state.config.auth_timeout.as_secs()
-                ));
+                let status = ApiError::new(
+                    Reason::NotAuthenticated,
+                    format!(
+                        "no auth message within {} s: send {{\"type\":\"auth\",\"token\":\"<token>\"}} first",
+                        state.config.auth_timeout.as_secs()
+                    ),
+                )
+                .into();
                 refuse(socket, &Value::Null, &status).await;
                 return None;
             }
@@ -321,9 +328,11 @@ async fn authenticate(
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
             Some(Ok(Message::Binary(_))) => {
-                let status = Status::unauthenticated(
+                let status = ApiError::new(
+                    Reason::NotAuthenticated,
                     "authenticate first with a JSON text frame {\"type\":\"auth\",\"token\":\"<token>\"}",
-                );
+                )
+                .into();
                 refuse(socket, &Value::Null, &status).await;
                 return None;
             }
@@ -354,14 +363,22 @@ async fn authenticate(
             },
             Ok(envelope) => (
                 envelope.id,
-                Status::unauthenticated(format!(
-                    "{:?} before authentication: {NOT_AUTHENTICATED}",
-                    envelope.op.name()
-                )),
+                ApiError::new(
+                    Reason::NotAuthenticated,
+                    format!(
+                        "{:?} before authentication: {NOT_AUTHENTICATED}",
+                        envelope.op.name()
+                    ),
+                )
+                .into(),
             ),
             Err(bad) => (
                 bad.id,
-                Status::unauthenticated(format!("{}; {NOT_AUTHENTICATED}", bad.message)),
+                ApiError::new(
+                    Reason::NotAuthenticated,
+                    format!("{}; {NOT_AUTHENTICATED}", bad.message),
+                )
+                .into(),
             ),
         };
         refuse(socket, &id, &status).await;
@@ -717,7 +734,7 @@ impl Conn {
                 &gateway.get_my_rating(player, decode(request)?).await?,
             )),
             Op::Auth | Op::Subscribe | Op::Unsubscribe | Op::WatchLobby => {
-                Err(Status::internal("this op is not answered here"))
+                Err(ApiError::new(Reason::Internal, "this op is not answered here").into())
             }
         }
     }
@@ -755,15 +772,24 @@ impl Conn {
         });
         let mut subs = self.subs.lock().expect("subscription lock");
         if subs.map.contains_key(&key) {
-            return Err(Status::already_exists(format!(
-                "subscription {key} is open; use a new id, or unsubscribe it first"
-            )));
+            return Err(ApiError::new(
+                Reason::SubscriptionExists,
+                format!(
+                    "subscription {} is open; use a new id, or unsubscribe it first",
+                    quote(&key)
+                ),
+            )
+            .into());
         }
         if subs.map.len() >= self.config.max_subscriptions {
-            return Err(Status::resource_exhausted(format!(
-                "this connection holds its maximum of {} subscriptions; unsubscribe one first",
-                self.config.max_subscriptions
-            )));
+            return Err(ApiError::new(
+                Reason::TooManyStreams,
+                format!(
+                    "this connection holds its maximum of {} subscriptions; unsubscribe one first",
+                    self.config.max_subscriptions
+                ),
+            )
+            .into());
         }
         subs.next_token += 1;
         let token = subs.next_token;
@@ -790,7 +816,11 @@ impl Conn {
         spawn: impl FnOnce(Arc<Self>, Value, String, u64, Arc<SubCell>) -> tokio::task::JoinHandle<()>,
     ) {
         if cell.cancelled.load(Ordering::Relaxed) {
-            let status = Status::cancelled("unsubscribed before the subscription started");
+            let status = ApiError::new(
+                Reason::Unsubscribed,
+                "unsubscribed before the subscription started",
+            )
+            .into();
             return self.send_error(&id, &status).await;
         }
         // The answer goes out before the first event: the forwarder starts after it is queued.
@@ -958,9 +988,14 @@ impl Conn {
         let request: UnsubscribeRequest = match serde_json::from_value(request) {
             Ok(request) => request,
             Err(e) => {
-                let status = Status::invalid_argument(format!(
-                    "request: {e}; unsubscribe takes {{\"subscription\": <the subscribe request's id>}}"
-                ));
+                let status = ApiError::new(
+                    Reason::MalformedRequest,
+                    format!(
+                        "request: {}; unsubscribe takes {{\"subscription\": <the subscribe request's id>}}",
+                        brief(&e.to_string())
+                    ),
+                )
+                .into();
                 return self.send_error(id, &status).await;
             }
         };
@@ -981,7 +1016,11 @@ impl Conn {
                     .await;
             }
             None => {
-                let status = Status::not_found(format!("no open subscription {key}"));
+                let status = ApiError::new(
+                    Reason::SubscriptionNotFound,
+                    format!("no open subscription {}", quote(&key)),
+                )
+                .into();
                 self.send_error(id, &status).await;
             }
         }
@@ -1006,25 +1045,36 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
         Ok(envelope) => envelope,
         Err(bad) => {
             return conn
-                .send_error(&bad.id, &Status::invalid_argument(bad.message))
+                .send_error(
+                    &bad.id,
+                    &ApiError::new(Reason::MalformedRequest, bad.message).into(),
+                )
                 .await;
         }
     };
     match envelope.op {
         Op::Auth => {
-            let status = Status::failed_precondition(format!(
-                "this connection is authenticated already (as {:?}); open a new one to change player",
-                conn.player.id
-            ));
+            let status = ApiError::new(
+                Reason::WrongPhase,
+                format!(
+                    "this connection is authenticated already (as {:?}); open a new one to change player",
+                    conn.player.id
+                ),
+            )
+            .into();
             conn.send_error(&envelope.id, &status).await;
         }
         Op::Unsubscribe => conn.unsubscribe(&envelope.id, envelope.request).await,
         op => {
             if tasks.len() >= conn.config.max_requests_in_flight {
-                let status = Status::resource_exhausted(format!(
-                    "{} requests of this connection are being answered; wait for their answers",
-                    conn.config.max_requests_in_flight
-                ));
+                let status = ApiError::new(
+                    Reason::RateLimited,
+                    format!(
+                        "{} requests of this connection are being answered; wait for their answers",
+                        conn.config.max_requests_in_flight
+                    ),
+                )
+                .into();
                 return conn.send_error(&envelope.id, &status).await;
             }
             tasks.spawn(Arc::clone(conn).run_request(envelope.id, op, envelope.request));
@@ -1149,9 +1199,11 @@ fn close_frame(code: u16, reason: &str) -> CloseFrame {
 }
 
 fn too_big(size: usize, limit: usize) -> Status {
-    Status::out_of_range(format!(
-        "message of {size} bytes is over the limit of {limit} bytes"
-    ))
+    ApiError::new(
+        Reason::RequestTooLarge,
+        format!("message of {size} bytes is over the limit of {limit} bytes"),
+    )
+    .into()
 }
 
 /// An operation a client may ask for.
@@ -1243,8 +1295,12 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
         id: id.clone(),
         message,
     };
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| bad(&Value::Null, format!("malformed JSON: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        bad(
+            &Value::Null,
+            format!("malformed JSON: {}", brief(&e.to_string())),
+        )
+    })?;
     let Value::Object(mut fields) = value else {
         return Err(bad(
             &Value::Null,
@@ -1254,6 +1310,13 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
     let id = fields.remove("id").unwrap_or(Value::Null);
     if !matches!(id, Value::Null | Value::Number(_) | Value::String(_)) {
         return Err(bad(&Value::Null, "id must be a number or a string".into()));
+    }
+    // Every answer echoes the id: a long one would make every answer long.
+    if matches!(&id, Value::String(text) if text.len() > MAX_ID_BYTES) {
+        return Err(bad(
+            &Value::Null,
+            format!("id must be at most {MAX_ID_BYTES} bytes"),
+        ));
     }
     let name = match fields.remove("type") {
         Some(Value::String(name)) => name,
@@ -1265,7 +1328,8 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
         return Err(bad(
             &id,
             format!(
-                "unknown type {name:?}; expected one of {}",
+                "unknown type {}; expected one of {}",
+                quote(&name),
                 known.join(", ")
             ),
         ));
@@ -1275,7 +1339,10 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
     if let Some(field) = fields.keys().next() {
         return Err(bad(
             &id,
-            format!("unknown field {field:?}; a message has id, type and request"),
+            format!(
+                "unknown field {}; a message has id, type and request",
+                quote(field)
+            ),
         ));
     }
     if op == Op::Auth {
@@ -1316,9 +1383,18 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
     })
 }
 
+/// Longest string `id` of a request (answers echo it).
+const MAX_ID_BYTES: usize = 128;
+
 /// A proto request from its JSON form.
 fn decode<T: DeserializeOwned>(request: Value) -> Result<T, Status> {
-    serde_json::from_value(request).map_err(|e| Status::invalid_argument(format!("request: {e}")))
+    serde_json::from_value(request).map_err(|e| {
+        ApiError::new(
+            Reason::MalformedRequest,
+            format!("request: {}", brief(&e.to_string())),
+        )
+        .into()
+    })
 }
 
 /// `{"id", "type": "result", "response"}` as text.
@@ -1335,7 +1411,7 @@ fn result_text<R: Serialize>(id: &Value, response: &R) -> String {
 fn to_text<T: Serialize>(message: &T) -> String {
     serde_json::to_string(message).unwrap_or_else(|e| {
         tracing::error!(error = %e, "a WebSocket message does not serialize");
-        r#"{"id":null,"type":"error","code":"INTERNAL","message":"an answer did not serialize"}"#
+        r#"{"id":null,"type":"error","code":"INTERNAL","reason":"INTERNAL","message":"an answer did not serialize"}"#
             .to_string()
     })
 }
@@ -1348,24 +1424,61 @@ struct ResultMessage<'a, R> {
     response: &'a R,
 }
 
-/// `{"id", "type": "error", "code", "message"}`.
+/// `{"id", "type": "error", "code", "reason", "message", "fieldViolations"}`: the gRPC code, the
+/// stable reason clients localise from, and the bad fields (omitted when none), as gRPC carries
+/// them in `google.rpc` details.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ErrorMessage<'a> {
     id: &'a Value,
     r#type: &'static str,
     code: &'static str,
+    reason: String,
     message: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    field_violations: Vec<FieldViolationJson>,
+}
+
+/// One bad field of an [`ErrorMessage`].
+#[derive(Serialize)]
+struct FieldViolationJson {
+    field: String,
+    description: String,
 }
 
 impl<'a> ErrorMessage<'a> {
     fn new(id: &'a Value, status: &'a Status) -> Self {
+        let summary = ErrorSummary::of(status);
         ErrorMessage {
             id,
             r#type: "error",
             code: code_name(status.code()),
-            message: status.message(),
+            reason: summary.reason,
+            message: bounded_message(status),
+            field_violations: summary
+                .violations
+                .into_iter()
+                .map(|v| FieldViolationJson {
+                    field: v.field,
+                    description: v.description,
+                })
+                .collect(),
         }
     }
+}
+
+/// `status`'s message, cut at the error contract's bound (statuses built by the project are
+/// within it already; this holds for any other).
+fn bounded_message(status: &Status) -> &str {
+    let message = status.message();
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    &message[..end]
 }
 
 /// `{"type": "event", "subscription", "event"}`.
@@ -1414,13 +1527,15 @@ impl<'a> ReconnectMessage<'a> {
     }
 }
 
-/// `{"type": "end", "subscription"}`, with `code` and `message` when the stream failed.
+/// `{"type": "end", "subscription"}`, with `code`, `reason` and `message` when the stream failed.
 #[derive(Serialize)]
 struct EndMessage<'a> {
     r#type: &'static str,
     subscription: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
 }
@@ -1431,7 +1546,8 @@ impl<'a> EndMessage<'a> {
             r#type: "end",
             subscription,
             code: failure.map(|s| code_name(s.code())),
-            message: failure.map(Status::message),
+            reason: failure.map(|s| ErrorSummary::of(s).reason),
+            message: failure.map(bounded_message),
         }
     }
 }
@@ -1546,10 +1662,21 @@ mod tests {
     #[test]
     fn server_messages_have_the_documented_shape() {
         let id = Value::from(3);
+        let status = ApiError::new(Reason::NotSeated, "not yours").into();
+        assert_eq!(
+            to_text(&ErrorMessage::new(&id, &status)),
+            r#"{"id":3,"type":"error","code":"PERMISSION_DENIED","reason":"NOT_SEATED","message":"not yours"}"#
+        );
+        let status = ApiError::invalid_field("move.from", "is required").into();
+        assert_eq!(
+            to_text(&ErrorMessage::new(&id, &status)),
+            r#"{"id":3,"type":"error","code":"INVALID_ARGUMENT","reason":"INVALID_FIELD","message":"move.from: is required","fieldViolations":[{"field":"move.from","description":"is required"}]}"#
+        );
+        // A status from elsewhere, without details, gets its code's fallback reason.
         let status = Status::permission_denied("not yours");
         assert_eq!(
             to_text(&ErrorMessage::new(&id, &status)),
-            r#"{"id":3,"type":"error","code":"PERMISSION_DENIED","message":"not yours"}"#
+            r#"{"id":3,"type":"error","code":"PERMISSION_DENIED","reason":"NOT_ALLOWED","message":"not yours"}"#
         );
         let event = pb::GameEvent {
             game_id: "g".into(),

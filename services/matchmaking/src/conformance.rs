@@ -99,7 +99,7 @@ pub async fn enqueue_is_idempotent_and_one_per_queue(store: Arc<dyn MatchStore>)
     assert_eq!(again.enqueued_ms, 1);
     let second = store.enqueue(ticket(&p, "t2", &q, 3, 3_000)).await;
     assert!(
-        matches!(&second, Err(MatchError::AlreadyExists(m)) if m.contains("t1")),
+        matches!(&second, Err(MatchError::AlreadyExists(_, m)) if m.contains("t1")),
         "{second:?}"
     );
     store
@@ -137,12 +137,12 @@ pub async fn cancel_only_waiting_tickets(store: Arc<dyn MatchStore>) {
     assert_eq!(made.len(), 1);
     let refused = store.cancel_ticket(&a, "t2").await;
     assert!(
-        matches!(refused, Err(MatchError::FailedPrecondition(_))),
+        matches!(refused, Err(MatchError::FailedPrecondition(..))),
         "{refused:?}"
     );
     assert!(matches!(
         store.cancel_ticket(&a, "missing").await,
-        Err(MatchError::NotFound(_))
+        Err(MatchError::NotFound(..))
     ));
 }
 
@@ -312,7 +312,7 @@ pub async fn complete_match_tells_both_once(store: Arc<dyn MatchStore>) {
     store.complete_match(m.match_id, game, 21).await.unwrap();
     assert!(matches!(
         store.complete_match(m.match_id, Uuid::now_v7(), 22).await,
-        Err(MatchError::FailedPrecondition(_))
+        Err(MatchError::FailedPrecondition(..))
     ));
     assert!(
         !store
@@ -394,11 +394,11 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
         store
             .create_invite(invite(&code, &other, "i9", 1_000))
             .await,
-        Err(MatchError::AlreadyExists(_))
+        Err(MatchError::AlreadyExists(..))
     ));
     assert!(matches!(
         store.accept_invite(&code, &host, 10).await,
-        Err(MatchError::FailedPrecondition(_))
+        Err(MatchError::FailedPrecondition(..))
     ));
     let m = store.accept_invite(&code, &guest, 10).await.unwrap();
     assert_eq!(
@@ -416,11 +416,11 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
     );
     assert!(matches!(
         store.accept_invite(&code, &other, 12).await,
-        Err(MatchError::FailedPrecondition(_))
+        Err(MatchError::FailedPrecondition(..))
     ));
     assert!(matches!(
         store.cancel_invite(&host, &code).await,
-        Err(MatchError::FailedPrecondition(_))
+        Err(MatchError::FailedPrecondition(..))
     ));
     // Expired (by time, before any sweep) and cancelled invites cannot be accepted.
     let late = fresh_code();
@@ -430,7 +430,7 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
         .unwrap();
     assert!(matches!(
         store.accept_invite(&late, &guest, 100).await,
-        Err(MatchError::FailedPrecondition(m)) if m.contains("expired")
+        Err(MatchError::FailedPrecondition(_, m)) if m.contains("expired")
     ));
     let withdrawn = fresh_code();
     store
@@ -439,7 +439,7 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
         .unwrap();
     assert!(matches!(
         store.cancel_invite(&guest, &withdrawn).await,
-        Err(MatchError::NotFound(_))
+        Err(MatchError::NotFound(..))
     ));
     assert_eq!(
         store.cancel_invite(&host, &withdrawn).await.unwrap().state,
@@ -447,11 +447,11 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
     );
     assert!(matches!(
         store.accept_invite(&withdrawn, &guest, 10).await,
-        Err(MatchError::FailedPrecondition(m)) if m.contains("cancelled")
+        Err(MatchError::FailedPrecondition(_, m)) if m.contains("cancelled")
     ));
     assert!(matches!(
         store.accept_invite("ZZZZZZ", &guest, 10).await,
-        Err(MatchError::NotFound(_))
+        Err(MatchError::NotFound(..))
     ));
 }
 

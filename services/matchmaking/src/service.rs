@@ -8,6 +8,8 @@ use crate::store::{
     ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
     MatchError, MatchStore, Queue, Ticket, TicketState,
 };
+use hidden_front_api_error::text::{self, TextKind};
+use hidden_front_api_error::{ApiError, Reason, brief, quote};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_server::{
@@ -27,8 +29,6 @@ use uuid::Uuid;
 /// The matchmaking service's client of the session service (trace context included).
 pub type SessionClient = SessionServiceClient<hidden_front_telemetry::TracedChannel>;
 
-/// Longest player id and client-chosen id accepted.
-const MAX_ID_LEN: usize = 128;
 /// The player id of every computer seat.
 pub const COMPUTER_PLAYER: &str = "computer";
 /// Lobby events read per store query while streaming.
@@ -52,30 +52,31 @@ fn ms_of(duration: Duration) -> u64 {
 /// The gRPC status of a store failure.
 pub fn match_error_status(error: MatchError) -> Status {
     match error {
-        MatchError::NotFound(m) => Status::not_found(m),
-        MatchError::AlreadyExists(m) => Status::already_exists(m),
-        MatchError::FailedPrecondition(m) => Status::failed_precondition(m),
+        MatchError::NotFound(reason, m)
+        | MatchError::AlreadyExists(reason, m)
+        | MatchError::FailedPrecondition(reason, m) => ApiError::new(reason, m).into(),
         MatchError::Database(m) => {
+            // The database's text is for the operator's log, not for callers.
             tracing::error!(error = %m, "matchmaking store failed");
-            Status::unavailable(format!("matchmaking storage is unavailable: {m}"))
+            ApiError::new(
+                Reason::StoreUnavailable,
+                "matchmaking storage is unavailable; retry with the same id",
+            )
+            .into()
         }
         MatchError::Corrupt(m) => {
             tracing::error!(error = %m, "matchmaking store holds corrupt data");
-            Status::internal(format!("corrupt matchmaking data: {m}"))
+            ApiError::new(
+                Reason::CorruptData,
+                "stored matchmaking data cannot be read",
+            )
+            .into()
         }
     }
 }
 
 fn check_id(field: &str, value: &str) -> Result<(), Status> {
-    if value.is_empty() {
-        return Err(Status::invalid_argument(format!("{field} is required")));
-    }
-    if value.len() > MAX_ID_LEN {
-        return Err(Status::invalid_argument(format!(
-            "{field} is longer than {MAX_ID_LEN} bytes"
-        )));
-    }
-    Ok(())
+    text::required(field, value, TextKind::Id).map_err(Status::from)
 }
 
 fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
@@ -84,17 +85,30 @@ fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
     } else {
         name
     };
-    Rules::parse(name)
-        .map_err(|e| Status::invalid_argument(format!("{field}: {name:?} is not a rule set: {e}")))
+    text::check(field, name, TextKind::Rules)?;
+    Rules::parse(name).map_err(|e| {
+        ApiError::new(
+            Reason::UnknownRules,
+            format!(
+                "{field}: {} is not a rule set: {}",
+                quote(name),
+                brief(&e.to_string())
+            ),
+        )
+        .with_violation(field, brief(&e.to_string()))
+        .into()
+    })
 }
 
 fn parse_time_control(field: &str, name: &str, default: &str) -> Result<String, Status> {
     match name {
         "" => Ok(default.to_owned()),
         "online" | "relaxed" => Ok(name.to_owned()),
-        other => Err(Status::invalid_argument(format!(
-            "{field} {other:?} is not one of online, relaxed"
-        ))),
+        other => Err(ApiError::invalid_field(
+            field,
+            format!("{} is not one of online, relaxed", quote(other)),
+        )
+        .into()),
     }
 }
 
@@ -290,8 +304,12 @@ impl MatchmakingService {
             })
             .await?
             .into_inner();
-        let game_id = Uuid::parse_str(&created.game_id)
-            .map_err(|_| Status::internal("the session answered a game id that is not a UUID"))?;
+        let game_id = Uuid::parse_str(&created.game_id).map_err(|_| {
+            Status::from(ApiError::new(
+                Reason::Internal,
+                "the session answered a game id that is not a UUID",
+            ))
+        })?;
         self.inner
             .store
             .complete_match(m.match_id, game_id, self.inner.config.clock.now_ms())
@@ -483,6 +501,8 @@ impl MatchmakingService {
 
 /// The code in an accept request: a bare code or a link ending in one, any case.
 fn code_of(text: &str) -> Result<String, Status> {
+    // A code, or a link ending in one.
+    self::text::required("code", text, TextKind::Rules)?;
     let code = text
         .trim()
         .trim_end_matches('/')
@@ -491,9 +511,14 @@ fn code_of(text: &str) -> Result<String, Status> {
         .unwrap_or("")
         .to_ascii_uppercase();
     if code.len() != CODE_LEN || !code.bytes().all(|b| CODE_ALPHABET.contains(&b)) {
-        return Err(Status::invalid_argument(format!(
-            "code {text:?} is not an invite code ({CODE_LEN} letters and digits) or link"
-        )));
+        return Err(ApiError::invalid_field(
+            "code",
+            format!(
+                "{} is not an invite code ({CODE_LEN} letters and digits) or link",
+                quote(text)
+            ),
+        )
+        .into());
     }
     Ok(code)
 }
@@ -511,17 +536,21 @@ impl MatchmakingApi for MatchmakingService {
         check_id("ticket_id", &r.ticket_id)?;
         let queue = r
             .queue
-            .ok_or_else(|| Status::invalid_argument("queue is required"))?;
+            .ok_or_else(|| Status::from(ApiError::missing_field("queue")))?;
         let rules = parse_rules("queue.rules", &queue.rules)?;
         let time_control = parse_time_control("queue.time_control", &queue.time_control, "online")?;
         let config = &self.inner.config;
         let ttl = match r.ttl_seconds {
             0 => config.ticket_ttl,
             s if Duration::from_secs(u64::from(s)) > config.max_ticket_ttl => {
-                return Err(Status::invalid_argument(format!(
-                    "ttl_seconds {s} is longer than the longest allowed, {} s",
-                    config.max_ticket_ttl.as_secs()
-                )));
+                return Err(ApiError::invalid_field(
+                    "ttl_seconds",
+                    format!(
+                        "{s} is longer than the longest allowed, {} s",
+                        config.max_ticket_ttl.as_secs()
+                    ),
+                )
+                .into());
             }
             s => Duration::from_secs(u64::from(s)),
         };
@@ -593,9 +622,9 @@ impl MatchmakingApi for MatchmakingService {
             .await
             .map_err(match_error_status)?
             .ok_or_else(|| {
-                Status::not_found(format!(
-                    "player {} has no ticket {:?}",
-                    r.player, r.ticket_id
+                Status::from(ApiError::new(
+                    Reason::TicketNotFound,
+                    format!("player {} has no ticket {}", r.player, quote(&r.ticket_id)),
                 ))
             })?;
         Ok(Response::new(pb::GetTicketResponse {
@@ -633,13 +662,15 @@ impl MatchmakingApi for MatchmakingService {
                         invite: Some(self.invite_to_proto(&stored)),
                     }));
                 }
-                Err(MatchError::AlreadyExists(_)) => continue,
+                Err(MatchError::AlreadyExists(..)) => continue,
                 Err(error) => return Err(match_error_status(error)),
             }
         }
-        Err(Status::resource_exhausted(
+        Err(ApiError::new(
+            Reason::InviteCodesExhausted,
             "could not draw a free invite code; try again",
-        ))
+        )
+        .into())
     }
 
     async fn accept_invite(
@@ -696,21 +727,27 @@ impl MatchmakingApi for MatchmakingService {
         check_id("player", &r.player)?;
         check_id("request_id", &r.request_id)?;
         if r.player == COMPUTER_PLAYER {
-            return Err(Status::invalid_argument(format!(
-                "player {COMPUTER_PLAYER:?} is the computer's own id"
-            )));
+            return Err(ApiError::invalid_field(
+                "player",
+                format!("{COMPUTER_PLAYER:?} is the computer's own id"),
+            )
+            .into());
         }
         let rules = parse_rules("rules", &r.rules)?;
         if rules.family != hidden_front_rules::Family::Junqi {
-            return Err(Status::invalid_argument(format!(
-                "rules: the computer plays Junqi rule sets only, not {:?}",
-                r.rules
-            )));
+            return Err(ApiError::new(
+                Reason::ComputerUnavailable,
+                format!(
+                    "rules: the computer plays Junqi rule sets only, not {}",
+                    quote(&r.rules)
+                ),
+            )
+            .with_violation("rules", "the computer plays Junqi rule sets only")
+            .into());
         }
         let seat = match r.seat {
             0 => Side::South,
-            s => wire::side_from_proto("seat", s)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+            s => wire::side_from_proto("seat", s).map_err(|e| Status::from(ApiError::from(e)))?,
         };
         let store = &self.inner.store;
         if let Some(existing) = store
@@ -745,8 +782,12 @@ impl MatchmakingApi for MatchmakingService {
             })
             .await?
             .into_inner();
-        let game_id = Uuid::parse_str(&created.game_id)
-            .map_err(|_| Status::internal("the session answered a game id that is not a UUID"))?;
+        let game_id = Uuid::parse_str(&created.game_id).map_err(|_| {
+            Status::from(ApiError::new(
+                Reason::Internal,
+                "the session answered a game id that is not a UUID",
+            ))
+        })?;
         let (a, b) = Uuid::new_v4().as_u64_pair();
         let game = store
             .add_computer_game(ComputerGame {

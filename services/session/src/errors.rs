@@ -1,51 +1,110 @@
-//! gRPC status codes for engine and store errors: codes that mean what they say, messages a person
-//! can act on. Engine messages never name a hidden kind, so they can be passed through as they are.
+//! The session's answers to refused and failed commands, held to the project's error contract
+//! (`hidden-front-api-error`): codes that mean what they say, a stable reason per refusal, field
+//! violations naming bad fields, messages a person can act on. Engine messages never name a
+//! hidden kind, so they can be passed through as they are.
 
+use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_rules::GameError;
 use hidden_front_store::StoreError;
 use hidden_front_wire::WireError;
-use tonic::{Code, Status};
+use tonic::Status;
 
-/// The status for a refused engine command: `INVALID_ARGUMENT` for a request that breaks the
-/// rules whatever the state (an illegal move, a bad deployment), `FAILED_PRECONDITION` for one that
-/// does not fit the game's current state (out of turn, wrong phase, no offer to answer).
-pub fn game_error_status(error: &GameError) -> Status {
-    let code = if error.is_invalid_argument() {
-        Code::InvalidArgument
-    } else {
-        Code::FailedPrecondition
-    };
-    Status::new(code, error.to_string())
+/// The reason for a refused engine command.
+fn game_error_reason(error: &GameError) -> Reason {
+    match error {
+        GameError::WrongPhase { .. } => Reason::WrongPhase,
+        GameError::NotYourTurn(..) => Reason::NotYourTurn,
+        GameError::IllegalMove(_) => Reason::IllegalMove,
+        GameError::Deployment(_) => Reason::BadDeployment,
+        GameError::AlreadyConfirmed(_) => Reason::AlreadyConfirmed,
+        GameError::WrongSide(..) => Reason::WrongSide,
+        GameError::DrawOfferPending(_) => Reason::DrawOfferPending,
+        GameError::NoDrawOffer(_) => Reason::NoDrawOffer,
+        GameError::DrawCooldown { .. } => Reason::DrawCooldown,
+        GameError::BadLog { .. } => Reason::CorruptData,
+    }
 }
 
-/// The status for a store failure.
+/// The status for a refused engine command: `INVALID_ARGUMENT` for a request that breaks the
+/// rules whatever the state (an illegal move, a bad deployment: every problem listed as a
+/// violation of `deployment`), `FAILED_PRECONDITION` for one that does not fit the game's current
+/// state (out of turn, wrong phase, no offer to answer).
+pub fn game_error_status(error: &GameError) -> Status {
+    let mut refusal = ApiError::new(game_error_reason(error), error.to_string());
+    if let GameError::Deployment(problems) = error {
+        for problem in &problems.0 {
+            refusal = refusal.with_violation("deployment", problem.to_string());
+        }
+    }
+    refusal.into()
+}
+
+/// The status for a store failure. Only database and data failures are the server's; the rest
+/// are answers about the game.
 pub fn store_error_status(error: &StoreError) -> Status {
     match error {
-        StoreError::NotFound(id) => Status::not_found(format!("game {id} not found")),
+        StoreError::NotFound(id) => {
+            ApiError::new(Reason::GameNotFound, format!("game {id} not found")).into()
+        }
         StoreError::VersionConflict {
             expected, actual, ..
-        } => Status::aborted(format!(
-            "the game is at version {actual}, not the expected {expected}: reload and retry"
-        )),
-        StoreError::AlreadyExists(id) => Status::already_exists(format!("game {id} exists")),
+        } => ApiError::new(
+            Reason::StaleVersion,
+            format!(
+                "the game is at version {actual}, not the expected {expected}: reload and retry"
+            ),
+        )
+        .into(),
+        StoreError::AlreadyExists(id) => {
+            ApiError::new(Reason::GameExists, format!("game {id} exists")).into()
+        }
         StoreError::Database(_) => {
             tracing::error!(error = %error, "store unavailable");
-            Status::unavailable(
+            ApiError::new(
+                Reason::StoreUnavailable,
                 "the game store is unavailable; retry with the same idempotency key",
             )
+            .into()
         }
         StoreError::Corrupt { game_id, .. } => {
             tracing::error!(error = %error, "corrupt game data");
-            Status::internal(format!("stored data for game {game_id} cannot be read"))
+            ApiError::new(
+                Reason::CorruptData,
+                format!("stored data for game {game_id} cannot be read"),
+            )
+            .into()
         }
-        StoreError::Migrate(_) => Status::internal("database schema is not migrated"),
-        StoreError::DuplicateCommand { .. } => {
-            Status::internal("duplicate command not resolved by the session service")
+        StoreError::Migrate(_) => {
+            ApiError::new(Reason::Internal, "database schema is not migrated").into()
         }
+        StoreError::DuplicateCommand { .. } => ApiError::new(
+            Reason::Internal,
+            "duplicate command not resolved by the session service",
+        )
+        .into(),
     }
 }
 
 /// The status for a malformed request field.
 pub(crate) fn wire_status(error: WireError) -> Status {
-    Status::invalid_argument(error.to_string())
+    ApiError::from(error).into()
+}
+
+/// `INVALID_ARGUMENT` naming `field`.
+pub(crate) fn invalid_field(field: &str, description: impl Into<String>) -> Status {
+    ApiError::invalid_field(field, description).into()
+}
+
+/// `INVALID_ARGUMENT`: `field` is required.
+pub(crate) fn missing_field(field: &str) -> Status {
+    ApiError::missing_field(field).into()
+}
+
+/// A text field checked by the shared rules (length cap, no control characters).
+pub(crate) fn check_text(
+    field: &str,
+    value: &str,
+    kind: hidden_front_api_error::text::TextKind,
+) -> Result<(), Status> {
+    hidden_front_api_error::text::check(field, value, kind).map_err(Status::from)
 }

@@ -1,8 +1,12 @@
 //! The `SessionService` gRPC implementation.
 
-use crate::errors::{game_error_status, store_error_status, wire_status};
+use crate::errors::{
+    check_text, game_error_status, invalid_field, missing_field, store_error_status, wire_status,
+};
 use crate::metered::MeteredStore;
 use crate::timers::{self, FireCheck};
+use hidden_front_api_error::text::TextKind;
+use hidden_front_api_error::{ApiError, Reason, quote};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
@@ -24,10 +28,6 @@ use uuid::Uuid;
 
 /// How many times a command is judged again after losing a race to another replica.
 const MAX_ATTEMPTS: usize = 8;
-/// Longest idempotency key accepted.
-const MAX_KEY_LEN: usize = 128;
-/// Longest player id accepted.
-const MAX_PLAYER_LEN: usize = 128;
 /// Events fetched per store read while streaming.
 const WATCH_PAGE: usize = 256;
 
@@ -98,28 +98,24 @@ struct Context {
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::WatchGameResponse, Status>> + Send>>;
 
 fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
-    if text.is_empty() {
-        return Err(Status::invalid_argument(format!("{field} is required")));
-    }
-    Uuid::parse_str(text).map_err(|_| {
-        Status::invalid_argument(format!("{field}: {text:?} is not a game id (a UUID)"))
-    })
+    wire::game_id_from_proto(field, text).map_err(wire_status)
 }
 
 fn parse_context(context: Option<pb::CommandContext>) -> Result<Context, Status> {
-    let context = context.ok_or_else(|| Status::invalid_argument("context is required"))?;
+    let context = context.ok_or_else(|| missing_field("context"))?;
     let game_id = parse_game_id("context.game_id", &context.game_id)?;
     let side = wire::side_from_proto("context.side", context.side).map_err(wire_status)?;
     if context.idempotency_key.is_empty() {
-        return Err(Status::invalid_argument(
-            "context.idempotency_key is required: a unique key per command makes retries safe",
+        return Err(invalid_field(
+            "context.idempotency_key",
+            "is required: a unique key per command makes retries safe",
         ));
     }
-    if context.idempotency_key.len() > MAX_KEY_LEN {
-        return Err(Status::invalid_argument(format!(
-            "context.idempotency_key is longer than {MAX_KEY_LEN} bytes"
-        )));
-    }
+    check_text(
+        "context.idempotency_key",
+        &context.idempotency_key,
+        TextKind::Key,
+    )?;
     Ok(Context {
         game_id,
         side,
@@ -148,9 +144,10 @@ fn time_control_from_proto(tc: Option<pb::TimeControl>) -> Result<TimeControl, S
                 ("time_control.reconnect_seconds", tc.reconnect_seconds),
             ] {
                 if !(1..=86_400).contains(&value) {
-                    return Err(Status::invalid_argument(format!(
-                        "{field} must be between 1 and 86400 seconds, got {value}"
-                    )));
+                    return Err(invalid_field(
+                        field,
+                        format!("must be between 1 and 86400 seconds, got {value}"),
+                    ));
                 }
             }
             Ok(TimeControl {
@@ -160,9 +157,10 @@ fn time_control_from_proto(tc: Option<pb::TimeControl>) -> Result<TimeControl, S
                 reconnect_seconds: tc.reconnect_seconds,
             })
         }
-        other => Err(Status::invalid_argument(format!(
-            "time_control.name {other:?} is not one of online, relaxed, custom"
-        ))),
+        other => Err(invalid_field(
+            "time_control.name",
+            format!("{} is not one of online, relaxed, custom", quote(other)),
+        )),
     }
 }
 
@@ -223,14 +221,9 @@ fn outcome_of(result: &Result<pb::CommandResult, Status>) -> &'static str {
 
 fn validate_player(field: &str, player: &str) -> Result<(), Status> {
     if player.trim().is_empty() {
-        return Err(Status::invalid_argument(format!("{field} is required")));
+        return Err(missing_field(field));
     }
-    if player.len() > MAX_PLAYER_LEN {
-        return Err(Status::invalid_argument(format!(
-            "{field} is longer than {MAX_PLAYER_LEN} bytes"
-        )));
-    }
-    Ok(())
+    check_text(field, player, TextKind::Id)
 }
 
 impl SessionService {
@@ -283,15 +276,24 @@ impl SessionService {
             .load(game_id)
             .await
             .map_err(|e| store_error_status(&e))?
-            .ok_or_else(|| Status::not_found(format!("game {game_id} not found")))?;
+            .ok_or_else(|| {
+                Status::from(ApiError::new(
+                    Reason::GameNotFound,
+                    format!("game {game_id} not found"),
+                ))
+            })?;
         self.remember(record.clone());
         Ok(record)
     }
 
     /// The answer stored for a key, marked as replayed.
     fn replayed(bytes: &[u8]) -> Result<pb::CommandResult, Status> {
-        let mut result = pb::CommandResult::decode(bytes)
-            .map_err(|_| Status::internal("stored command answer cannot be decoded"))?;
+        let mut result = pb::CommandResult::decode(bytes).map_err(|_| {
+            Status::from(ApiError::new(
+                Reason::CorruptData,
+                "stored command answer cannot be decoded",
+            ))
+        })?;
         result.replayed = true;
         Ok(result)
     }
@@ -368,9 +370,13 @@ impl SessionService {
                 Err(StoreError::VersionConflict { .. }) => {
                     self.forget(ctx.game_id);
                     if let Some(expected) = ctx.expected_version {
-                        let refusal = Status::aborted(format!(
-                            "the game moved past the expected version {expected}: reload and retry"
-                        ));
+                        let refusal = ApiError::new(
+                            Reason::StaleVersion,
+                            format!(
+                                "the game moved past the expected version {expected}: reload and retry"
+                            ),
+                        )
+                        .into();
                         return self.refuse(ctx, refusal).await;
                     }
                 }
@@ -384,9 +390,11 @@ impl SessionService {
                 }
             }
         }
-        Err(Status::aborted(
+        Err(ApiError::new(
+            Reason::Contended,
             "the game changed too often while this command was judged; retry with the same key",
-        ))
+        )
+        .into())
     }
 
     /// The deadlines the append of `events` (taking `record` to `after`) starts or ends; see
@@ -452,10 +460,14 @@ impl SessionService {
         if let Some(expected) = ctx.expected_version
             && expected != record.version
         {
-            return Err(Status::aborted(format!(
-                "the game is at version {}, not the expected {expected}: reload and retry",
-                record.version
-            )));
+            return Err(ApiError::new(
+                Reason::StaleVersion,
+                format!(
+                    "the game is at version {}, not the expected {expected}: reload and retry",
+                    record.version
+                ),
+            )
+            .into());
         }
         let command = make(record)?;
         let mut game = record.game.clone();
@@ -525,13 +537,21 @@ impl SessionService {
             .ok()
             .filter(|k| *k != pb::TimerKind::Unspecified)
             .ok_or_else(|| {
-                Status::invalid_argument(
-                    "kind must be TIMER_KIND_DEPLOYMENT, TIMER_KIND_MOVE or TIMER_KIND_RECONNECT",
+                invalid_field(
+                    "kind",
+                    "must be TIMER_KIND_DEPLOYMENT, TIMER_KIND_MOVE or TIMER_KIND_RECONNECT",
                 )
             })?;
         if request.deadline_unix_millis == 0 {
-            return Err(Status::invalid_argument(
-                "deadline_unix_millis is required: the deadline the timer was armed with",
+            return Err(invalid_field(
+                "deadline_unix_millis",
+                "is required: the deadline the timer was armed with",
+            ));
+        }
+        if request.deadline_unix_millis > i64::MAX as u64 / 2 {
+            return Err(invalid_field(
+                "deadline_unix_millis",
+                "is not a time this server can represent",
             ));
         }
         let fired = Timer {
@@ -564,10 +584,14 @@ impl SessionService {
             FireCheck::Apply => {}
             FireCheck::Stale => return Ok(stale),
             FireCheck::NotDue(at) => {
-                return Err(Status::failed_precondition(format!(
-                    "the timer is not due until {} ms after the Unix epoch",
-                    unix_millis(at)
-                )));
+                return Err(ApiError::new(
+                    Reason::TimerEarly,
+                    format!(
+                        "the timer is not due until {} ms after the Unix epoch",
+                        unix_millis(at)
+                    ),
+                )
+                .into());
             }
         }
         // The second fence: the game itself.
@@ -678,9 +702,10 @@ impl SessionService {
             0 => 100,
             n if n <= 1000 => n as usize,
             n => {
-                return Err(Status::invalid_argument(format!(
-                    "limit must be at most 1000, got {n}"
-                )));
+                return Err(invalid_field(
+                    "limit",
+                    format!("must be at most 1000, got {n}"),
+                ));
             }
         };
         let ended = self
@@ -725,22 +750,24 @@ impl SessionApi for SessionService {
         validate_player("south_player", &request.south_player)?;
         validate_player("north_player", &request.north_player)?;
         if request.south_player == request.north_player {
-            return Err(Status::invalid_argument(
-                "south_player and north_player must be different players",
+            return Err(invalid_field(
+                "north_player",
+                "must be a different player from south_player",
             ));
         }
-        if request.idempotency_key.len() > MAX_KEY_LEN {
-            return Err(Status::invalid_argument(format!(
-                "idempotency_key is longer than {MAX_KEY_LEN} bytes"
-            )));
-        }
+        check_text("idempotency_key", &request.idempotency_key, TextKind::Key)?;
+        check_text("rules", &request.rules, TextKind::Rules)?;
         let rules_name = if request.rules.is_empty() {
             hidden_front_rules::rules::DEFAULT_RULES
         } else {
             request.rules.as_str()
         };
-        let rules = Rules::parse(rules_name)
-            .map_err(|e| Status::invalid_argument(format!("rules: {e}")))?;
+        let rules = Rules::parse(rules_name).map_err(|e| {
+            Status::from(
+                ApiError::new(Reason::UnknownRules, format!("rules: {e}"))
+                    .with_violation("rules", e.to_string()),
+            )
+        })?;
         let time_control = time_control_from_proto(request.time_control)?;
         let mut rng = fresh_rng();
         let first_mover = if rng.below(2) == 0 {
@@ -832,14 +859,15 @@ impl SessionApi for SessionService {
         let request = request.into_inner();
         let deployment = request
             .deployment
-            .ok_or_else(|| Status::invalid_argument("deployment is required"))?;
+            .ok_or_else(|| missing_field("deployment"))?;
         let result = self
             .command("set_deployment", request.context, |record, side| {
                 if deployment.side != pb::Side::Unspecified as i32
                     && deployment.side != wire::side_to_proto(side) as i32
                 {
-                    return Err(Status::invalid_argument(
-                        "deployment.side must be the acting side (or unspecified)",
+                    return Err(invalid_field(
+                        "deployment.side",
+                        "must be the acting side (or unspecified)",
                     ));
                 }
                 let rules = Self::rules_of(record);
@@ -968,18 +996,18 @@ impl SessionApi for SessionService {
         let request = request.into_inner();
         let game_id = parse_game_id("game_id", &request.game_id)?;
         let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
-        if request.gateway_id.is_empty() || request.gateway_id.len() > MAX_KEY_LEN {
-            return Err(Status::invalid_argument(format!(
-                "gateway_id is required (at most {MAX_KEY_LEN} bytes)"
-            )));
+        if request.gateway_id.is_empty() {
+            return Err(missing_field("gateway_id"));
         }
+        check_text("gateway_id", &request.gateway_id, TextKind::Id)?;
         let lease = match request.lease_seconds {
             0 => self.config.default_presence_lease,
             s if s <= 3600 => Duration::from_secs(u64::from(s)),
             s => {
-                return Err(Status::invalid_argument(format!(
-                    "lease_seconds must be at most 3600, got {s}"
-                )));
+                return Err(invalid_field(
+                    "lease_seconds",
+                    format!("must be at most 3600, got {s}"),
+                ));
             }
         };
         // The game must exist: presence for unknown games would grow the table without bound.
@@ -1066,9 +1094,10 @@ impl SessionApi for SessionService {
             0 => 50,
             n if n <= 500 => n as usize,
             n => {
-                return Err(Status::invalid_argument(format!(
-                    "limit must be at most 500, got {n}"
-                )));
+                return Err(invalid_field(
+                    "limit",
+                    format!("must be at most 500, got {n}"),
+                ));
             }
         };
         let summaries = self

@@ -4,6 +4,7 @@
 
 use super::{Gateway, StreamGauge};
 use crate::auth::Player;
+use hidden_front_api_error::{ApiError, Reason, ensure_reason};
 use hidden_front_proto::v1 as pb;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -15,23 +16,31 @@ fn upstream_status(status: Status) -> Status {
     match status.code() {
         Code::Internal | Code::Unknown | Code::DataLoss => {
             tracing::error!(error = %status, "matchmaking failure");
-            Status::unavailable("the matchmaking service failed; retry with the same id")
+            ApiError::new(
+                Reason::MatchmakingUnavailable,
+                "the matchmaking service failed; retry with the same id",
+            )
+            .into()
         }
-        Code::Unavailable => {
-            Status::unavailable("the matchmaking service is unavailable; retry with the same id")
-        }
-        _ => status,
+        Code::Unavailable => ApiError::new(
+            Reason::MatchmakingUnavailable,
+            "the matchmaking service is unavailable; retry with the same id",
+        )
+        .into(),
+        _ => ensure_reason(status),
     }
 }
 
 impl Gateway {
     /// The matchmaking client, or `UNAVAILABLE` when none is configured.
     fn matchmaking(&self) -> Result<super::MatchmakingClient, Status> {
-        self.inner
-            .config
-            .matchmaking
-            .clone()
-            .ok_or_else(|| Status::unavailable("matchmaking is not configured on this gateway"))
+        self.inner.config.matchmaking.clone().ok_or_else(|| {
+            ApiError::new(
+                Reason::MatchmakingUnavailable,
+                "matchmaking is not configured on this gateway",
+            )
+            .into()
+        })
     }
 
     /// Joins a queue for the player. Guests may play casual games only.
@@ -43,9 +52,11 @@ impl Gateway {
         self.inner.rate.check(&player.id)?;
         let mut mm = self.matchmaking()?;
         if player.guest && request.queue.as_ref().is_some_and(|q| q.rated) {
-            return Err(Status::permission_denied(
+            return Err(ApiError::new(
+                Reason::NotAllowed,
                 "guests may play casual games only; sign in for rated games",
-            ));
+            )
+            .into());
         }
         let ticket = mm
             .enqueue(pb::EnqueueRequest {
@@ -198,9 +209,11 @@ impl Gateway {
     ) -> Result<ReceiverStream<Result<pb::WatchLobbyResponse, Status>>, Status> {
         let mut mm = self.matchmaking()?;
         if *self.inner.stopping.borrow() {
-            return Err(Status::unavailable(
+            return Err(ApiError::new(
+                Reason::ShuttingDown,
                 "this gateway is shutting down; connect to another one",
-            ));
+            )
+            .into());
         }
         let permit = self.inner.streams.acquire()?;
         let mut upstream = mm
@@ -232,9 +245,11 @@ impl Gateway {
                     },
                     _ = stopping.changed() => {
                         let _ = tx
-                            .send(Err(Status::unavailable(
+                            .send(Err(ApiError::new(
+                                Reason::ShuttingDown,
                                 "this gateway is shutting down; reconnect with the last seq",
-                            )))
+                            )
+                            .into()))
                             .await;
                         return;
                     }

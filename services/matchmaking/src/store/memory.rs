@@ -80,12 +80,15 @@ impl MatchStore for MemoryMatchStore {
         if let Some(other) = state.tickets.values().find(|t| {
             t.player == ticket.player && t.queue == ticket.queue && t.state == TicketState::Waiting
         }) {
-            return Err(MatchError::AlreadyExists(format!(
-                "player {} already waits in queue {} with ticket {}",
-                ticket.player,
-                ticket.queue.key(),
-                other.ticket_id
-            )));
+            return Err(MatchError::AlreadyExists(
+                Reason::TicketExists,
+                format!(
+                    "player {} already waits in queue {} with ticket {}",
+                    ticket.player,
+                    ticket.queue.key(),
+                    other.ticket_id
+                ),
+            ));
         }
         state.tickets.insert(key, ticket.clone());
         Ok(ticket)
@@ -249,16 +252,19 @@ impl MatchStore for MemoryMatchStore {
         _now_ms: u64,
     ) -> Result<Match, MatchError> {
         let mut state = self.lock();
-        let m = state
-            .matches
-            .get_mut(&match_id)
-            .ok_or_else(|| MatchError::NotFound(format!("match {match_id} does not exist")))?;
+        let m = state.matches.get_mut(&match_id).ok_or_else(|| {
+            MatchError::NotFound(
+                Reason::MatchNotFound,
+                format!("match {match_id} does not exist"),
+            )
+        })?;
         match m.game_id {
             Some(existing) if existing == game_id => return Ok(m.clone()),
             Some(existing) => {
-                return Err(MatchError::FailedPrecondition(format!(
-                    "match {match_id} already has game {existing}, not {game_id}"
-                )));
+                return Err(MatchError::FailedPrecondition(
+                    Reason::MatchClosed,
+                    format!("match {match_id} already has game {existing}, not {game_id}"),
+                ));
             }
             None => m.game_id = Some(game_id),
         }
@@ -284,10 +290,10 @@ impl MatchStore for MemoryMatchStore {
             return Ok(state.invite_with_game(existing.clone()));
         }
         if state.invites.contains_key(&invite.code) {
-            return Err(MatchError::AlreadyExists(format!(
-                "invite code {} is taken",
-                invite.code
-            )));
+            return Err(MatchError::AlreadyExists(
+                Reason::MatchExists,
+                format!("invite code {} is taken", invite.code),
+            ));
         }
         state.invites.insert(invite.code.clone(), invite.clone());
         Ok(invite)
@@ -577,25 +583,37 @@ pub(crate) fn checked_pairs(waiting: &[Ticket], pairs: Vec<(usize, usize)>) -> V
 }
 
 pub(crate) fn not_found_ticket(player: &str, ticket_id: &str) -> MatchError {
-    MatchError::NotFound(format!("player {player} has no ticket {ticket_id:?}"))
+    MatchError::NotFound(
+        Reason::TicketNotFound,
+        format!("player {player} has no ticket {ticket_id:?}"),
+    )
 }
 
 pub(crate) fn cannot_cancel(ticket_id: &str, state: TicketState) -> MatchError {
-    MatchError::FailedPrecondition(format!(
-        "ticket {ticket_id:?} is {}, not waiting: it cannot be cancelled",
-        state.name()
-    ))
+    MatchError::FailedPrecondition(
+        Reason::TicketClosed,
+        format!(
+            "ticket {ticket_id:?} is {}, not waiting: it cannot be cancelled",
+            state.name()
+        ),
+    )
 }
 
 pub(crate) fn not_found_invite(code: &str) -> MatchError {
-    MatchError::NotFound(format!("no invite with code {code:?}"))
+    MatchError::NotFound(
+        Reason::InviteNotFound,
+        format!("no invite with code {code:?}"),
+    )
 }
 
 pub(crate) fn cannot_cancel_invite(code: &str, state: InviteState) -> MatchError {
-    MatchError::FailedPrecondition(format!(
-        "invite {code} is {}, not open: it cannot be cancelled",
-        state.name()
-    ))
+    MatchError::FailedPrecondition(
+        Reason::InviteClosed,
+        format!(
+            "invite {code} is {}, not open: it cannot be cancelled",
+            state.name()
+        ),
+    )
 }
 
 /// Whether `player` may accept `invite` now (an accepted invite passes for its acceptor only).
@@ -605,26 +623,32 @@ pub(crate) fn check_acceptable(
     now_ms: u64,
 ) -> Result<(), MatchError> {
     if invite.player == player {
-        return Err(MatchError::FailedPrecondition(format!(
-            "invite {} is your own: another player must accept it",
-            invite.code
-        )));
+        return Err(MatchError::FailedPrecondition(
+            Reason::OwnInvite,
+            format!(
+                "invite {} is your own: another player must accept it",
+                invite.code
+            ),
+        ));
     }
     match invite.state {
         InviteState::Open if invite.expires_ms > now_ms => Ok(()),
-        InviteState::Open | InviteState::Expired => Err(MatchError::FailedPrecondition(format!(
-            "invite {} has expired",
-            invite.code
-        ))),
-        InviteState::Cancelled => Err(MatchError::FailedPrecondition(format!(
-            "invite {} was cancelled by its creator",
-            invite.code
-        ))),
+        InviteState::Open | InviteState::Expired => Err(MatchError::FailedPrecondition(
+            Reason::InviteClosed,
+            format!("invite {} has expired", invite.code),
+        )),
+        InviteState::Cancelled => Err(MatchError::FailedPrecondition(
+            Reason::InviteClosed,
+            format!("invite {} was cancelled by its creator", invite.code),
+        )),
         InviteState::Accepted if invite.accepted_by.as_deref() == Some(player) => Ok(()),
-        InviteState::Accepted => Err(MatchError::FailedPrecondition(format!(
-            "invite {} was already accepted by another player",
-            invite.code
-        ))),
+        InviteState::Accepted => Err(MatchError::FailedPrecondition(
+            Reason::InviteClosed,
+            format!(
+                "invite {} was already accepted by another player",
+                invite.code
+            ),
+        )),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod postgres;
 
 use crate::glicko::Rating;
 use async_trait::async_trait;
+pub use hidden_front_api_error::Reason;
 use hidden_front_rules::Side;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -18,15 +19,15 @@ use uuid::Uuid;
 /// Why a store operation failed. Nothing was changed by a failed operation.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MatchError {
-    /// The named thing does not exist (for this player).
-    #[error("{0}")]
-    NotFound(String),
+    /// The named thing does not exist (for this player); the reason says which thing.
+    #[error("{1}")]
+    NotFound(Reason, String),
     /// A second one of something there may be only one of.
-    #[error("{0}")]
-    AlreadyExists(String),
+    #[error("{1}")]
+    AlreadyExists(Reason, String),
     /// The thing is not in a state that allows the operation.
-    #[error("{0}")]
-    FailedPrecondition(String),
+    #[error("{1}")]
+    FailedPrecondition(Reason, String),
     /// The database failed or could not be reached.
     #[error("database error: {0}")]
     Database(String),

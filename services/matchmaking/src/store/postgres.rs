@@ -295,12 +295,15 @@ impl MatchStore for PostgresMatchStore {
                 .bind(ticket.queue.key())
                 .fetch_optional(&self.pool)
                 .await?;
-                return Err(MatchError::AlreadyExists(format!(
-                    "player {} already waits in queue {} with ticket {}",
-                    ticket.player,
-                    ticket.queue.key(),
-                    other.unwrap_or_default()
-                )));
+                return Err(MatchError::AlreadyExists(
+                    Reason::TicketExists,
+                    format!(
+                        "player {} already waits in queue {} with ticket {}",
+                        ticket.player,
+                        ticket.queue.key(),
+                        other.unwrap_or_default()
+                    ),
+                ));
             }
             Err(error) => return Err(error.into()),
         }
@@ -524,14 +527,20 @@ impl MatchStore for PostgresMatchStore {
         .bind(match_id)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| MatchError::NotFound(format!("match {match_id} does not exist")))?;
+        .ok_or_else(|| {
+            MatchError::NotFound(
+                Reason::MatchNotFound,
+                format!("match {match_id} does not exist"),
+            )
+        })?;
         let mut m = match_from(&row)?;
         match m.game_id {
             Some(existing) if existing == game_id => return Ok(m),
             Some(existing) => {
-                return Err(MatchError::FailedPrecondition(format!(
-                    "match {match_id} already has game {existing}, not {game_id}"
-                )));
+                return Err(MatchError::FailedPrecondition(
+                    Reason::MatchClosed,
+                    format!("match {match_id} already has game {existing}, not {game_id}"),
+                ));
             }
             None => {}
         }
@@ -594,10 +603,10 @@ impl MatchStore for PostgresMatchStore {
                         .invite_in(&mut tx, &code, false)
                         .await?
                         .ok_or_else(|| not_found_invite(&code)),
-                    None => Err(MatchError::AlreadyExists(format!(
-                        "invite code {} is taken",
-                        invite.code
-                    ))),
+                    None => Err(MatchError::AlreadyExists(
+                        Reason::MatchExists,
+                        format!("invite code {} is taken", invite.code),
+                    )),
                 }
             }
             Err(error) => Err(error.into()),
@@ -908,10 +917,13 @@ impl MatchStore for PostgresMatchStore {
         self.computer_game(&game.player, &game.request_id)
             .await?
             .ok_or_else(|| {
-                MatchError::AlreadyExists(format!(
-                    "game {} already has a computer seat for another request",
-                    game.game_id
-                ))
+                MatchError::AlreadyExists(
+                    Reason::MatchExists,
+                    format!(
+                        "game {} already has a computer seat for another request",
+                        game.game_id
+                    ),
+                )
             })
     }
 
