@@ -1,0 +1,604 @@
+//! Bad input through the real server (`serve`, every service, fresh Postgres): no input makes it
+//! fail, leak, or reach Postgres with something Postgres refuses.
+//!
+//! - `every_rpc_survives_bad_input`: every method of every `hiddenfront.v1` service, enumerated
+//!   from the embedded descriptor set (a new RPC is swept without being listed here), on the
+//!   port that serves it: a baseline request as valid as possible, every single-field mutation
+//!   (empty, 10 KiB, NUL, control characters, invalid UTF-8, invalid enums, extreme numbers,
+//!   1000-element lists, unset sub-messages), random bytes, a truncated and an oversized message.
+//!   Every answer: no UNKNOWN/INTERNAL/UNAVAILABLE/DATA_LOSS, a message of at most 1 KiB that
+//!   quotes no offending value whole, and on a refusal google.rpc details with an ErrorInfo
+//!   reason (SCREAMING_SNAKE_CASE) and, for INVALID_ARGUMENT to a single-field mutation, a
+//!   BadRequest violation naming the field. Afterwards `hf_store_errors_total` is unchanged, the
+//!   process lives and a normal game plays to its end. A failure prints a compact table.
+//! - One focused test per known hole, so that each failure reads on its own: a NUL in an
+//!   idempotency key, a player id, a gateway id, a matchmaking id; a 10 KiB rule-set name through
+//!   the gateway; random bytes as a SubmitMove; a swap naming a square outside the own half or
+//!   the same square twice.
+
+use futures_util::StreamExt;
+use hidden_front_e2e::client::{self, Client, context, create_game, get_game, side_of};
+use hidden_front_e2e::gateway::{self, authed};
+use hidden_front_e2e::metrics::{STORE_ERRORS, scrape, value};
+use hidden_front_e2e::sweep::{
+    self, Answer, Goods, Route, Sweep, check_answer, descriptor_pool, is_screaming_snake,
+    mutations, target,
+};
+use hidden_front_e2e::{Player, Server, TestDatabase, pb, play_to_end};
+use hidden_front_rules::GameRng;
+use pb::matchmaking_service_client::MatchmakingServiceClient;
+use prost::Message;
+use prost_reflect::MethodDescriptor;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
+
+/// The gateway limits each player to 10 actions a second (burst 20); the sweep sends thousands
+/// as one player, and RATE_LIMITED answers would hide what the server does with the input. So
+/// the limit is lifted for these tests.
+const SERVER_ARGS: &[&str] = &["--actions-per-second", "1000000"];
+
+/// The seated players: the sweep acts as `PLAYER` (south) in games against `OPPONENT`.
+const PLAYER: &str = "alice";
+const OPPONENT: &str = "bob";
+/// The creator of the invites the sweep accepts.
+const INVITER: &str = "carol";
+
+/// Requests of one method in flight at once.
+const IN_FLIGHT: usize = 8;
+
+/// A random game ends well within this many plies.
+const MAX_PLIES: usize = 3000;
+
+/// A 10 KiB string.
+fn big() -> String {
+    "x".repeat(sweep::BIG_STRING)
+}
+
+async fn start(name: &str) -> (TestDatabase, Server) {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args(name, db.url(), SERVER_ARGS).await;
+    (db, server)
+}
+
+/// `hf_store_errors_total`, every label set summed.
+async fn store_errors(server: &Server) -> u64 {
+    let addr = server
+        .metrics_addr()
+        .expect("the metrics address was printed");
+    value(&scrape(addr).await, STORE_ERRORS, &[]) as u64
+}
+
+async fn matchmaking(server: &Server) -> MatchmakingServiceClient<Channel> {
+    MatchmakingServiceClient::new(gateway::channel(server.session_addr()).await)
+}
+
+/// An open invite of `player`'s; its code.
+async fn invite(server: &Server, player: &str, id: &str) -> String {
+    matchmaking(server)
+        .await
+        .create_invite(pb::CreateInviteRequest {
+            player: player.into(),
+            invite_id: id.into(),
+            rules: String::new(),
+            time_control: String::new(),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("CreateInvite failed: {s:?}"))
+        .into_inner()
+        .invite
+        .expect("an invite")
+        .code
+}
+
+/// Where the game of a method's sweep is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    /// Just created: both sides drafting.
+    Deployment,
+    /// In play, the player to move.
+    Play,
+    /// In play, the player to move, a draw offered by the opponent.
+    DrawOffered,
+}
+
+impl Stage {
+    /// The stage to try when a request is refused as out of place in this one.
+    fn next(self) -> Option<Stage> {
+        match self {
+            Stage::Deployment => Some(Stage::Play),
+            Stage::Play => Some(Stage::DrawOffered),
+            Stage::DrawOffered => None,
+        }
+    }
+}
+
+/// Good values for one method's sweep: a game of its own at `stage`, and an invite to accept
+/// (someone else's) or to cancel (the player's own) when the request names one.
+async fn goods_for(
+    server: &Server,
+    session: &mut Client,
+    n: usize,
+    method: &MethodDescriptor,
+    stage: Stage,
+) -> Goods {
+    // Each call its own game and invite (the probe's and the sweep's): keys of their own.
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let game = create_game(
+        session,
+        PLAYER,
+        OPPONENT,
+        &format!("sweep-game-{n}-{unique}"),
+    )
+    .await;
+    // The game's own draft: a legal deployment, and squares for a legal swap.
+    let placements = get_game(session, &game.game_id, pb::Viewer::South)
+        .await
+        .own_deployment
+        .expect("a draft deployment")
+        .placements;
+    let names_invite = method.input().get_field_by_name("code").is_some();
+    let code = match (names_invite, method.name().starts_with("Cancel")) {
+        (false, _) => "K7QX2M".to_string(),
+        (true, true) => invite(server, PLAYER, &format!("sweep-own-invite-{unique}")).await,
+        (true, false) => invite(server, INVITER, &format!("sweep-invite-{unique}")).await,
+    };
+    let mut goods = Goods::new(&game.game_id, PLAYER, OPPONENT, &code, placements);
+    if stage != Stage::Deployment {
+        into_play(session, &mut goods, side_of(game.first_mover)).await;
+    }
+    if stage == Stage::DrawOffered {
+        session
+            .offer_draw(pb::OfferDrawRequest {
+                context: context(&goods.game_id, pb::Side::North, "north-offers", None),
+            })
+            .await
+            .unwrap_or_else(|s| panic!("north's draw offer failed: {s:?}"));
+    }
+    goods
+}
+
+/// Takes the game of `goods` into play with the player (south) to move, and makes `goods.mv`
+/// a legal move of the player's: for the methods that need the play phase.
+async fn into_play(session: &mut Client, goods: &mut Goods, created_first: pb::Side) {
+    let game_id = goods.game_id.clone();
+    for side in [pb::Side::South, pb::Side::North] {
+        session
+            .confirm_deployment(pb::ConfirmDeploymentRequest {
+                context: context(&game_id, side, &format!("confirm-{side:?}"), None),
+            })
+            .await
+            .unwrap_or_else(|s| panic!("ConfirmDeployment({side:?}) failed: {s:?}"));
+    }
+    let first_move = async |session: &mut Client, side: pb::Side| {
+        session
+            .list_legal_moves(pb::ListLegalMovesRequest {
+                game_id: game_id.clone(),
+                side: side as i32,
+            })
+            .await
+            .unwrap_or_else(|s| panic!("ListLegalMoves({side:?}) failed: {s:?}"))
+            .into_inner()
+            .moves
+            .first()
+            .cloned()
+            .unwrap_or_else(|| panic!("{side:?} has no legal move"))
+    };
+    if created_first == pb::Side::North {
+        let mv = first_move(session, pb::Side::North).await;
+        client::submit_move(session, &game_id, pb::Side::North, "north-first", None, &mv)
+            .await
+            .unwrap_or_else(|s| panic!("north's first move failed: {s:?}"));
+    }
+    let mv = first_move(session, pb::Side::South).await;
+    goods.mv = (mv.from, mv.to);
+}
+
+/// The route of a method: the public port with the player's token for `PlayerService`, the
+/// internal port for the internal services. Any other service fails the test: the sweep must be
+/// told where it is served.
+fn route_for(method: &MethodDescriptor, public: &Route, internal: &Route) -> Route {
+    match method.parent_service().name() {
+        "PlayerService" => public.clone(),
+        "SessionService" | "ClockService" | "MatchmakingService" => internal.clone(),
+        other => panic!("the sweep does not know which port serves {other}: add it to route_for"),
+    }
+}
+
+/// Plays a normal game through the session API, deployments and all, to its end.
+async fn normal_game(session: &mut Client, key: &str) {
+    let created = create_game(session, PLAYER, OPPONENT, key).await;
+    let mut players = [
+        Player::new(pb::Side::South, 0x5eed_5001),
+        Player::new(pb::Side::North, 0x5eed_5002),
+    ];
+    for player in &mut players {
+        player.deploy(session, &created.game_id).await;
+    }
+    play_to_end(
+        session,
+        &created.game_id,
+        &mut players,
+        side_of(created.first_mover),
+        MAX_PLIES,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rpc_survives_bad_input() {
+    let (_db, mut server) = start("bad-input-sweep").await;
+    let mut session = server.connect().await;
+    let public = Route {
+        channel: gateway::channel(server.addr()).await,
+        token: Some(gateway::token(PLAYER)),
+    };
+    let internal = Route {
+        channel: gateway::channel(server.session_addr()).await,
+        token: None,
+    };
+    let pool = descriptor_pool();
+    let methods = sweep::methods(&pool);
+    let mut rng = GameRng::from_seed(0xbad_1e55);
+    let mut result = Sweep::default();
+    let errors_before = store_errors(&server).await;
+    let started = std::time::Instant::now();
+
+    for (n, method) in methods.iter().enumerate() {
+        let route = route_for(method, &public, &internal);
+        // The baseline as valid as possible: in a game in deployment, or, when that is refused
+        // as out of place (a move, a draw offer), in a game in play with the player to move, or
+        // (answering a draw) with the opponent's draw offer pending.
+        // Each probe has its own game: what it did (a confirmation, a resignation) must not
+        // change the baseline's answer.
+        let mut stage = Stage::Deployment;
+        while let Some(next) = stage.next() {
+            let mut probe_goods = goods_for(&server, &mut session, n, method, stage).await;
+            let probe = sweep::baseline(method, &mut probe_goods).encode_to_vec();
+            match sweep::call(&route, method, probe).await {
+                Answer::Refused(status) if status.code() == Code::FailedPrecondition => {
+                    stage = next
+                }
+                _ => break,
+            }
+        }
+        let mut goods = goods_for(&server, &mut session, n, method, stage).await;
+        let requests = mutations(|| sweep::baseline(method, &mut goods), &mut rng);
+        let answers: Vec<Answer> = futures_util::stream::iter(requests.iter())
+            .map(|m| sweep::call(&route, method, m.body.clone()))
+            .buffered(IN_FLIGHT)
+            .collect()
+            .await;
+        let name = target(method);
+        for (request, answer) in requests.iter().zip(&answers) {
+            let (code, len, mut problems) = check_answer(answer, &request.expect);
+            if request.label == "baseline" && code == "UNIMPLEMENTED" {
+                problems.push(sweep::Problem::Malformed(
+                    "UNIMPLEMENTED: not served on the port route_for chose".into(),
+                ));
+            }
+            result.record(&name, &request.label, &code, len, problems);
+        }
+    }
+    eprintln!(
+        "swept {} methods with {} requests in {:?}",
+        methods.len(),
+        result.answers(),
+        started.elapsed()
+    );
+
+    let errors_after = store_errors(&server).await;
+    if errors_after != errors_before {
+        result.after(
+            STORE_ERRORS,
+            format!("rose from {errors_before} to {errors_after}: bad input reached Postgres"),
+        );
+    }
+    if !server.is_running() {
+        result.after("server", "the process exited during the sweep".into());
+    } else {
+        let mut fresh = server.connect().await;
+        normal_game(&mut fresh, "after-the-sweep").await;
+    }
+    result.assert_clean("the gRPC bad-input sweep");
+}
+
+/// Asserts `status` is INVALID_ARGUMENT with a short message, a stable reason and a field
+/// violation for `field` (its proto path, e.g. `context.idempotency_key`).
+#[track_caller]
+fn assert_names_field(status: &Status, field: &str, what: &str) {
+    assert_eq!(
+        status.code(),
+        Code::InvalidArgument,
+        "{what}: {:?} {:?}",
+        status.code(),
+        status.message()
+    );
+    assert!(
+        status.message().len() <= sweep::MAX_ERROR_MESSAGE && !sweep::echoes(status.message()),
+        "{what}: a message of {} bytes (at most {} and no echo of the value): {:?}",
+        status.message().len(),
+        sweep::MAX_ERROR_MESSAGE,
+        &status.message()[..status.message().len().min(200)]
+    );
+    let details = status
+        .check_error_details()
+        .unwrap_or_else(|e| panic!("{what}: the details do not decode: {e}"));
+    let reason = details.error_info().map(|i| i.reason.clone());
+    assert!(
+        reason.as_deref().is_some_and(is_screaming_snake),
+        "{what}: ErrorInfo reason {reason:?} (message {:?})",
+        status.message()
+    );
+    let fields: Vec<&str> = details
+        .bad_request()
+        .map(|b| {
+            b.field_violations
+                .iter()
+                .map(|v| v.field.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        fields.contains(&field),
+        "{what}: no field violation for {field}; violations: {fields:?} (message {:?})",
+        status.message()
+    );
+}
+
+/// Asserts `hf_store_errors_total` is still `before` and the server still runs.
+async fn assert_store_untouched(server: &mut Server, before: u64, what: &str) {
+    let after = store_errors(server).await;
+    assert_eq!(
+        after, before,
+        "{what}: {STORE_ERRORS} rose: the input reached Postgres"
+    );
+    assert!(server.is_running(), "{what}: the server exited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_an_idempotency_key_is_refused_naming_it() {
+    let (_db, mut server) = start("nul-idempotency-key").await;
+    let mut session = server.connect().await;
+    let game = create_game(&mut session, PLAYER, OPPONENT, "nul-key").await;
+    let before = store_errors(&server).await;
+    let refused = session
+        .submit_move(pb::SubmitMoveRequest {
+            context: context(&game.game_id, pb::Side::South, "key\0with-nul", None),
+            r#move: Some(gateway::mv("B6", "B7")),
+        })
+        .await
+        .expect_err("a NUL in the idempotency key was accepted");
+    assert_names_field(&refused, "context.idempotency_key", "SubmitMove");
+    assert_store_untouched(&mut server, before, "SubmitMove").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_a_player_id_is_refused_naming_it() {
+    let (_db, mut server) = start("nul-player-id").await;
+    let mut session = server.connect().await;
+    let before = store_errors(&server).await;
+    for (south, north, field) in [
+        ("al\0ice", OPPONENT, "south_player"),
+        (PLAYER, "b\0b", "north_player"),
+    ] {
+        let refused = session
+            .create_game(pb::CreateGameRequest {
+                south_player: south.into(),
+                north_player: north.into(),
+                rules: String::new(),
+                time_control: None,
+                idempotency_key: format!("nul-{field}"),
+            })
+            .await
+            .expect_err("a NUL in a player id was accepted");
+        assert_names_field(&refused, field, "CreateGame");
+    }
+    assert_store_untouched(&mut server, before, "CreateGame").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_a_gateway_id_is_refused_naming_it() {
+    let (_db, mut server) = start("nul-gateway-id").await;
+    let mut session = server.connect().await;
+    let game = create_game(&mut session, PLAYER, OPPONENT, "nul-gateway").await;
+    let before = store_errors(&server).await;
+    let refused = session
+        .report_presence(pb::ReportPresenceRequest {
+            game_id: game.game_id.clone(),
+            side: pb::Side::South as i32,
+            connected: true,
+            gateway_id: "gateway\0one".into(),
+            lease_seconds: 30,
+        })
+        .await
+        .expect_err("a NUL in the gateway id was accepted");
+    assert_names_field(&refused, "gateway_id", "ReportPresence");
+    assert_store_untouched(&mut server, before, "ReportPresence").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_a_matchmaking_id_is_refused_naming_it() {
+    let (_db, mut server) = start("nul-matchmaking-id").await;
+    let mut internal = matchmaking(&server).await;
+    let before = store_errors(&server).await;
+    let queue = || {
+        Some(pb::Queue {
+            rules: "hidden-front".into(),
+            time_control: "online".into(),
+            rated: false,
+        })
+    };
+    for (player, ticket, field) in [
+        ("al\0ice", "ticket-1", "player"),
+        (PLAYER, "ticket\0two", "ticket_id"),
+    ] {
+        let refused = internal
+            .enqueue(pb::EnqueueRequest {
+                player: player.into(),
+                ticket_id: ticket.into(),
+                queue: queue(),
+                ttl_seconds: 60,
+            })
+            .await
+            .expect_err("a NUL in a matchmaking id was accepted");
+        assert_names_field(&refused, field, "MatchmakingService/Enqueue");
+    }
+    let mut player = gateway::PlayerClient::new(gateway::channel(server.addr()).await, PLAYER);
+    let refused = player
+        .inner()
+        .find_match(authed(
+            &gateway::token(PLAYER),
+            pb::FindMatchRequest {
+                ticket_id: "ticket\0three".into(),
+                queue: queue(),
+                ttl_seconds: 60,
+            },
+        ))
+        .await
+        .expect_err("a NUL in a ticket id was accepted by the gateway");
+    assert_names_field(&refused, "ticket_id", "PlayerService/FindMatch");
+    assert_store_untouched(&mut server, before, "matchmaking").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_rules_name_is_refused_by_the_gateway() {
+    let (_db, mut server) = start("huge-rules").await;
+    let before = store_errors(&server).await;
+    let token = gateway::token(PLAYER);
+    let mut player = gateway::PlayerClient::new(gateway::channel(server.addr()).await, PLAYER);
+    let client = player.inner();
+    let refused = client
+        .find_match(authed(
+            &token,
+            pb::FindMatchRequest {
+                ticket_id: "huge-rules-ticket".into(),
+                queue: Some(pb::Queue {
+                    rules: big(),
+                    time_control: "online".into(),
+                    rated: false,
+                }),
+                ttl_seconds: 60,
+            },
+        ))
+        .await
+        .expect_err("FindMatch took a 10 KiB rules name");
+    assert_names_field(&refused, "queue.rules", "FindMatch");
+    let refused = client
+        .create_invite(authed(
+            &token,
+            pb::PlayerServiceCreateInviteRequest {
+                invite_id: "huge-rules-invite".into(),
+                rules: big(),
+                time_control: String::new(),
+            },
+        ))
+        .await
+        .expect_err("CreateInvite took a 10 KiB rules name");
+    assert_names_field(&refused, "rules", "CreateInvite");
+    let refused = client
+        .play_computer(authed(
+            &token,
+            pb::PlayerServicePlayComputerRequest {
+                request_id: "huge-rules-computer".into(),
+                rules: big(),
+                seat: pb::Side::South as i32,
+            },
+        ))
+        .await
+        .expect_err("PlayComputer took a 10 KiB rules name");
+    assert_names_field(&refused, "rules", "PlayComputer");
+    assert_store_untouched(&mut server, before, "10 KiB rules").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_bytes_as_a_move_are_invalid_argument() {
+    let (_db, mut server) = start("random-move").await;
+    let pool = descriptor_pool();
+    let method = pool
+        .get_service_by_name("hiddenfront.v1.SessionService")
+        .and_then(|s| s.methods().find(|m| m.name() == "SubmitMove"))
+        .expect("SessionService/SubmitMove in the descriptors");
+    let route = Route {
+        channel: gateway::channel(server.session_addr()).await,
+        token: None,
+    };
+    let mut rng = GameRng::from_seed(0x5eed_b17e);
+    let garbage: Vec<Vec<u8>> = sweep::random_bytes(&mut rng, 8)
+        .into_iter()
+        .filter(|bytes| pb::SubmitMoveRequest::decode(bytes.as_slice()).is_err())
+        .take(3)
+        .collect();
+    assert_eq!(garbage.len(), 3, "random bytes that happen to decode");
+    for bytes in garbage {
+        let len = bytes.len();
+        match sweep::call(&route, &method, bytes).await {
+            Answer::Refused(status) => {
+                assert_eq!(
+                    status.code(),
+                    Code::InvalidArgument,
+                    "{len} random bytes as a SubmitMove: {:?} {:?}",
+                    status.code(),
+                    status.message()
+                );
+                let reason = status
+                    .get_error_details()
+                    .error_info()
+                    .map(|i| i.reason.clone());
+                assert!(
+                    reason.as_deref().is_some_and(is_screaming_snake),
+                    "{len} random bytes: ErrorInfo reason {reason:?}"
+                );
+            }
+            other => panic!("{len} random bytes as a SubmitMove: {other:?}"),
+        }
+    }
+    assert!(server.is_running(), "the server exited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_outside_the_own_half_or_of_one_square_is_refused() {
+    let (_db, server) = start("bad-swap").await;
+    let mut session = server.connect().await;
+    let game = create_game(&mut session, PLAYER, OPPONENT, "bad-swap").await;
+    let squares = |view: &pb::GameView| -> Vec<String> {
+        view.own_deployment
+            .as_ref()
+            .map(|d| d.placements.iter().map(|p| p.square.clone()).collect())
+            .unwrap_or_default()
+    };
+    let south = squares(&get_game(&mut session, &game.game_id, pb::Viewer::South).await);
+    let north = squares(&get_game(&mut session, &game.game_id, pb::Viewer::North).await);
+    assert!(
+        !south.is_empty() && !north.is_empty(),
+        "both sides have a draft"
+    );
+    let cases = [
+        (
+            "a square of the other half",
+            south[0].clone(),
+            north[0].clone(),
+        ),
+        ("the same square twice", south[0].clone(), south[0].clone()),
+    ];
+    for (i, (what, a, b)) in cases.into_iter().enumerate() {
+        let before = get_game(&mut session, &game.game_id, pb::Viewer::South).await;
+        let answer = session
+            .swap_pieces(pb::SwapPiecesRequest {
+                context: context(&game.game_id, pb::Side::South, &format!("swap-{i}"), None),
+                square_a: a.clone(),
+                square_b: b.clone(),
+            })
+            .await;
+        let after = get_game(&mut session, &game.game_id, pb::Viewer::South).await;
+        assert_eq!(
+            after.version, before.version,
+            "SwapPieces({a}, {b}), {what}, changed the game: {answer:?}"
+        );
+        let message = client::expect_code(answer, Code::InvalidArgument, what);
+        assert!(
+            message.len() <= sweep::MAX_ERROR_MESSAGE,
+            "{what}: {message}"
+        );
+    }
+}
