@@ -5,17 +5,21 @@
 //!
 //! - [`methods`]: every method of the package, from [`hidden_front_proto::FILE_DESCRIPTOR_SET`].
 //! - [`Goods`] and [`baseline`]: good values (a real game, real seats and squares, fresh keys)
-//!   filled into a request by field name.
+//!   filled into a request by field name; [`best_goods`] puts the game where the method's
+//!   baseline is not refused as out of place (in deployment, in play, with a draw offered).
 //! - [`mutations`] / [`json_mutations`]: the single-field mutations (and whole-message ones:
 //!   random bytes, a truncated message, an oversized one) of a baseline, for gRPC and for the
 //!   WebSocket API's JSON.
 //! - [`call`]: one raw call; [`check_answer`] and [`Sweep`]: the checks and the failure table.
 
-use crate::client::CALL_DEADLINE;
+use crate::Server;
+use crate::client::{self, CALL_DEADLINE, Client, context, create_game, get_game, side_of};
+use crate::gateway;
 use crate::gateway::{RawDecoder, authed};
 use crate::pb;
 use hidden_front_gateway::ws::code_name;
 use hidden_front_rules::GameRng;
+use pb::matchmaking_service_client::MatchmakingServiceClient;
 use prost::Message;
 use prost::bytes::BufMut;
 use prost::encoding::{WireType, encode_key, encode_varint};
@@ -393,6 +397,161 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
         },
         _ => None,
     }
+}
+
+/// The player the sweeps act as: seated south in games against [`OPPONENT`].
+pub const PLAYER: &str = "alice";
+/// The north seat of the sweeps' games.
+pub const OPPONENT: &str = "bob";
+/// The creator of the invites the sweep accepts.
+pub const INVITER: &str = "carol";
+
+/// A client of the internal matchmaking service of `server`.
+pub async fn matchmaking(server: &Server) -> MatchmakingServiceClient<Channel> {
+    MatchmakingServiceClient::new(gateway::channel(server.session_addr()).await)
+}
+
+/// An open invite of `player`'s; its code.
+pub async fn invite(server: &Server, player: &str, id: &str) -> String {
+    matchmaking(server)
+        .await
+        .create_invite(pb::CreateInviteRequest {
+            player: player.into(),
+            invite_id: id.into(),
+            rules: String::new(),
+            time_control: String::new(),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("CreateInvite failed: {s:?}"))
+        .into_inner()
+        .invite
+        .expect("an invite")
+        .code
+}
+
+/// Where the game of a method's sweep is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stage {
+    /// Just created: both sides drafting.
+    Deployment,
+    /// In play, the player to move.
+    Play,
+    /// In play, the player to move, a draw offered by the opponent.
+    DrawOffered,
+}
+
+impl Stage {
+    /// The stage to try when a request is refused as out of place in this one.
+    pub fn next(self) -> Option<Stage> {
+        match self {
+            Stage::Deployment => Some(Stage::Play),
+            Stage::Play => Some(Stage::DrawOffered),
+            Stage::DrawOffered => None,
+        }
+    }
+}
+
+/// Good values for one method's sweep: a game of its own at `stage`, and an invite to accept
+/// (someone else's) or to cancel (the player's own) when the request names one.
+pub async fn goods_for(
+    server: &Server,
+    session: &mut Client,
+    n: usize,
+    method: &MethodDescriptor,
+    stage: Stage,
+) -> Goods {
+    // Each call its own game and invite (the probe's and the sweep's): keys of their own.
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let game = create_game(
+        session,
+        PLAYER,
+        OPPONENT,
+        &format!("sweep-game-{n}-{unique}"),
+    )
+    .await;
+    // The game's own draft: a legal deployment, and squares for a legal swap.
+    let placements = get_game(session, &game.game_id, pb::Viewer::South)
+        .await
+        .own_deployment
+        .expect("a draft deployment")
+        .placements;
+    let names_invite = method.input().get_field_by_name("code").is_some();
+    let code = match (names_invite, method.name().starts_with("Cancel")) {
+        (false, _) => "K7QX2M".to_string(),
+        (true, true) => invite(server, PLAYER, &format!("sweep-own-invite-{unique}")).await,
+        (true, false) => invite(server, INVITER, &format!("sweep-invite-{unique}")).await,
+    };
+    let mut goods = Goods::new(&game.game_id, PLAYER, OPPONENT, &code, placements);
+    if stage != Stage::Deployment {
+        into_play(session, &mut goods, side_of(game.first_mover)).await;
+    }
+    if stage == Stage::DrawOffered {
+        session
+            .offer_draw(pb::OfferDrawRequest {
+                context: context(&goods.game_id, pb::Side::North, "north-offers", None),
+            })
+            .await
+            .unwrap_or_else(|s| panic!("north's draw offer failed: {s:?}"));
+    }
+    goods
+}
+
+/// Takes the game of `goods` into play with the player (south) to move, and makes `goods.mv`
+/// a legal move of the player's: for the methods that need the play phase.
+pub async fn into_play(session: &mut Client, goods: &mut Goods, created_first: pb::Side) {
+    let game_id = goods.game_id.clone();
+    for side in [pb::Side::South, pb::Side::North] {
+        session
+            .confirm_deployment(pb::ConfirmDeploymentRequest {
+                context: context(&game_id, side, &format!("confirm-{side:?}"), None),
+            })
+            .await
+            .unwrap_or_else(|s| panic!("ConfirmDeployment({side:?}) failed: {s:?}"));
+    }
+    let first_move = async |session: &mut Client, side: pb::Side| {
+        session
+            .list_legal_moves(pb::ListLegalMovesRequest {
+                game_id: game_id.clone(),
+                side: side as i32,
+            })
+            .await
+            .unwrap_or_else(|s| panic!("ListLegalMoves({side:?}) failed: {s:?}"))
+            .into_inner()
+            .moves
+            .first()
+            .cloned()
+            .unwrap_or_else(|| panic!("{side:?} has no legal move"))
+    };
+    if created_first == pb::Side::North {
+        let mv = first_move(session, pb::Side::North).await;
+        client::submit_move(session, &game_id, pb::Side::North, "north-first", None, &mv)
+            .await
+            .unwrap_or_else(|s| panic!("north's first move failed: {s:?}"));
+    }
+    let mv = first_move(session, pb::Side::South).await;
+    goods.mv = (mv.from, mv.to);
+}
+
+/// Goods for `method` at the first [`Stage`] where `out_of_place` (a probe: it sends the
+/// baseline and tells whether it was refused with FAILED_PRECONDITION) is false, or the last.
+/// Each probe has a game of its own, so what it did (a confirmation, a resignation) does not
+/// change the answers of the sweep, which gets a fresh game at that stage.
+pub async fn best_goods(
+    server: &Server,
+    session: &mut Client,
+    n: usize,
+    method: &MethodDescriptor,
+    mut out_of_place: impl AsyncFnMut(&mut Goods) -> bool,
+) -> Goods {
+    let mut stage = Stage::Deployment;
+    while let Some(next) = stage.next() {
+        let mut probe = goods_for(server, session, n, method, stage).await;
+        if !out_of_place(&mut probe).await {
+            break;
+        }
+        stage = next;
+    }
+    goods_for(server, session, n, method, stage).await
 }
 
 /// One single-field change: where, what it is called, the new value (`None`: unset).
@@ -1042,6 +1201,96 @@ pub fn check_answer(answer: &Answer, expect: &Expect) -> (String, usize, Vec<Pro
         }
     }
     (code_name(code).into(), message.len(), problems)
+}
+
+/// How much longer than [`MAX_ERROR_MESSAGE`] a WebSocket error frame may be: the envelope
+/// (`id` aside), code, reason and a few short field violations.
+pub const WS_ENVELOPE_ALLOWANCE: usize = 512;
+
+/// The checks of one WebSocket answer `frame` (`raw_len` bytes of text) to a message sent with
+/// `id` (`null` when the message's id could not be read): its code name (`OK` for a result),
+/// message length and problems. An error must be `{"id","type":"error","code","reason",
+/// "message"}` (plus `fieldViolations: [{"field","description"}]`), with the same rules as a
+/// gRPC refusal.
+pub fn check_ws_answer(
+    frame: &Json,
+    raw_len: usize,
+    id: &Json,
+    expect: &Expect,
+) -> (String, usize, Vec<Problem>) {
+    let mut problems = Vec::new();
+    if frame.get("id") != Some(id) {
+        problems.push(Problem::Malformed(format!(
+            "id {} for {}",
+            prefix(&frame.get("id").map_or("none".into(), Json::to_string), 20),
+            prefix(&id.to_string(), 20)
+        )));
+    }
+    match frame.get("type").and_then(Json::as_str) {
+        Some("result") => {
+            if let Some(code) = expect.code {
+                problems.push(Problem::WrongCode(code_name(code).into()));
+            }
+            return ("OK".into(), 0, problems);
+        }
+        Some("error") => {}
+        other => {
+            problems.push(Problem::Malformed(format!("type {other:?}")));
+            return ("-".into(), 0, problems);
+        }
+    }
+    let code = frame
+        .get("code")
+        .and_then(Json::as_str)
+        .unwrap_or("-")
+        .to_string();
+    if FORBIDDEN_CODES.iter().any(|c| code_name(*c) == code) {
+        problems.push(Problem::ForbiddenCode);
+    }
+    if let Some(wanted) = expect.code
+        && code_name(wanted) != code
+    {
+        problems.push(Problem::WrongCode(code_name(wanted).into()));
+    }
+    let message = frame.get("message").and_then(Json::as_str);
+    let message_len = message.map_or(0, str::len);
+    match message {
+        None => problems.push(Problem::Malformed("no message".into())),
+        Some(m) if m.len() > MAX_ERROR_MESSAGE => problems.push(Problem::TooLong(m.len())),
+        Some(_) => {}
+    }
+    let allowance = MAX_ERROR_MESSAGE + WS_ENVELOPE_ALLOWANCE + id.to_string().len();
+    if raw_len > allowance && message_len <= MAX_ERROR_MESSAGE {
+        problems.push(Problem::TooLong(raw_len));
+    }
+    if echoes(&frame.to_string()) {
+        problems.push(Problem::Echoes);
+    }
+    match frame.get("reason").and_then(Json::as_str) {
+        None | Some("") => problems.push(Problem::NoReason),
+        Some(reason) if !is_screaming_snake(reason) => {
+            problems.push(Problem::BadReason(reason.to_string()));
+        }
+        Some(_) => {}
+    }
+    if code == "INVALID_ARGUMENT"
+        && let Some(path) = &expect.field
+    {
+        let fields: Vec<String> = frame
+            .get("fieldViolations")
+            .and_then(Json::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.get("field").and_then(Json::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !fields.iter().any(|f| path.named_by(f)) {
+            problems.push(Problem::NoFieldViolation(fields));
+        }
+    }
+    (code, message_len, problems)
 }
 
 /// One row of the failure table.

@@ -21,15 +21,13 @@ use hidden_front_e2e::client::{self, Client, context, create_game, get_game, sid
 use hidden_front_e2e::gateway::{self, authed};
 use hidden_front_e2e::metrics::{STORE_ERRORS, scrape, value};
 use hidden_front_e2e::sweep::{
-    self, Answer, Goods, Route, Sweep, check_answer, descriptor_pool, is_screaming_snake,
-    mutations, target,
+    self, Answer, Goods, OPPONENT, PLAYER, Route, Sweep, best_goods, check_answer, descriptor_pool,
+    is_screaming_snake, matchmaking, mutations, target,
 };
 use hidden_front_e2e::{Player, Server, TestDatabase, pb, play_to_end};
 use hidden_front_rules::GameRng;
-use pb::matchmaking_service_client::MatchmakingServiceClient;
 use prost::Message;
 use prost_reflect::MethodDescriptor;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
@@ -37,12 +35,6 @@ use tonic_types::StatusExt;
 /// as one player, and RATE_LIMITED answers would hide what the server does with the input. So
 /// the limit is lifted for these tests.
 const SERVER_ARGS: &[&str] = &["--actions-per-second", "1000000"];
-
-/// The seated players: the sweep acts as `PLAYER` (south) in games against `OPPONENT`.
-const PLAYER: &str = "alice";
-const OPPONENT: &str = "bob";
-/// The creator of the invites the sweep accepts.
-const INVITER: &str = "carol";
 
 /// Requests of one method in flight at once.
 const IN_FLIGHT: usize = 8;
@@ -67,131 +59,6 @@ async fn store_errors(server: &Server) -> u64 {
         .metrics_addr()
         .expect("the metrics address was printed");
     value(&scrape(addr).await, STORE_ERRORS, &[]) as u64
-}
-
-async fn matchmaking(server: &Server) -> MatchmakingServiceClient<Channel> {
-    MatchmakingServiceClient::new(gateway::channel(server.session_addr()).await)
-}
-
-/// An open invite of `player`'s; its code.
-async fn invite(server: &Server, player: &str, id: &str) -> String {
-    matchmaking(server)
-        .await
-        .create_invite(pb::CreateInviteRequest {
-            player: player.into(),
-            invite_id: id.into(),
-            rules: String::new(),
-            time_control: String::new(),
-        })
-        .await
-        .unwrap_or_else(|s| panic!("CreateInvite failed: {s:?}"))
-        .into_inner()
-        .invite
-        .expect("an invite")
-        .code
-}
-
-/// Where the game of a method's sweep is.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Stage {
-    /// Just created: both sides drafting.
-    Deployment,
-    /// In play, the player to move.
-    Play,
-    /// In play, the player to move, a draw offered by the opponent.
-    DrawOffered,
-}
-
-impl Stage {
-    /// The stage to try when a request is refused as out of place in this one.
-    fn next(self) -> Option<Stage> {
-        match self {
-            Stage::Deployment => Some(Stage::Play),
-            Stage::Play => Some(Stage::DrawOffered),
-            Stage::DrawOffered => None,
-        }
-    }
-}
-
-/// Good values for one method's sweep: a game of its own at `stage`, and an invite to accept
-/// (someone else's) or to cancel (the player's own) when the request names one.
-async fn goods_for(
-    server: &Server,
-    session: &mut Client,
-    n: usize,
-    method: &MethodDescriptor,
-    stage: Stage,
-) -> Goods {
-    // Each call its own game and invite (the probe's and the sweep's): keys of their own.
-    let unique = uuid::Uuid::new_v4().simple().to_string();
-    let game = create_game(
-        session,
-        PLAYER,
-        OPPONENT,
-        &format!("sweep-game-{n}-{unique}"),
-    )
-    .await;
-    // The game's own draft: a legal deployment, and squares for a legal swap.
-    let placements = get_game(session, &game.game_id, pb::Viewer::South)
-        .await
-        .own_deployment
-        .expect("a draft deployment")
-        .placements;
-    let names_invite = method.input().get_field_by_name("code").is_some();
-    let code = match (names_invite, method.name().starts_with("Cancel")) {
-        (false, _) => "K7QX2M".to_string(),
-        (true, true) => invite(server, PLAYER, &format!("sweep-own-invite-{unique}")).await,
-        (true, false) => invite(server, INVITER, &format!("sweep-invite-{unique}")).await,
-    };
-    let mut goods = Goods::new(&game.game_id, PLAYER, OPPONENT, &code, placements);
-    if stage != Stage::Deployment {
-        into_play(session, &mut goods, side_of(game.first_mover)).await;
-    }
-    if stage == Stage::DrawOffered {
-        session
-            .offer_draw(pb::OfferDrawRequest {
-                context: context(&goods.game_id, pb::Side::North, "north-offers", None),
-            })
-            .await
-            .unwrap_or_else(|s| panic!("north's draw offer failed: {s:?}"));
-    }
-    goods
-}
-
-/// Takes the game of `goods` into play with the player (south) to move, and makes `goods.mv`
-/// a legal move of the player's: for the methods that need the play phase.
-async fn into_play(session: &mut Client, goods: &mut Goods, created_first: pb::Side) {
-    let game_id = goods.game_id.clone();
-    for side in [pb::Side::South, pb::Side::North] {
-        session
-            .confirm_deployment(pb::ConfirmDeploymentRequest {
-                context: context(&game_id, side, &format!("confirm-{side:?}"), None),
-            })
-            .await
-            .unwrap_or_else(|s| panic!("ConfirmDeployment({side:?}) failed: {s:?}"));
-    }
-    let first_move = async |session: &mut Client, side: pb::Side| {
-        session
-            .list_legal_moves(pb::ListLegalMovesRequest {
-                game_id: game_id.clone(),
-                side: side as i32,
-            })
-            .await
-            .unwrap_or_else(|s| panic!("ListLegalMoves({side:?}) failed: {s:?}"))
-            .into_inner()
-            .moves
-            .first()
-            .cloned()
-            .unwrap_or_else(|| panic!("{side:?} has no legal move"))
-    };
-    if created_first == pb::Side::North {
-        let mv = first_move(session, pb::Side::North).await;
-        client::submit_move(session, &game_id, pb::Side::North, "north-first", None, &mv)
-            .await
-            .unwrap_or_else(|s| panic!("north's first move failed: {s:?}"));
-    }
-    let mv = first_move(session, pb::Side::South).await;
-    goods.mv = (mv.from, mv.to);
 }
 
 /// The route of a method: the public port with the player's token for `PlayerService`, the
@@ -249,20 +116,20 @@ async fn every_rpc_survives_bad_input() {
         // The baseline as valid as possible: in a game in deployment, or, when that is refused
         // as out of place (a move, a draw offer), in a game in play with the player to move, or
         // (answering a draw) with the opponent's draw offer pending.
-        // Each probe has its own game: what it did (a confirmation, a resignation) must not
-        // change the baseline's answer.
-        let mut stage = Stage::Deployment;
-        while let Some(next) = stage.next() {
-            let mut probe_goods = goods_for(&server, &mut session, n, method, stage).await;
-            let probe = sweep::baseline(method, &mut probe_goods).encode_to_vec();
-            match sweep::call(&route, method, probe).await {
-                Answer::Refused(status) if status.code() == Code::FailedPrecondition => {
-                    stage = next
-                }
-                _ => break,
-            }
-        }
-        let mut goods = goods_for(&server, &mut session, n, method, stage).await;
+        let mut goods = best_goods(
+            &server,
+            &mut session,
+            n,
+            method,
+            async |goods: &mut Goods| {
+                let probe = sweep::baseline(method, goods).encode_to_vec();
+                matches!(
+                    sweep::call(&route, method, probe).await,
+                    Answer::Refused(status) if status.code() == Code::FailedPrecondition
+                )
+            },
+        )
+        .await;
         let requests = mutations(|| sweep::baseline(method, &mut goods), &mut rng);
         let answers: Vec<Answer> = futures_util::stream::iter(requests.iter())
             .map(|m| sweep::call(&route, method, m.body.clone()))
