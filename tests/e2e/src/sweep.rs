@@ -1455,3 +1455,215 @@ impl Sweep {
         eprintln!("{what}: {}", self.report());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goods() -> Goods {
+        let placements = [("A1", "9"), ("B1", "8"), ("C1", "F")]
+            .map(|(square, piece)| pb::Placement {
+                square: square.into(),
+                piece: piece.into(),
+            })
+            .to_vec();
+        Goods::new(
+            "01a227f0-1df6-7473-9e35-d126ae179a1e",
+            PLAYER,
+            OPPONENT,
+            "K7QX2M",
+            placements,
+        )
+    }
+
+    fn method(service: &str, name: &str) -> MethodDescriptor {
+        descriptor_pool()
+            .get_service_by_name(&format!("{PACKAGE}.{service}"))
+            .and_then(|s| s.methods().find(|m| m.name() == name))
+            .unwrap_or_else(|| panic!("{service}/{name}"))
+    }
+
+    fn labels<T>(items: &[T], label: impl Fn(&T) -> &str) -> Vec<String> {
+        items.iter().map(|m| label(m).to_string()).collect()
+    }
+
+    #[test]
+    fn every_service_of_the_package_is_enumerated() {
+        let pool = descriptor_pool();
+        let services: std::collections::BTreeSet<String> = methods(&pool)
+            .iter()
+            .map(|m| m.parent_service().name().to_string())
+            .collect();
+        for service in [
+            "SessionService",
+            "PlayerService",
+            "ClockService",
+            "MatchmakingService",
+        ] {
+            assert!(services.contains(service), "{service} not in {services:?}");
+        }
+        assert_eq!(snake_case("GetMyRating"), "get_my_rating");
+        assert_eq!(snake_case("Subscribe"), "subscribe");
+    }
+
+    #[test]
+    fn the_json_form_is_pbjsons() {
+        let mut goods = goods();
+        for (service, name) in [("PlayerService", "Deploy"), ("PlayerService", "Play")] {
+            let dynamic = baseline(&method(service, name), &mut goods);
+            let bytes = dynamic.encode_to_vec();
+            let expected = match name {
+                "Deploy" => {
+                    serde_json::to_value(pb::DeployRequest::decode(bytes.as_slice()).unwrap())
+                }
+                _ => serde_json::to_value(pb::PlayRequest::decode(bytes.as_slice()).unwrap()),
+            }
+            .expect("pbjson serializes");
+            assert_eq!(to_json(&dynamic), expected, "{name}");
+        }
+        let mut with_version = baseline(&method("PlayerService", "Play"), &mut goods);
+        let context = with_version.get_field_by_name_mut("context").unwrap();
+        if let Value::Message(context) = context {
+            context.set_field_by_name("expected_version", Value::U64(7));
+        }
+        assert_eq!(
+            to_json(&with_version)["context"]["expectedVersion"],
+            json!("7")
+        );
+    }
+
+    #[test]
+    fn the_mutations_of_a_move_cover_each_field_and_the_wire() {
+        let mut goods = goods();
+        let submit = method("SessionService", "SubmitMove");
+        let mut rng = GameRng::from_seed(1);
+        let all = mutations(|| baseline(&submit, &mut goods), &mut rng);
+        let names = labels(&all, |m| &m.label);
+        for wanted in [
+            "baseline",
+            "context=unset",
+            "context.game_id=10 KiB",
+            "context.side=enum 999",
+            "context.idempotency_key=NUL",
+            "context.idempotency_key=invalid UTF-8",
+            "context.expected_version=max",
+            "move.from=control chars",
+            "move.to=empty",
+            "truncated by a byte",
+        ] {
+            assert!(
+                names.iter().any(|n| n == wanted),
+                "no {wanted} in {names:?}"
+            );
+        }
+        let nul = all
+            .iter()
+            .find(|m| m.label == "context.idempotency_key=NUL")
+            .unwrap();
+        assert_eq!(nul.expect.code, Some(Code::InvalidArgument));
+        let path = nul.expect.field.as_ref().expect("a field");
+        assert_eq!(path.display(), "context.idempotency_key");
+        assert!(
+            path.named_by("context.idempotency_key") && path.named_by("context.idempotencyKey")
+        );
+        assert!(!path.named_by("context.game_id") && !path.named_by(""));
+        let decoded = pb::SubmitMoveRequest::decode(nul.body.as_slice()).expect("it decodes");
+        assert!(decoded.context.unwrap().idempotency_key.contains('\0'));
+        for m in &all {
+            let decodes = pb::SubmitMoveRequest::decode(m.body.as_slice()).is_ok();
+            match m.expect.code {
+                Some(Code::InvalidArgument) if m.expect.field.is_none() => {
+                    assert!(!decodes, "{} decodes, yet is expected undecodable", m.label);
+                }
+                Some(Code::OutOfRange) => assert!(m.body.len() > 64 * 1024, "{}", m.label),
+                _ => assert!(decodes, "{} does not decode", m.label),
+            }
+        }
+        // Fresh keys: no two requests share an idempotency key (but the one mutating it).
+        let keys: Vec<String> = all
+            .iter()
+            .filter(|m| {
+                m.expect
+                    .field
+                    .as_ref()
+                    .is_some_and(|p| p.display() != "context.idempotency_key")
+            })
+            .filter_map(|m| pb::SubmitMoveRequest::decode(m.body.as_slice()).ok())
+            .filter_map(|r| r.context.map(|c| c.idempotency_key))
+            .collect();
+        let unique: std::collections::BTreeSet<&String> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len(), "{keys:?}");
+    }
+
+    #[test]
+    fn json_mutations_are_refused_by_pbjson_exactly_when_expected() {
+        let mut goods = goods();
+        let play = method("PlayerService", "Play");
+        let all = json_mutations(|| baseline(&play, &mut goods));
+        let names = labels(&all, |m| &m.label);
+        for wanted in [
+            "context.idempotencyKey=NUL",
+            "context.idempotencyKey=a number",
+            "context.expectedVersion=2^64 as string",
+            "unknown field",
+            "context.bogusField=unknown field",
+            "request nested 100 deep",
+        ] {
+            assert!(
+                names.iter().any(|n| n == wanted),
+                "no {wanted} in {names:?}"
+            );
+        }
+        for m in &all {
+            let parses = serde_json::from_value::<pb::PlayRequest>(m.request.clone()).is_ok();
+            let undecodable =
+                m.expect.code == Some(Code::InvalidArgument) && m.expect.field.is_none();
+            assert_eq!(
+                parses,
+                !undecodable,
+                "{}: {}",
+                m.label,
+                prefix(&m.request.to_string(), 80)
+            );
+        }
+    }
+
+    #[test]
+    fn answers_are_judged_as_documented() {
+        let id = json!("m1");
+        let field = FieldPath {
+            fields: vec![
+                method("PlayerService", "GetGame")
+                    .input()
+                    .get_field_by_name("game_id")
+                    .unwrap(),
+            ],
+        };
+        let expect = Expect {
+            code: None,
+            field: Some(field),
+        };
+        let good = json!({"id": "m1", "type": "error", "code": "INVALID_ARGUMENT", "reason": "BAD_GAME_ID",
+            "message": "game_id is not a game id", "fieldViolations": [{"field": "game_id", "description": "not a UUID"}]});
+        assert_eq!(check_ws_answer(&good, 150, &id, &expect).2, vec![]);
+        let bad =
+            json!({"id": "m2", "type": "error", "code": "INTERNAL", "message": "x".repeat(2000)});
+        let problems = check_ws_answer(&bad, 2100, &id, &expect).2;
+        for problem in [
+            Problem::ForbiddenCode,
+            Problem::TooLong(2000),
+            Problem::Echoes,
+            Problem::NoReason,
+        ] {
+            assert!(
+                problems.contains(&problem),
+                "{problem:?} not in {problems:?}"
+            );
+        }
+        assert!(is_screaming_snake("NOT_YOUR_TURN") && !is_screaming_snake("notYourTurn"));
+        assert!(!is_screaming_snake("") && !is_screaming_snake("_X"));
+        assert_eq!(category("random bytes #2 (40 B)"), "random bytes");
+        assert_eq!(category("context.side=enum 999"), "enum 999");
+        assert_eq!(category("truncated by a byte"), "truncated by a byte");
+    }
+}
