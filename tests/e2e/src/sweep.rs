@@ -217,13 +217,22 @@ pub struct FieldPath {
 impl FieldPath {
     /// The path in proto names, `deployment.placements[0].square`.
     pub fn display(&self) -> String {
+        self.joined(|f| f.name())
+    }
+
+    /// The path in JSON names, `context.idempotencyKey`.
+    pub fn json_display(&self) -> String {
+        self.joined(|f| f.json_name())
+    }
+
+    fn joined(&self, name: impl Fn(&FieldDescriptor) -> &str) -> String {
         let last = self.fields.len() - 1;
         self.fields
             .iter()
             .enumerate()
             .map(|(i, f)| match f.is_list() && i < last {
-                true => format!("{}[0]", f.name()),
-                false => f.name().to_string(),
+                true => format!("{}[0]", name(f)),
+                false => name(f).to_string(),
             })
             .collect::<Vec<_>>()
             .join(".")
@@ -948,11 +957,7 @@ pub fn json_mutations(mut fresh: impl FnMut() -> DynamicMessage) -> Vec<JsonMuta
     let mut seen = std::collections::BTreeSet::new();
     for change in &all {
         let path = json_path(&change.path);
-        let display = path
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>()
-            .join(".");
+        let display = change.path.json_display();
         let leaf = change.path.fields.last().expect("a field");
         let value = match &change.value {
             None => Json::Null,
@@ -1403,7 +1408,8 @@ impl Sweep {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    let service = f.target.split('/').next().unwrap_or_default();
+                    // A WebSocket op (no `/`) counts as one service: vary the mutations.
+                    let service = f.target.split_once('/').map_or("", |(s, _)| s);
                     let r = rank.entry((service, category(&f.mutation))).or_default();
                     *r += 1;
                     (*r, i, *f)
