@@ -7,7 +7,9 @@
 //! items, null), wrong JSON types, invalid enum names, out-of-range numbers, unknown fields,
 //! nesting; then envelope-level bad input: text that is not JSON, bad ids and types, unknown
 //! top-level fields, deep nesting, binary frames, an oversized message (answered OUT_OF_RANGE)
-//! and one over the hard limit (close 1009, documented). Every error answer is
+//! and one over the hard limit (close 1009, documented); and bad input before authentication
+//! (each answered UNAUTHENTICATED, or OUT_OF_RANGE for size, then closed 1008 or 1009, as
+//! documented). Every error answer is
 //! `{"id","type":"error","code","reason","message",...}` with no UNKNOWN/INTERNAL/UNAVAILABLE/
 //! DATA_LOSS, a SCREAMING_SNAKE_CASE `reason`, a message of at most 1 KiB, the whole frame at
 //! most 1 KiB plus the envelope, no echo of the offending value, and for INVALID_ARGUMENT to a
@@ -68,18 +70,25 @@ struct Ws {
 impl Ws {
     /// Connects as `player` (bearer token on the upgrade request).
     async fn open(server: &Server, player: &str) -> Ws {
+        let bearer = format!("Bearer {}", gateway::token(player));
+        Ws::open_with(server, Some(&bearer)).await
+    }
+
+    /// Connects with `authorization` on the upgrade request, or none.
+    async fn open_with(server: &Server, authorization: Option<&str>) -> Ws {
         let addr = server.http_addr().expect("the http listening line");
         let mut request = format!("ws://{addr}/v1/ws")
             .into_client_request()
             .expect("a ws URL");
-        let bearer = format!("Bearer {}", gateway::token(player));
-        request.headers_mut().insert(
-            "authorization",
-            HeaderValue::from_str(&bearer).expect("a header value"),
-        );
+        if let Some(value) = authorization {
+            request.headers_mut().insert(
+                "authorization",
+                HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
         let (socket, _) = tokio_tungstenite::connect_async(request)
             .await
-            .unwrap_or_else(|e| panic!("{player}: cannot connect: {e}"));
+            .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
         Ws { socket, next_id: 0 }
     }
 
@@ -286,6 +295,147 @@ fn envelope_inputs(rng: &mut GameRng) -> Vec<(String, Message, Option<Json>, Opt
     inputs
 }
 
+/// One bad input before authentication: (label, the `authorization` header, the first message,
+/// the answer's id, its code, the close code after it).
+type BeforeAuth = (
+    &'static str,
+    Option<String>,
+    Option<Message>,
+    Json,
+    Code,
+    u16,
+);
+
+/// Bad input before authentication, each on a connection of its own. `docs/websocket.md`: an
+/// error item, then close 1008 (1009 for a message too big).
+fn before_auth_inputs() -> Vec<BeforeAuth> {
+    let unauthenticated = Code::Unauthenticated;
+    let auth = |token: Json| {
+        Some(Message::text(
+            json!({"type": "auth", "token": token}).to_string(),
+        ))
+    };
+    vec![
+        (
+            "not JSON",
+            None,
+            Some(Message::text("~not json")),
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "binary",
+            None,
+            Some(Message::binary(vec![0u8, 159, 146, 150])),
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "an op first",
+            None,
+            Some(Message::text(
+                r#"{"id":"p1","type":"get_game","request":{}}"#,
+            )),
+            json!("p1"),
+            unauthenticated,
+            1008,
+        ),
+        (
+            "a 10 KiB token",
+            None,
+            auth(json!("x".repeat(sweep::BIG_STRING))),
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "a token with NUL",
+            None,
+            auth(json!("a\u{0}b")),
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "a token that is a number",
+            None,
+            auth(json!(12345)),
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "auth with a request",
+            None,
+            Some(Message::text(
+                r#"{"id":"p2","type":"auth","token":"t","request":{}}"#,
+            )),
+            json!("p2"),
+            unauthenticated,
+            1008,
+        ),
+        (
+            "oversized (70 KiB)",
+            None,
+            auth(json!("x".repeat(sweep::OVERSIZED))),
+            Json::Null,
+            Code::OutOfRange,
+            CLOSE_TOO_BIG,
+        ),
+        (
+            "a bad header",
+            Some("Bearer not-a-token".to_string()),
+            None,
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+        (
+            "a Basic header",
+            Some("Basic YWxpY2U6cHc=".to_string()),
+            None,
+            Json::Null,
+            unauthenticated,
+            1008,
+        ),
+    ]
+}
+
+/// Sweeps [`before_auth_inputs`]: each answered as documented, then closed as documented.
+async fn sweep_before_auth(server: &Server, result: &mut Sweep) {
+    for (label, header, message, id, code, close) in before_auth_inputs() {
+        let mut ws = Ws::open_with(server, header.as_deref()).await;
+        let sent = match message {
+            Some(message) => ws.send(message).await,
+            None => true,
+        };
+        let frame = match sent {
+            true => ws.read().await,
+            false => Frame::Closed(None),
+        };
+        let expect = Expect {
+            code: Some(code),
+            field: None,
+        };
+        if record(result, "(before auth)", label, &id, &frame, &expect) {
+            let closed = ws.read().await;
+            if !matches!(closed, Frame::Closed(Some(c)) if c == close) {
+                result.record(
+                    "(before auth)",
+                    &format!("{label}: close"),
+                    "-",
+                    0,
+                    vec![Problem::Malformed(format!(
+                        "want close {close}, got {closed:?}"
+                    ))],
+                );
+            }
+        }
+    }
+}
+
 /// Plays a normal game over two WebSocket connections, from both confirmations to its end:
 /// each ply, the side with legal moves plays a random one.
 async fn normal_game(server: &Server) {
@@ -433,6 +583,8 @@ async fn every_websocket_op_survives_bad_input() {
             ws = Ws::open(&server, PLAYER).await;
         }
     }
+
+    sweep_before_auth(&server, &mut result).await;
 
     for (label, message, id, code) in envelope_inputs(&mut rng) {
         let expect = Expect { code, field: None };
