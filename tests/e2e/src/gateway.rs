@@ -390,9 +390,9 @@ impl<Req> Default for RawCodec<Req> {
 #[derive(Debug)]
 struct RawEncoder<Req>(PhantomData<Req>);
 
-/// The decoder of [`RawCodec`].
+/// The decoder of [`RawCodec`] (and of the sweep's pass-through codec): the answer's bytes.
 #[derive(Debug)]
-struct RawDecoder;
+pub struct RawDecoder;
 
 impl<Req: Message + Send + 'static> Codec for RawCodec<Req> {
     type Encode = Req;

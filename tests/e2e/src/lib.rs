@@ -10,6 +10,9 @@
 //! - [`client`]: a connected `SessionServiceClient` and thin helpers around its calls.
 //! - [`gateway`]: clients of the public `PlayerService` that authenticate with a player token
 //!   (minted in-process) and talk only to the gateway.
+//! - [`metrics`]: scraping `GET /metrics` and reading series, to compare counters.
+//! - [`sweep`]: the bad-input sweeps: every RPC from the descriptor set, raw bytes on the wire,
+//!   single-field mutations, and the checks every refusal must pass.
 //! - [`otlp`]: an OTLP trace receiver (a real gRPC collector on loopback) for the tracing tests.
 //! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
 //!   own viewer, computes its own legal moves from that view with the rules engine and plays a
@@ -31,9 +34,11 @@
 pub mod client;
 mod database;
 pub mod gateway;
+pub mod metrics;
 pub mod otlp;
 pub mod player;
 mod server;
+pub mod sweep;
 
 pub use client::Client;
 pub use database::{DEFAULT_DATABASE_URL, TestDatabase};

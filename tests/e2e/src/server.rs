@@ -124,6 +124,14 @@ impl Server {
         client::connect(self.session_addr()).await
     }
 
+    /// Whether the process is still running (it has neither exited nor been killed): a test that
+    /// threw bad input at it checks it survived.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
     /// Kills the process with SIGKILL and reaps it. Does nothing if it is not running.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
