@@ -338,7 +338,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         false => None,
     };
     let (clock_api, clock_runner) = clock.unzip();
-    let matchmaking_api = matchmaking.as_ref().map(MatchmakingService::server);
+    let matchmaking_api = matchmaking
+        .as_ref()
+        .map(|m| m.server().max_decoding_message_size(args.max_message_bytes));
     let (router, internal) = match internal {
         Some((listener, addr, internal_router)) => (
             router,
@@ -662,7 +664,8 @@ fn clock_parts(
     );
     let timers: Arc<dyn TimerStore> = store;
     let clock = Clock::new(timers.clone(), Arc::new(target), config.clone());
-    let api = ClockServiceServer::new(ClockService::new(timers, config.owner, clock.stats()));
+    let api = ClockServiceServer::new(ClockService::new(timers, config.owner, clock.stats()))
+        .max_decoding_message_size(args.max_message_bytes);
     Ok((api, clock))
 }
 

@@ -78,7 +78,7 @@ pub const TIMER_KINDS: [&str; 3] = ["deployment", "move", "reconnect"];
 /// on: nothing changed), `retry` (the session could not be reached or it was not due yet).
 pub const TIMER_RESULTS: [&str; 3] = ["applied", "stale", "retry"];
 /// Every value of [`OPERATION`].
-pub const STORE_OPERATIONS: [&str; 18] = [
+pub const STORE_OPERATIONS: [&str; 19] = [
     "create",
     "load",
     "append",
@@ -97,6 +97,7 @@ pub const STORE_OPERATIONS: [&str; 18] = [
     "release_timer",
     "complete_timers",
     "armed_timer_count",
+    "matchmaking",
 ];
 
 /// Histogram buckets (seconds) of the latency histograms.

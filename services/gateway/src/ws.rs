@@ -1388,12 +1388,17 @@ const MAX_ID_BYTES: usize = 128;
 
 /// A proto request from its JSON form.
 fn decode<T: DeserializeOwned>(request: Value) -> Result<T, Status> {
-    serde_json::from_value(request).map_err(|e| {
-        ApiError::new(
-            Reason::MalformedRequest,
-            format!("request: {}", brief(&e.to_string())),
-        )
-        .into()
+    serde_path_to_error::deserialize(request).map_err(|e| {
+        let path = e.path().to_string();
+        let what = brief(&e.inner().to_string());
+        let field = if path == "." {
+            "request".to_owned()
+        } else {
+            format!("request.{path}")
+        };
+        ApiError::new(Reason::MalformedRequest, format!("{field}: {what}"))
+            .with_violation(field, what)
+            .into()
     })
 }
 

@@ -58,6 +58,8 @@ pub fn match_error_status(error: MatchError) -> Status {
         MatchError::Database(m) => {
             // The database's text is for the operator's log, not for callers.
             tracing::error!(error = %m, "matchmaking store failed");
+            metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => "matchmaking")
+                .increment(1);
             ApiError::new(
                 Reason::StoreUnavailable,
                 "matchmaking storage is unavailable; retry with the same id",

@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 use tokio::sync::Semaphore;
 use tonic::{Code, Status};
+use tonic_types::StatusExt;
 
 /// Random players act far faster than people; the default rate limit would throttle them.
 const SERVE_ARGS: &[&str] = &["--actions-per-second", "10000"];
@@ -319,19 +320,44 @@ impl Game {
     }
 
     fn record_error(&mut self, who: usize, what: String, status: &Status, claimed: Placements) {
-        assert!(
-            status.details().is_empty(),
-            "{what}: a refusal with binary details: {status:?}"
+        // The details are judged with the message: every text they carry is appended to it,
+        // and they may carry nothing else.
+        let details = status.get_error_details();
+        let info = details
+            .error_info()
+            .unwrap_or_else(|| panic!("{what}: a refusal without ErrorInfo: {status:?}"));
+        let mut text = format!("{} [{}]", status.message(), info.reason);
+        for violation in details
+            .bad_request()
+            .map_or(&[][..], |b| &b.field_violations[..])
+        {
+            text.push_str(&format!(
+                " {{{}: {}}}",
+                violation.field, violation.description
+            ));
+        }
+        let mut known = tonic_types::ErrorDetails::with_error_info(
+            info.reason.clone(),
+            info.domain.clone(),
+            info.metadata.clone(),
+        );
+        if let Some(bad) = details.bad_request() {
+            known.set_bad_request(bad.field_violations.clone());
+        }
+        assert_eq!(
+            Status::with_error_details(status.code(), status.message(), known).details(),
+            status.details(),
+            "{what}: the details carry more than ErrorInfo and BadRequest"
         );
         let board = self.truth();
-        let raw = status.message().as_bytes().to_vec();
+        let raw = text.as_bytes().to_vec();
         self.record(
             who,
             Self::viewer_of(who, false),
             what,
             Got::Error {
                 code: status.code(),
-                message: status.message().to_string(),
+                message: text,
                 board,
                 claimed,
             },
