@@ -403,7 +403,8 @@ impl SessionService {
                 .store
                 .presence(record.meta.game_id, now)
                 .await
-                .map_err(|e| store_error_status(&e))?;
+                .map_err(|e| store_error_status(&e))?
+                .connected();
             [!present[0], !present[1]]
         } else {
             [false; 2]
@@ -582,7 +583,8 @@ impl SessionService {
                     .store
                     .presence(game_id, self.config.clock.now())
                     .await
-                    .map_err(|e| store_error_status(&e))?;
+                    .map_err(|e| store_error_status(&e))?
+                    .connected();
                 Command::DeploymentDeadline { present }
             }
             pb::TimerKind::Move => {
@@ -601,7 +603,8 @@ impl SessionService {
                     .store
                     .presence(game_id, self.config.clock.now())
                     .await
-                    .map_err(|e| store_error_status(&e))?;
+                    .map_err(|e| store_error_status(&e))?
+                    .connected();
                 if game.phase() != Phase::Play || present[side.index()] {
                     return Ok(stale);
                 }
@@ -984,7 +987,8 @@ impl SessionApi for SessionService {
         };
         // The game must exist: presence for unknown games would grow the table without bound.
         let record = self.load(game_id, false).await?;
-        let lease_until = self.config.clock.now() + lease;
+        let now = self.config.clock.now();
+        let lease_until = now + lease;
         let connected = self
             .store
             .report_presence(
@@ -992,10 +996,12 @@ impl SessionApi for SessionService {
                 side,
                 &request.gateway_id,
                 request.connected,
+                now,
                 lease_until,
             )
             .await
-            .map_err(|e| store_error_status(&e))?;
+            .map_err(|e| store_error_status(&e))?
+            .connected();
         self.arm_reconnect(&record, side, connected[side.index()], lease_until)
             .await?;
         Ok(Response::new(pb::ReportPresenceResponse {
@@ -1016,7 +1022,8 @@ impl SessionApi for SessionService {
             .store
             .presence(game_id, self.config.clock.now())
             .await
-            .map_err(|e| store_error_status(&e))?;
+            .map_err(|e| store_error_status(&e))?
+            .connected();
         let id = game_id.to_string();
         let mut game_view = wire::game_view(
             &view(&record.game, viewer),
