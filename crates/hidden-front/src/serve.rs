@@ -74,7 +74,9 @@ pub struct ServeArgs {
     /// Largest gRPC message accepted, in bytes; larger ones are refused with OUT_OF_RANGE.
     #[arg(long, env = "HF_MAX_MESSAGE_BYTES", default_value_t = 64 * 1024)]
     pub max_message_bytes: usize,
-    /// Seconds a presence report holds when the gateway gives no lease.
+    /// Seconds a presence report holds: the lease this process's gateway gives its reports (it
+    /// renews them every third of it; at least 3 s), and the session's default for a report that
+    /// gives none. A player behind a gateway that dies counts as away once the lease lapses.
     #[arg(long, env = "HF_PRESENCE_LEASE_SECONDS", default_value_t = 30)]
     pub presence_lease_seconds: u64,
     /// Log format.
@@ -572,6 +574,7 @@ fn gateway_service(
     };
     let gateway = Gateway::new(
         GatewayConfig {
+            presence_lease: Duration::from_secs(args.presence_lease_seconds),
             max_streams: args.max_streams,
             stream_buffer: args.stream_buffer,
             max_lag: Duration::from_millis(args.stream_max_lag_ms),

@@ -22,8 +22,8 @@
 
 use crate::timers::deadline_after;
 use crate::{
-    CommandRecord, GameMeta, GameRecord, GameStore, StoreError, StoredEvent, TimeControl, Timer,
-    TimerChange, TimerKind, TimerSlot, TurnTimerChange,
+    CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, StoredEvent, TimeControl,
+    Timer, TimerChange, TimerKind, TimerSlot, TurnTimerChange,
 };
 use hidden_front_rules::{Command, Event, Game, GameRng, Phase, Rules, Side};
 use std::collections::HashSet;
@@ -773,6 +773,7 @@ pub async fn unknown_game_is_not_found(store: Arc<dyn GameStore>) {
                 Side::South,
                 "gw",
                 true,
+                SystemTime::now(),
                 SystemTime::now() + Duration::from_secs(60),
             )
             .await,
@@ -1042,7 +1043,9 @@ pub async fn concurrent_retries_of_one_command_have_one_winner(store: Arc<dyn Ga
 // ---------------------------------------------------------------------------------------------
 
 /// A side is connected while any gateway's unexpired report says so; a lease ending at `t` no
-/// longer counts at `t`; a later report from the same gateway replaces its earlier one.
+/// longer counts at `t`; a later report from the same gateway replaces its earlier one; a side's
+/// presence holds until the latest of its connected leases ends; reports are judged at the time
+/// the caller gives, not by the store's own clock.
 pub async fn presence_leases(store: Arc<dyn GameStore>) {
     let store = &*store;
     let (meta, _) = create_game(store, 20, &player("south"), &player("north")).await;
@@ -1050,36 +1053,36 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     let now = whole_second_now();
     let hour = Duration::from_secs(3600);
     let lease = now + hour;
+    let connected = async |at: SystemTime| store.presence(id, at).await.unwrap().connected();
 
     assert_eq!(
         store.presence(id, now).await.expect("presence"),
-        [false, false],
+        Presence::default(),
         "nobody is connected before any report"
     );
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-1", true, lease)
+            .report_presence(id, Side::South, "gw-1", true, now, lease)
             .await
             .expect("report"),
-        [true, false],
-        "the report counts at once"
+        Presence {
+            connected_until: [Some(lease), None]
+        },
+        "the report counts at once, until its lease ends"
     );
-    assert_eq!(store.presence(id, now).await.unwrap(), [true, false]);
+    assert_eq!(connected(now).await, [true, false]);
     assert_eq!(
-        store
-            .presence(id, lease - Duration::from_millis(1))
-            .await
-            .unwrap(),
+        connected(lease - Duration::from_millis(1)).await,
         [true, false],
         "connected until the lease ends"
     );
     assert_eq!(
         store.presence(id, lease).await.unwrap(),
-        [false, false],
+        Presence::default(),
         "a lease ending now no longer counts"
     );
     assert_eq!(
-        store.presence(id, lease + hour).await.unwrap(),
+        connected(lease + hour).await,
         [false, false],
         "an expired lease counts as disconnected"
     );
@@ -1087,61 +1090,88 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     // An already expired report counts for nothing.
     assert_eq!(
         store
-            .report_presence(id, Side::North, "gw-1", true, now - Duration::from_secs(1))
+            .report_presence(
+                id,
+                Side::North,
+                "gw-1",
+                true,
+                now,
+                now - Duration::from_secs(1)
+            )
             .await
-            .unwrap(),
+            .unwrap()
+            .connected(),
         [true, false]
     );
-    // Another gateway saying "disconnected" does not outvote one saying "connected".
+    // Another gateway saying "disconnected" does not outvote one saying "connected", nor
+    // shorten how long it holds.
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-2", false, lease)
+            .report_presence(id, Side::South, "gw-2", false, now, now + 2 * hour)
             .await
             .unwrap(),
-        [true, false]
+        Presence {
+            connected_until: [Some(lease), None]
+        }
     );
     // The same gateway's new report replaces its old one.
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-1", false, lease)
+            .report_presence(id, Side::South, "gw-1", false, now, lease)
             .await
             .unwrap(),
-        [false, false]
+        Presence::default()
     );
     assert_eq!(
         store
-            .report_presence(id, Side::North, "gw-2", true, lease)
+            .report_presence(id, Side::North, "gw-2", true, now, lease)
             .await
-            .unwrap(),
+            .unwrap()
+            .connected(),
         [false, true]
     );
     // Two gateways connected for south (a reconnect through another gateway): the longer lease
-    // keeps south connected after the shorter one ends.
+    // keeps south connected after the shorter one ends, and says until when.
     store
-        .report_presence(id, Side::South, "gw-1", true, now + hour)
-        .await
-        .unwrap();
-    store
-        .report_presence(id, Side::South, "gw-3", true, now + 2 * hour)
+        .report_presence(id, Side::South, "gw-1", true, now, now + hour)
         .await
         .unwrap();
     assert_eq!(
         store
-            .presence(id, now + hour + Duration::from_secs(1))
+            .report_presence(id, Side::South, "gw-3", true, now, now + 2 * hour)
+            .await
+            .unwrap()
+            .connected_until[Side::South.index()],
+        Some(now + 2 * hour),
+        "the latest lease is the one that holds"
+    );
+    let later = now + hour + Duration::from_secs(1);
+    assert_eq!(
+        store.presence(id, later).await.unwrap(),
+        Presence {
+            connected_until: [Some(now + 2 * hour), None]
+        }
+    );
+    assert_eq!(connected(now + 3 * hour).await, [false, false]);
+
+    // A report is judged at the time the caller gives, not by the store's clock: north's
+    // report given at the moment its own lease ends counts for nothing, although by the
+    // store's clock that moment is an hour away.
+    assert_eq!(
+        store
+            .report_presence(id, Side::North, "gw-2", true, lease, lease)
             .await
             .unwrap(),
-        [true, false]
-    );
-    assert_eq!(
-        store.presence(id, now + 3 * hour).await.unwrap(),
-        [false, false]
+        Presence {
+            connected_until: [Some(now + 2 * hour), None]
+        }
     );
 
     // Presence is per game.
     let (other, _) = create_game(store, 21, &player("south"), &player("north")).await;
     assert_eq!(
         store.presence(other.game_id, now).await.unwrap(),
-        [false, false]
+        Presence::default()
     );
 }
 

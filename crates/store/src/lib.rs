@@ -132,6 +132,25 @@ pub struct GameSummary {
     pub version: u64,
 }
 
+/// What a game's presence reports say at one moment, per side (indexed by [`Side::index`]).
+///
+/// A side counts as connected while any gateway's unexpired report says so. How long that lasts
+/// matters too: a timer that should apply only once a side is believed gone (its time to come
+/// back) must not be due before the last of those leases ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Presence {
+    /// Until when each side counts as connected: the latest end among its unexpired
+    /// "connected" leases, or `None` when it has none (the side is away).
+    pub connected_until: [Option<SystemTime>; 2],
+}
+
+impl Presence {
+    /// Whether each side counts as connected.
+    pub fn connected(&self) -> [bool; 2] {
+        self.connected_until.map(|until| until.is_some())
+    }
+}
+
 /// The result of [`GameStore::create`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Created {
@@ -310,20 +329,21 @@ pub trait GameStore: TimerStore {
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError>;
 
     /// Records a gateway's report of a player's connection, holding until `lease_until`, and
-    /// returns whether south and north count as connected now (any unexpired report saying
-    /// connected). A gateway's report replaces its earlier one for the same side; a report with
-    /// `lease_until <= now` counts for nothing.
+    /// returns the game's presence at `now` (the time of the report, by the caller's clock: the
+    /// session's, which judges the leases). A gateway's report replaces its earlier one for the
+    /// same side; a report with `lease_until <= now` counts for nothing.
     async fn report_presence(
         &self,
         game_id: Uuid,
         side: Side,
         gateway_id: &str,
         connected: bool,
+        now: SystemTime,
         lease_until: SystemTime,
-    ) -> Result<[bool; 2], StoreError>;
+    ) -> Result<Presence, StoreError>;
 
-    /// Whether south and north count as connected at `now`.
-    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError>;
+    /// The game's presence at `now`: which sides count as connected, and until when.
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError>;
 
     /// The games a player is seated in (either side), newest first by creation, at most `limit`.
     async fn games_of_player(

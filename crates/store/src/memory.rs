@@ -5,8 +5,8 @@
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
-    StoredEvent,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
@@ -137,14 +137,15 @@ impl StoredGame {
         self.events.len() as u64
     }
 
-    fn connected_at(&self, now: SystemTime) -> [bool; 2] {
-        let mut connected = [false; 2];
+    fn presence_at(&self, now: SystemTime) -> Presence {
+        let mut presence = Presence::default();
         for ((side, _), (is_connected, lease_until)) in &self.presence {
             if *is_connected && *lease_until > now {
-                connected[side.index()] = true;
+                let until = &mut presence.connected_until[side.index()];
+                *until = Some(until.map_or(*lease_until, |u| u.max(*lease_until)));
             }
         }
-        connected
+        presence
     }
 }
 
@@ -337,8 +338,9 @@ impl GameStore for MemoryStore {
         side: Side,
         gateway_id: &str,
         connected: bool,
+        now: SystemTime,
         lease_until: SystemTime,
-    ) -> Result<[bool; 2], StoreError> {
+    ) -> Result<Presence, StoreError> {
         let mut state = self.state();
         let stored = state
             .games
@@ -347,16 +349,16 @@ impl GameStore for MemoryStore {
         stored
             .presence
             .insert((side, gateway_id.to_owned()), (connected, lease_until));
-        Ok(stored.connected_at(SystemTime::now()))
+        Ok(stored.presence_at(now))
     }
 
-    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError> {
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
         let state = self.state();
         let stored = state
             .games
             .get(&game_id)
             .ok_or(StoreError::NotFound(game_id))?;
-        Ok(stored.connected_at(now))
+        Ok(stored.presence_at(now))
     }
 
     async fn games_of_player(

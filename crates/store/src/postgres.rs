@@ -17,8 +17,8 @@
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
-    StoredEvent, TimeControl,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    StoreError, StoredEvent, TimeControl,
 };
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
@@ -440,21 +440,28 @@ async fn presence_at(
     pool: &PgPool,
     game_id: Uuid,
     now: SystemTime,
-) -> Result<Option<[bool; 2]>, StoreError> {
+) -> Result<Option<Presence>, StoreError> {
+    // The latest end of each side's unexpired "connected" leases (NULL: none, the side is away).
     let row = sqlx::query(
         "SELECT \
-           EXISTS (SELECT 1 FROM presence p WHERE p.game_id = g.game_id AND p.side = 'south' \
-                   AND p.connected AND p.lease_until > $2) AS south, \
-           EXISTS (SELECT 1 FROM presence p WHERE p.game_id = g.game_id AND p.side = 'north' \
-                   AND p.connected AND p.lease_until > $2) AS north \
+           (SELECT max(p.lease_until) FROM presence p WHERE p.game_id = g.game_id \
+              AND p.side = 'south' AND p.connected AND p.lease_until > $2) AS south, \
+           (SELECT max(p.lease_until) FROM presence p WHERE p.game_id = g.game_id \
+              AND p.side = 'north' AND p.connected AND p.lease_until > $2) AS north \
          FROM games g WHERE g.game_id = $1",
     )
     .bind(game_id)
     .bind(OffsetDateTime::from(now))
     .fetch_optional(pool)
     .await?;
-    row.map(|row| Ok([row.try_get("south")?, row.try_get("north")?]))
-        .transpose()
+    row.map(|row| {
+        let south: Option<OffsetDateTime> = row.try_get("south")?;
+        let north: Option<OffsetDateTime> = row.try_get("north")?;
+        Ok(Presence {
+            connected_until: [south.map(SystemTime::from), north.map(SystemTime::from)],
+        })
+    })
+    .transpose()
 }
 
 /// The `side` column's text.
@@ -965,8 +972,9 @@ impl GameStore for PostgresStore {
         side: Side,
         gateway_id: &str,
         connected: bool,
+        now: SystemTime,
         lease_until: SystemTime,
-    ) -> Result<[bool; 2], StoreError> {
+    ) -> Result<Presence, StoreError> {
         let upserted = sqlx::query(
             "INSERT INTO presence (game_id, side, gateway_id, connected, lease_until) \
              VALUES ($1, $2, $3, $4, $5) \
@@ -988,13 +996,13 @@ impl GameStore for PostgresStore {
             }
             Err(error) => return Err(error.into()),
         }
-        presence_at(&self.inner.pool, game_id, SystemTime::now())
+        presence_at(&self.inner.pool, game_id, now)
             .await?
             .ok_or(StoreError::NotFound(game_id))
     }
 
     #[tracing::instrument(name = "store.presence", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
-    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError> {
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
         presence_at(&self.inner.pool, game_id, now)
             .await?
             .ok_or(StoreError::NotFound(game_id))

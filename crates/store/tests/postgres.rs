@@ -311,7 +311,14 @@ async fn corrupt_rows_are_reported_not_panicked_on() {
     // Presence on a game with a corrupt snapshot still works: it does not read the snapshot.
     let now = SystemTime::now();
     store
-        .report_presence(id, Side::North, "gw", true, now + Duration::from_secs(60))
+        .report_presence(
+            id,
+            Side::North,
+            "gw",
+            true,
+            now,
+            now + Duration::from_secs(60),
+        )
         .await
         .expect("presence");
     store.close().await;

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, StoreError,
-    StoredEvent, Timer, TimerChange, TimerSlot, TimerStore,
+    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    StoreError, StoredEvent, Timer, TimerChange, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -116,17 +116,18 @@ impl GameStore for MeteredStore {
         side: Side,
         gateway_id: &str,
         connected: bool,
+        now: SystemTime,
         lease_until: SystemTime,
-    ) -> Result<[bool; 2], StoreError> {
+    ) -> Result<Presence, StoreError> {
         counted(
             "report_presence",
             self.inner
-                .report_presence(game_id, side, gateway_id, connected, lease_until)
+                .report_presence(game_id, side, gateway_id, connected, now, lease_until)
                 .await,
         )
     }
 
-    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<[bool; 2], StoreError> {
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
         counted("presence", self.inner.presence(game_id, now).await)
     }
 

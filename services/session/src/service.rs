@@ -13,8 +13,8 @@ use hidden_front_proto::v1::session_service_server::SessionService as SessionApi
 use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
 use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{
-    CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl, Timer, TimerKind,
-    TimerSlot,
+    CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, TimeControl, Timer,
+    TimerKind, TimerSlot,
 };
 use hidden_front_wire as wire;
 use prost::Message;
@@ -411,7 +411,8 @@ impl SessionService {
                 .store
                 .presence(record.meta.game_id, now)
                 .await
-                .map_err(|e| store_error_status(&e))?;
+                .map_err(|e| store_error_status(&e))?
+                .connected();
             [!present[0], !present[1]]
         } else {
             [false; 2]
@@ -606,7 +607,8 @@ impl SessionService {
                     .store
                     .presence(game_id, self.config.clock.now())
                     .await
-                    .map_err(|e| store_error_status(&e))?;
+                    .map_err(|e| store_error_status(&e))?
+                    .connected();
                 Command::DeploymentDeadline { present }
             }
             pb::TimerKind::Move => {
@@ -621,11 +623,16 @@ impl SessionService {
             pb::TimerKind::Reconnect => {
                 // A reconnect deadline holds across moves (the clock keeps running while the
                 // player is away): it applies if the player is still away and the game running.
+                // Away is judged at the deadline itself when the fire comes a little early: the
+                // timer was armed to be due only once every connected lease then known had
+                // lapsed, and any later report re-armed the slot (so this fire would be stale).
+                let judged_at = self.config.clock.now().max(fired.fire_at);
                 let present = self
                     .store
-                    .presence(game_id, self.config.clock.now())
+                    .presence(game_id, judged_at)
                     .await
-                    .map_err(|e| store_error_status(&e))?;
+                    .map_err(|e| store_error_status(&e))?
+                    .connected();
                 if game.phase() != Phase::Play || present[side.index()] {
                     return Ok(stale);
                 }
@@ -662,30 +669,26 @@ impl SessionService {
         }
     }
 
-    /// Arms `side`'s time to come back after a presence report: counted from now when the side
-    /// is away, from the end of the report's lease when it is connected (each renewal pushes it
-    /// on, so a gateway that dies without a word still starts the count when its lease ends).
+    /// Arms `side`'s time to come back after a presence report heard at `reported_at`, with the
+    /// game's presence after it: counted from the report, due no earlier than the side's
+    /// connected leases end (see [`timers::reconnect_after_report`]).
     async fn arm_reconnect(
         &self,
         record: &GameRecord,
         side: Side,
-        connected_now: bool,
-        lease_until: SystemTime,
+        reported_at: SystemTime,
+        presence: Presence,
     ) -> Result<(), Status> {
         if record.game.phase() == Phase::Ended {
             return Ok(());
         }
-        let from = if connected_now {
-            lease_until.max(self.config.clock.now() + self.config.default_presence_lease)
-        } else {
-            self.config.clock.now()
-        };
-        let timer = timers::reconnect_timer(
+        let timer = timers::reconnect_after_report(
             record.meta.game_id,
             &record.meta.time_control,
             side,
             record.version,
-            from,
+            reported_at,
+            presence.connected_until[side.index()],
         );
         self.store
             .arm_timer(&timer)
@@ -1012,20 +1015,21 @@ impl SessionApi for SessionService {
         };
         // The game must exist: presence for unknown games would grow the table without bound.
         let record = self.load(game_id, false).await?;
-        let lease_until = self.config.clock.now() + lease;
-        let connected = self
+        let now = self.config.clock.now();
+        let presence = self
             .store
             .report_presence(
                 game_id,
                 side,
                 &request.gateway_id,
                 request.connected,
-                lease_until,
+                now,
+                now + lease,
             )
             .await
             .map_err(|e| store_error_status(&e))?;
-        self.arm_reconnect(&record, side, connected[side.index()], lease_until)
-            .await?;
+        self.arm_reconnect(&record, side, now, presence).await?;
+        let connected = presence.connected();
         Ok(Response::new(pb::ReportPresenceResponse {
             south_connected: connected[0],
             north_connected: connected[1],
@@ -1044,7 +1048,8 @@ impl SessionApi for SessionService {
             .store
             .presence(game_id, self.config.clock.now())
             .await
-            .map_err(|e| store_error_status(&e))?;
+            .map_err(|e| store_error_status(&e))?
+            .connected();
         let id = game_id.to_string();
         let mut game_view = wire::game_view(
             &view(&record.game, viewer),

@@ -6,7 +6,7 @@
 //! or a stale copy.
 
 use hidden_front_rules::{Event, Game, Phase, Side};
-use hidden_front_store::timers::deadline_after;
+use hidden_front_store::timers::{deadline_after, from_unix_millis, unix_millis};
 use hidden_front_store::{TimeControl, Timer, TimerChange, TimerKind, TurnTimerChange};
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -49,6 +49,42 @@ pub(crate) fn reconnect_timer(
         side,
         armed_version: version,
         fire_at: deadline_after(from, seconds(tc.reconnect_seconds)),
+    }
+}
+
+/// A side's time to come back after a presence report heard at `reported_at`, the side counting
+/// as connected until `connected_until` after it (see [`hidden_front_store::Presence`]).
+///
+/// The away time counts from the report: the last moment the player was known to be there (a
+/// renewal) or the moment they left (a disconnection). Every report re-arms the slot, so the
+/// timer comes due only when no report follows it for the whole reconnect time: a gateway that
+/// dies without a word costs its players the reconnect time after its last renewal, not a lease
+/// more. While a connected lease holds, though, the player is not believed gone, so the timer is
+/// never due before the latest such lease has ended (this matters only when the reconnect time is
+/// shorter than the lease); its fire then finds the player away.
+pub(crate) fn reconnect_after_report(
+    game_id: Uuid,
+    tc: &TimeControl,
+    side: Side,
+    version: u64,
+    reported_at: SystemTime,
+    connected_until: Option<SystemTime>,
+) -> Timer {
+    let mut timer = reconnect_timer(game_id, tc, side, version, reported_at);
+    if let Some(until) = connected_until {
+        timer.fire_at = timer.fire_at.max(whole_millis_not_before(until));
+    }
+    timer
+}
+
+/// The first whole millisecond at or after `time` (deadlines are whole milliseconds: rounding a
+/// lease's end up keeps the lease lapsed at the deadline).
+fn whole_millis_not_before(time: SystemTime) -> SystemTime {
+    let floor = from_unix_millis(unix_millis(time));
+    if floor < time {
+        floor + Duration::from_millis(1)
+    } else {
+        floor
     }
 }
 
@@ -177,6 +213,48 @@ mod tests {
         assert_eq!(change.reconnect[0].side, Side::North);
         assert_eq!(change.reconnect[0].fire_at, now + Duration::from_secs(60));
         assert!(!change.clear_all);
+    }
+
+    #[test]
+    fn the_away_time_counts_from_the_report_but_never_ends_inside_a_connected_lease() {
+        let reported_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let online = TimeControl::online();
+        let arm = |tc: &TimeControl, connected_until| {
+            reconnect_after_report(
+                Uuid::nil(),
+                tc,
+                Side::South,
+                4,
+                reported_at,
+                connected_until,
+            )
+        };
+        // Away (a disconnection): 60 s from the report.
+        let away = arm(&online, None);
+        assert_eq!(away.fire_at, reported_at + Duration::from_secs(60));
+        assert_eq!(
+            (away.kind, away.side, away.armed_version),
+            (TimerKind::Reconnect, Side::South, 4)
+        );
+        // Connected with a 30 s lease: still 60 s from the report (the last renewal heard), not
+        // from the lease's end.
+        let lease_end = reported_at + Duration::from_secs(30);
+        assert_eq!(
+            arm(&online, Some(lease_end)).fire_at,
+            reported_at + Duration::from_secs(60)
+        );
+        // A reconnect time shorter than the lease: due only once the lease has lapsed (rounded
+        // up to a whole millisecond).
+        let short = TimeControl {
+            reconnect_seconds: 5,
+            ..TimeControl::online()
+        };
+        assert_eq!(arm(&short, Some(lease_end)).fire_at, lease_end);
+        let ragged_end = lease_end + Duration::from_micros(1_500);
+        assert_eq!(
+            arm(&short, Some(ragged_end)).fire_at,
+            lease_end + Duration::from_millis(2)
+        );
     }
 
     #[test]

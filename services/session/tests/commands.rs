@@ -330,8 +330,8 @@ async fn a_reconnect_timer_forfeits_only_a_player_away_for_its_whole_length() {
     );
     assert_eq!(
         while_connected.fire_at,
-        clock.now() + Duration::from_secs(30 + 60),
-        "counted from the end of the lease"
+        clock.now() + Duration::from_secs(60),
+        "counted from the report, the last moment the player was known to be there"
     );
     clock.advance(Duration::from_secs(10));
     s.report_presence(Request::new(report(false)))
@@ -375,6 +375,192 @@ async fn a_reconnect_timer_forfeits_only_a_player_away_for_its_whole_length() {
     let outcome = get(&s, &game, pb::Viewer::Spectator).await.outcome.unwrap();
     assert_eq!(outcome.winner, pb::Side::South as i32);
     assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
+}
+
+/// Reports `side` of `game` connected or not through `gateway`, with a lease of `lease_seconds`.
+async fn report(
+    s: &SessionService,
+    game: &str,
+    side: pb::Side,
+    gateway: &str,
+    connected: bool,
+    lease_seconds: u32,
+) -> pb::ReportPresenceResponse {
+    s.report_presence(Request::new(pb::ReportPresenceRequest {
+        game_id: game.into(),
+        side: side as i32,
+        connected,
+        gateway_id: gateway.into(),
+        lease_seconds,
+    }))
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Unix milliseconds of `time`.
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test]
+async fn a_silent_gateway_costs_its_player_the_reconnect_time_after_its_last_report() {
+    // The online time control (60 s to come back) and the gateways' 30 s lease, renewed every
+    // 10 s. South stays connected throughout; north's gateway dies after its last renewal.
+    let (s, store, clock) = timed_service();
+    let (game, _) = create(&s).await;
+    start_play(&s, &game).await;
+    report(&s, &game, pb::Side::South, "gw-south", true, 3600).await;
+    let mut superseded = Vec::new();
+    for _ in 0..3 {
+        report(&s, &game, pb::Side::North, "gw-north", true, 30).await;
+        superseded.push(
+            armed(&store, &game, TimerSlot::Reconnect(Side::North))
+                .await
+                .unwrap(),
+        );
+        clock.advance(Duration::from_secs(10));
+    }
+    // The last renewal heard: then the gateway is killed and says nothing more.
+    let last_report = clock.now();
+    report(&s, &game, pb::Side::North, "gw-north", true, 30).await;
+    let timer = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    assert_eq!(
+        timer.fire_at,
+        last_report + Duration::from_secs(60),
+        "the away time counts from the last report heard, not from the lease's end (+30 s)"
+    );
+
+    // Within the lease the player still counts as connected, and shows no away deadline.
+    clock.advance(Duration::from_secs(29));
+    let view = get(&s, &game, pb::Viewer::South).await;
+    assert!(view.north_connected);
+    assert_eq!(view.north_away_deadline_unix_millis, 0);
+    // Once the lease has lapsed: away, losing 60 s after the last report.
+    clock.advance(Duration::from_secs(1));
+    for viewer in [pb::Viewer::South, pb::Viewer::North, pb::Viewer::Spectator] {
+        let view = get(&s, &game, viewer).await;
+        assert!(!view.north_connected, "{viewer:?} sees north away");
+        assert!(view.south_connected);
+        assert_eq!(
+            view.north_away_deadline_unix_millis,
+            millis(last_report + Duration::from_secs(60)),
+            "{viewer:?} sees when north loses"
+        );
+        assert_eq!(view.phase, pb::Phase::Play as i32);
+    }
+
+    // A second before the deadline the fire is refused (not due); the timers the renewals
+    // replaced are stale although due; at the deadline the player loses.
+    clock.advance(Duration::from_secs(29));
+    let early = fire(&s, &timer).await.unwrap_err();
+    assert_eq!(early.code(), Code::FailedPrecondition, "{early:?}");
+    clock.advance(Duration::from_secs(1));
+    for old in &superseded {
+        assert!(old.fire_at <= clock.now());
+        assert!(
+            !fire(&s, old).await.unwrap().applied,
+            "a newer report replaced {old:?}"
+        );
+    }
+    assert_eq!(clock.now(), last_report + Duration::from_secs(60));
+    assert!(fire(&s, &timer).await.unwrap().applied);
+    let outcome = get(&s, &game, pb::Viewer::Spectator).await.outcome.unwrap();
+    assert_eq!(outcome.winner, pb::Side::South as i32);
+    assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
+    // Exactly once: the same fire again changes nothing.
+    assert!(!fire(&s, &timer).await.unwrap().applied);
+}
+
+#[tokio::test]
+async fn a_player_whose_gateway_renews_in_time_never_loses() {
+    let (s, store, clock) = timed_service();
+    let (game, _) = create(&s).await;
+    start_play(&s, &game).await;
+    report(&s, &game, pb::Side::South, "gw-south", true, 3600).await;
+    let start = clock.now();
+    let mut armed_so_far: Vec<Timer> = Vec::new();
+    // Ten minutes of renewals every 10 s (a third of the 30 s lease): every reconnect timer
+    // ever armed that comes due in that time is fired, and none applies.
+    while clock.now() < start + Duration::from_secs(600) {
+        report(&s, &game, pb::Side::North, "gw-north", true, 30).await;
+        let current = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+            .await
+            .unwrap();
+        assert_eq!(current.fire_at, clock.now() + Duration::from_secs(60));
+        armed_so_far.push(current);
+        clock.advance(Duration::from_secs(10));
+        for due in armed_so_far.iter().filter(|t| t.fire_at <= clock.now()) {
+            assert!(!fire(&s, due).await.unwrap().applied, "{due:?} applied");
+        }
+        let view = get(&s, &game, pb::Viewer::South).await;
+        assert!(view.north_connected);
+        assert_eq!(view.north_away_deadline_unix_millis, 0);
+    }
+    assert!(
+        armed_so_far
+            .iter()
+            .filter(|t| t.fire_at <= clock.now())
+            .count()
+            >= 50
+    );
+    assert_eq!(
+        get(&s, &game, pb::Viewer::Spectator).await.phase,
+        pb::Phase::Play as i32
+    );
+}
+
+#[tokio::test]
+async fn a_reconnect_time_shorter_than_the_lease_runs_out_when_the_lease_lapses() {
+    // 5 s to come back, reports holding 30 s: the player cannot be believed gone before their
+    // lease lapses, so that is when a silent gateway's player loses; another gateway's
+    // "disconnected" does not cut a lease that still holds.
+    let (s, store, clock) = timed_service();
+    let game = s
+        .create_game(Request::new(pb::CreateGameRequest {
+            south_player: "alice".into(),
+            north_player: "bob".into(),
+            time_control: Some(pb::TimeControl {
+                name: "custom".into(),
+                deployment_seconds: 600,
+                move_seconds: 600,
+                reconnect_seconds: 5,
+            }),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .game_id;
+    start_play(&s, &game).await;
+    report(&s, &game, pb::Side::South, "gw-south", true, 3600).await;
+    let reported_at = clock.now();
+    report(&s, &game, pb::Side::North, "gw-1", true, 30).await;
+    let lease_end = reported_at + Duration::from_secs(30);
+    let timer = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    assert_eq!(timer.fire_at, lease_end, "not 5 s after the report");
+    // Another gateway the player left reports them gone: gw-1's lease still holds.
+    clock.advance(Duration::from_secs(10));
+    let answer = report(&s, &game, pb::Side::North, "gw-2", false, 30).await;
+    assert!(answer.north_connected);
+    let timer = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    assert_eq!(timer.fire_at, lease_end);
+    // A fire a little early (within the tolerance for clock skew) is judged at its deadline,
+    // when the lease has lapsed: it applies rather than being dropped as "still connected".
+    clock.advance(Duration::from_secs(20) - Duration::from_millis(100));
+    assert!(get(&s, &game, pb::Viewer::South).await.north_connected);
+    assert!(fire(&s, &timer).await.unwrap().applied);
+    let outcome = get(&s, &game, pb::Viewer::Spectator).await.outcome.unwrap();
+    assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
+    assert_eq!(outcome.winner, pb::Side::South as i32);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 //! - `move_timeouts_pass_the_turn_and_the_third_forfeits`
 //! - `the_deployment_deadline_cancels_for_an_absent_player_and_starts_a_present_one`
 //! - `a_player_away_longer_than_the_reconnect_time_loses`, `a_player_back_in_time_plays_on`
+//! - `a_killed_gateway_costs_its_player_the_reconnect_time_after_its_last_report`
 //! - `a_killed_clock_process_fires_every_timer_once_after_restart`
 //!
 //! Waiting is always for an event (with a deadline), never a fixed sleep.
@@ -175,9 +176,11 @@ async fn the_deployment_deadline_cancels_for_an_absent_player_and_starts_a_prese
     );
 }
 
-/// A started game with a short reconnect time, north following it through the gateway.
+/// A started game with a short reconnect time on `server`'s session, north following it through
+/// `gateway`'s (the same process, or a gateway process of its own).
 async fn started_with_north_connected(
     server: &Server,
+    gateway: &Server,
     key: &str,
     reconnect: u32,
 ) -> (
@@ -194,7 +197,7 @@ async fn started_with_north_connected(
     presence(&mut client, &game, pb::Side::South, true).await;
     confirm(&mut client, &game, pb::Side::South).await;
     confirm(&mut client, &game, pb::Side::North).await;
-    let channel = gateway::channel(server.addr()).await;
+    let channel = gateway::channel(gateway.addr()).await;
     let mut north = PlayerClient::new(channel, &format!("{key}-north"));
     let stream = north.subscribe(&game, 1, false).await.unwrap();
     // Connected once the gateway's report is in.
@@ -225,7 +228,8 @@ async fn wait_for(
 async fn a_player_away_longer_than_the_reconnect_time_loses() {
     let db = TestDatabase::create().await;
     let server = Server::start("away", db.url()).await;
-    let (mut client, game, north, stream) = started_with_north_connected(&server, "away", 1).await;
+    let (mut client, game, north, stream) =
+        started_with_north_connected(&server, &server, "away", 1).await;
     // North's only stream closes: the gateway reports the disconnection and the count starts.
     drop(stream);
     drop(north);
@@ -240,7 +244,7 @@ async fn a_player_back_in_time_plays_on() {
     let db = TestDatabase::create().await;
     let server = Server::start("back", db.url()).await;
     let (mut client, game, mut north, stream) =
-        started_with_north_connected(&server, "back", 2).await;
+        started_with_north_connected(&server, &server, "back", 2).await;
     drop(stream);
     wait_for(&mut client, &game, |view| !view.north_connected).await;
     let mut clock = pb::clock_service_client::ClockServiceClient::new(
@@ -274,15 +278,10 @@ async fn a_player_back_in_time_plays_on() {
         .await
         .expect("the reconnect timer to be re-armed")
     };
-    let now_ms = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
-    };
     // Away: the count runs from the disconnection (2 s), not from a lease's end (30 s more).
     let first_deadline = deadline_when(&|d| d < now_ms() + 10_000).await;
-    // Back within the reconnect time: the count restarts from the new lease's end.
+    // Back within the reconnect time: the count restarts from the new report, and as the
+    // reconnect time (2 s) is shorter than the lease (30 s), is due only once that lapses.
     let _stream = north.subscribe(&game, 1, false).await.unwrap();
     wait_for(&mut client, &game, |view| view.north_connected).await;
     deadline_when(&|d| d > first_deadline + 10_000).await;
@@ -293,6 +292,73 @@ async fn a_player_back_in_time_plays_on() {
     .await;
     let view = client::get_game(&mut client, &game, pb::Viewer::Spectator).await;
     assert_eq!(view.phase, pb::Phase::Play as i32, "the game goes on");
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_gateway_costs_its_player_the_reconnect_time_after_its_last_report() {
+    // The gateway in a process of its own, its reports holding 3 s (renewed every second); 6 s
+    // to come back.
+    const LEASE_MS: u64 = 3_000;
+    const RECONNECT_MS: u64 = 6_000;
+    let db = TestDatabase::create().await;
+    let referee =
+        Server::start_with_args("referee", db.url(), &["--services", "session,clock"]).await;
+    let session_url = format!("http://{}", referee.session_addr());
+    let lease = (LEASE_MS / 1000).to_string();
+    let mut gateway = Server::start_with_args(
+        "gateway",
+        db.url(),
+        &[
+            "--services",
+            "gateway",
+            "--session-url",
+            &session_url,
+            "--presence-lease-seconds",
+            &lease,
+        ],
+    )
+    .await;
+    let (mut client, game, _north, _stream) = started_with_north_connected(
+        &referee,
+        &gateway,
+        "gateway-killed",
+        (RECONNECT_MS / 1000) as u32,
+    )
+    .await;
+    // Seen connected just before the kill: the last report is less than a lease before then.
+    let seen_connected_at = now_ms();
+    wait_for(&mut client, &game, |view| view.north_connected).await;
+    // Killed without a word: no "disconnected" report, its last renewal is the last report.
+    gateway.kill();
+    let killed_at = now_ms();
+    // Away once the lease lapses, losing the reconnect time after the last report (normally a
+    // renewal interval or less before the kill), not the lease plus the reconnect time after it.
+    // The bounds: the last report came after `seen_connected_at - LEASE_MS` and before the kill
+    // (a few milliseconds of slack for a report the session was still reading).
+    let view = wait_for(&mut client, &game, |view| !view.north_connected).await;
+    let deadline = view.north_away_deadline_unix_millis;
+    let earliest = seen_connected_at + RECONNECT_MS - LEASE_MS;
+    let latest = killed_at + RECONNECT_MS + 250;
+    assert!(
+        (earliest..=latest).contains(&deadline),
+        "north's away deadline {deadline} is not in {earliest}..={latest} (killed at {killed_at})"
+    );
+    assert_eq!(view.phase, pb::Phase::Play as i32);
+    assert!(view.south_connected);
+    // The clock fires it: north loses, not before the deadline.
+    let events = watch_to_end(&mut client, &game, 1).await;
+    assert!(now_ms() + 250 >= deadline, "ended before the deadline");
+    let outcome = outcome(&events);
+    assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
+    assert_eq!(outcome.winner, pb::Side::South as i32);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
