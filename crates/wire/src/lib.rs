@@ -325,6 +325,7 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
                 defender_piece: code(rules, c.defender_kind),
                 attacker_survives: c.attacker_survives,
                 defender_survives: c.defender_survives,
+                flag_captured: c.flag_captured,
             }),
             flag_reveals: flag_reveal
                 .iter()
