@@ -355,6 +355,7 @@ fn events_read_as_one_line_each() {
                 defender_piece: String::new(),
                 attacker_survives: true,
                 defender_survives: false,
+                flag_captured: false,
             }),
             flag_reveals: vec![],
         }),

@@ -105,6 +105,11 @@ pub struct ViewCombat {
     pub attacker_survives: bool,
     /// Whether the defender survived.
     pub defender_survives: bool,
+    /// Whether the fight captured the flag. Public: such a fight ends the game at once (reason
+    /// `FlagCaptured`), and the end reveals everything. Carried so that the full-information view
+    /// is the whole engine event (the session's watchers rebuild the event from it).
+    #[serde(default)]
+    pub flag_captured: bool,
 }
 
 /// An event as a viewer sees it.
@@ -292,6 +297,7 @@ pub fn project(event: &Event, viewer: Viewer, game_ended: bool) -> Option<ViewEv
                 defender_kind: sees(c.defender.side).then_some(c.defender.kind),
                 attacker_survives: c.attacker_survives,
                 defender_survives: c.defender_survives,
+                flag_captured: c.flag_captured,
             }),
             flag_reveal: flag_reveal.clone(),
         },

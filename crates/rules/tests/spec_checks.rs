@@ -2094,6 +2094,7 @@ mod views {
             defender_kind,
             attacker_survives: false,
             defender_survives: true,
+            flag_captured: false,
         };
         assert_eq!(seen(Viewer::South, false), (Some(k("5")), combat(None)));
         assert_eq!(seen(Viewer::North, false), (None, combat(Some(k("7")))));

@@ -4,12 +4,18 @@
 //! what was wrong with it. Outbound, only *views* are converted: [`game_view`] takes a
 //! [`GameView`] and [`game_event`] a [`ViewEvent`], both produced by the engine's view functions,
 //! so nothing converted here can carry a kind the receiver may not know.
+//!
+//! One view is the whole engine event: the full-information one (a spectator's after the end).
+//! [`engine_event_to_proto`] and [`engine_event_from_proto`] carry the engine's [`Event`] over
+//! `WatchGameResponse.event` from the session to its watchers (the gateway, the computer player's
+//! driver); that protobuf form, which only grows additively, is the versioned contract between
+//! releases (see docs/session.md, "The event contract").
 
 use hidden_front_api_error::{ApiError, quote};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{
-    Deployment, EndReason, FlagReveal, GameView, Move, Node, Outcome, Phase, PieceKind, Rules,
-    Side, ViewEvent, ViewPiece, Viewer,
+    Combat, Deployment, EndReason, Event, FlagReveal, GameView, Move, Node, Outcome, Phase, Piece,
+    PieceId, PieceKind, Rules, Side, ViewEvent, ViewPiece, Viewer, project,
 };
 use thiserror::Error;
 
@@ -40,6 +46,21 @@ impl From<WireError> for ApiError {
         }
     }
 }
+
+impl WireError {
+    /// The field at fault (`move.from`, `event.moved.combat.defender_piece`), so a caller can
+    /// report it apart from the message.
+    pub fn field(&self) -> &str {
+        match self {
+            WireError::Missing(field) => field,
+            WireError::Invalid { field, .. } => field,
+        }
+    }
+}
+
+/// The longest name or code read from a message; anything longer is refused before it is looked
+/// up (and is not echoed back in full).
+const MAX_NAME_LEN: usize = 256;
 
 fn invalid(field: impl Into<String>, reason: impl Into<String>) -> WireError {
     WireError::Invalid {
@@ -72,7 +93,7 @@ pub fn opt_side_to_proto(side: Option<Side>) -> i32 {
 }
 
 /// Reads a side field; unspecified or unknown values are refused.
-pub fn side_from_proto(field: &'static str, value: i32) -> Result<Side, WireError> {
+pub fn side_from_proto(field: &str, value: i32) -> Result<Side, WireError> {
     match pb::Side::try_from(value) {
         Ok(pb::Side::South) => Ok(Side::South),
         Ok(pb::Side::North) => Ok(Side::North),
@@ -81,7 +102,7 @@ pub fn side_from_proto(field: &'static str, value: i32) -> Result<Side, WireErro
 }
 
 /// Reads a viewer field.
-pub fn viewer_from_proto(field: &'static str, value: i32) -> Result<Viewer, WireError> {
+pub fn viewer_from_proto(field: &str, value: i32) -> Result<Viewer, WireError> {
     match pb::Viewer::try_from(value) {
         Ok(pb::Viewer::South) => Ok(Viewer::South),
         Ok(pb::Viewer::North) => Ok(Viewer::North),
@@ -153,9 +174,42 @@ pub fn square_from_proto(rules: &Rules, field: &str, name: &str) -> Result<Node,
 /// Reads a move.
 pub fn move_from_proto(rules: &Rules, mv: Option<&pb::Move>) -> Result<Move, WireError> {
     let mv = mv.ok_or(WireError::Missing("move"))?;
+    move_at(rules, "move", mv)
+}
+
+/// Reads the move in field `field`.
+fn move_at(rules: &Rules, field: &str, mv: &pb::Move) -> Result<Move, WireError> {
     Ok(Move {
-        from: square_from_proto(rules, "move.from", &mv.from)?,
-        to: square_from_proto(rules, "move.to", &mv.to)?,
+        from: square_from_proto(rules, &format!("{field}.from"), &mv.from)?,
+        to: square_from_proto(rules, &format!("{field}.to"), &mv.to)?,
+    })
+}
+
+/// Reads a rule-set name (`hidden-front+flag-reveal`), with the engine's explanation of a name
+/// it does not know.
+pub fn rules_from_proto(field: &str, name: &str) -> Result<Rules, WireError> {
+    if name.len() > MAX_NAME_LEN {
+        return Err(invalid(
+            field,
+            format!("is longer than {MAX_NAME_LEN} bytes, so not a rule-set name"),
+        ));
+    }
+    Rules::parse(name).map_err(|e| invalid(field, e.to_string()))
+}
+
+/// Reads a piece code (`9`, `B`, `GEN`) of the rules' family.
+fn kind_from_proto(rules: &Rules, field: &str, code: &str) -> Result<PieceKind, WireError> {
+    if code.len() > MAX_NAME_LEN {
+        return Err(invalid(
+            field,
+            format!("is not a piece code of {}", rules.name()),
+        ));
+    }
+    rules.parse_kind(code).ok_or_else(|| {
+        invalid(
+            field,
+            format!("{} is not a piece code of {}", quote(code), rules.name()),
+        )
     })
 }
 
@@ -175,10 +229,21 @@ pub fn deployment_from_proto(
     side: Side,
     placements: &[pb::Placement],
 ) -> Result<Deployment, WireError> {
+    placements_at(rules, "", side, placements)
+}
+
+/// [`deployment_from_proto`] for placements in a field whose path starts with `prefix`
+/// (`event.deployment_drafted.deployment.`).
+fn placements_at(
+    rules: &Rules,
+    prefix: &str,
+    side: Side,
+    placements: &[pb::Placement],
+) -> Result<Deployment, WireError> {
     let max = rules.topology().node_count as usize;
     if placements.len() > max {
         return Err(invalid(
-            "placements",
+            format!("{prefix}placements"),
             format!(
                 "{} placements, more than the board's {max} squares",
                 placements.len()
@@ -187,17 +252,8 @@ pub fn deployment_from_proto(
     }
     let mut out = Vec::with_capacity(placements.len());
     for (i, p) in placements.iter().enumerate() {
-        let node = square_from_proto(rules, &format!("placements[{i}].square"), &p.square)?;
-        let kind = rules.parse_kind(&p.piece).ok_or_else(|| {
-            invalid(
-                format!("placements[{i}].piece"),
-                format!(
-                    "{} is not a piece code of {}",
-                    quote(&p.piece),
-                    rules.name()
-                ),
-            )
-        })?;
+        let node = square_from_proto(rules, &format!("{prefix}placements[{i}].square"), &p.square)?;
+        let kind = kind_from_proto(rules, &format!("{prefix}placements[{i}].piece"), &p.piece)?;
         out.push((node, kind));
     }
     Ok(Deployment::new(side, out))
@@ -354,6 +410,7 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
                 defender_piece: code(rules, c.defender_kind),
                 attacker_survives: c.attacker_survives,
                 defender_survives: c.defender_survives,
+                flag_captured: c.flag_captured,
             }),
             flag_reveals: flag_reveal
                 .iter()
@@ -392,4 +449,273 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
         seq,
         event: Some(event),
     }
+}
+
+/// The full-information proto form of an engine event at `seq` in the game's log: the event as a
+/// spectator sees it after the end, which shows every piece's kind. This is what `WatchGame`
+/// sends to the session's watchers; [`engine_event_from_proto`] is its inverse.
+pub fn engine_event_to_proto(
+    rules: &Rules,
+    game_id: &str,
+    seq: u64,
+    event: &Event,
+) -> pb::GameEvent {
+    match project(event, Viewer::Spectator, true) {
+        Some(view) => game_event(rules, game_id, seq, &view),
+        // After the end a spectator sees every event, so this arm is never taken; an event
+        // without a body is refused by every reader, loudly, rather than skipped.
+        None => pb::GameEvent {
+            game_id: game_id.to_string(),
+            seq,
+            event: None,
+        },
+    }
+}
+
+/// Rebuilds the engine's event from its full-information proto form ([`engine_event_to_proto`]),
+/// for a game played under `rules` (squares and piece codes are read on its board; a `Created`
+/// event carries its own rules). Every field is checked: a bad one is an error naming it
+/// (`event.moved.combat.defender_piece`). Fields this release does not know (a newer session's
+/// additions) are ignored, and so are derived ones (a revealed flag's code).
+///
+/// The defender of a fight is always an enemy piece (the engine refuses a move onto an own
+/// piece), so its side is the mover's opponent and is not on the wire.
+pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<Event, WireError> {
+    use pb::game_event::Event as E;
+    let Some(body) = &event.event else {
+        return Err(invalid(
+            "event",
+            "is required (an event of a kind added after this release also arrives without one)",
+        ));
+    };
+    let side = |field: &str, value: i32| side_from_proto(field, value);
+    Ok(match body {
+        E::Created(e) => Event::Created {
+            rules: rules_from_proto("event.created.rules", &e.rules)?,
+            first_mover: side("event.created.first_mover", e.first_mover)?,
+        },
+        E::DeploymentDrafted(e) => Event::DeploymentDrafted {
+            deployment: deployment_at(
+                rules,
+                "event.deployment_drafted.deployment",
+                e.deployment.as_ref(),
+            )?,
+        },
+        E::DeploymentConfirmed(e) => {
+            let confirmed_side = side("event.deployment_confirmed.side", e.side)?;
+            let deployment = deployment_at(
+                rules,
+                "event.deployment_confirmed.deployment",
+                e.deployment.as_ref(),
+            )?;
+            if deployment.side != confirmed_side {
+                return Err(invalid(
+                    "event.deployment_confirmed.deployment.side",
+                    format!(
+                        "is {}, not the confirming side {confirmed_side}",
+                        deployment.side
+                    ),
+                ));
+            }
+            Event::DeploymentConfirmed {
+                side: confirmed_side,
+                deployment,
+                by_deadline: e.by_deadline,
+            }
+        }
+        E::PlayStarted(e) => Event::PlayStarted {
+            pieces: pieces_at(rules, "event.play_started.pieces", &e.pieces)?,
+        },
+        E::Moved(e) => {
+            let mover = side("event.moved.side", e.side)?;
+            let mv = e
+                .r#move
+                .as_ref()
+                .ok_or_else(|| invalid("event.moved.move", "is required"))?;
+            let piece = Piece {
+                side: mover,
+                kind: kind_from_proto(rules, "event.moved.piece", &e.piece)?,
+                id: piece_id_from_proto("event.moved.piece_id", e.piece_id)?,
+            };
+            let combat = match &e.combat {
+                None => None,
+                Some(c) => Some(Combat {
+                    defender: Piece {
+                        side: mover.other(),
+                        kind: kind_from_proto(
+                            rules,
+                            "event.moved.combat.defender_piece",
+                            &c.defender_piece,
+                        )?,
+                        id: piece_id_from_proto("event.moved.combat.defender_id", c.defender_id)?,
+                    },
+                    attacker_survives: c.attacker_survives,
+                    defender_survives: c.defender_survives,
+                    flag_captured: c.flag_captured,
+                }),
+            };
+            let flag_reveal = e
+                .flag_reveals
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    flag_reveal_from_proto(rules, &format!("event.moved.flag_reveals[{i}]"), r)
+                })
+                .collect::<Result<_, _>>()?;
+            Event::Moved {
+                mv: move_at(rules, "event.moved.move", mv)?,
+                piece,
+                combat,
+                flag_reveal,
+            }
+        }
+        E::TimedOut(e) => Event::TimedOut {
+            side: side("event.timed_out.side", e.side)?,
+            count: u8::try_from(e.count).map_err(|_| {
+                invalid(
+                    "event.timed_out.count",
+                    format!(
+                        "{} is more timeouts than a game can have (at most 255)",
+                        e.count
+                    ),
+                )
+            })?,
+        },
+        E::DrawOffered(e) => Event::DrawOffered {
+            side: side("event.draw_offered.side", e.side)?,
+        },
+        E::DrawDeclined(e) => Event::DrawDeclined {
+            side: side("event.draw_declined.side", e.side)?,
+        },
+        E::DrawLapsed(e) => Event::DrawLapsed {
+            side: side("event.draw_lapsed.side", e.side)?,
+        },
+        E::Resigned(e) => Event::Resigned {
+            side: side("event.resigned.side", e.side)?,
+        },
+        E::SeatLost(e) => Event::SeatLost {
+            side: side("event.seat_lost.side", e.side)?,
+        },
+        E::Ended(e) => Event::Ended {
+            outcome: outcome_from_proto("event.ended.outcome", e.outcome.as_ref())?,
+            pieces: pieces_at(rules, "event.ended.pieces", &e.pieces)?,
+        },
+    })
+}
+
+/// Reads a piece id (a `uint32` on the wire, a byte in the engine).
+fn piece_id_from_proto(field: &str, id: u32) -> Result<PieceId, WireError> {
+    u8::try_from(id)
+        .map(PieceId)
+        .map_err(|_| invalid(field, format!("{id} is not a piece id (0..=255)")))
+}
+
+/// Reads the deployment in field `field`, with its own side.
+fn deployment_at(
+    rules: &Rules,
+    field: &str,
+    deployment: Option<&pb::Deployment>,
+) -> Result<Deployment, WireError> {
+    let deployment = deployment.ok_or_else(|| invalid(field, "is required"))?;
+    let side = side_from_proto(&format!("{field}.side"), deployment.side)?;
+    placements_at(rules, &format!("{field}."), side, &deployment.placements)
+}
+
+/// Reads a list of pieces with full information (every kind filled).
+fn pieces_at(
+    rules: &Rules,
+    field: &str,
+    pieces: &[pb::VisiblePiece],
+) -> Result<Vec<(Node, Piece)>, WireError> {
+    let max = 2 * rules.pieces_per_side();
+    if pieces.len() > max {
+        return Err(invalid(
+            field,
+            format!("{} pieces, more than the game's {max}", pieces.len()),
+        ));
+    }
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = format!("{field}[{i}]");
+            Ok((
+                square_from_proto(rules, &format!("{at}.square"), &p.square)?,
+                Piece {
+                    side: side_from_proto(&format!("{at}.side"), p.side)?,
+                    kind: kind_from_proto(rules, &format!("{at}.piece"), &p.piece)?,
+                    id: piece_id_from_proto(&format!("{at}.id"), p.id)?,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Reads a flag reveal: where the side's flags stand and their ids. Their code is derived (the
+/// flag's) and not read.
+fn flag_reveal_from_proto(
+    rules: &Rules,
+    field: &str,
+    reveal: &pb::FlagReveal,
+) -> Result<FlagReveal, WireError> {
+    let side = side_from_proto(&format!("{field}.side"), reveal.side)?;
+    if reveal.flags.len() > rules.pieces_per_side() {
+        return Err(invalid(
+            format!("{field}.flags"),
+            format!("{} flags, more pieces than a side has", reveal.flags.len()),
+        ));
+    }
+    let flags = reveal
+        .flags
+        .iter()
+        .enumerate()
+        .map(|(i, flag)| {
+            let at = format!("{field}.flags[{i}]");
+            if side_from_proto(&format!("{at}.side"), flag.side)? != side {
+                return Err(invalid(
+                    format!("{at}.side"),
+                    format!("must be the revealed side, {side}"),
+                ));
+            }
+            Ok((
+                square_from_proto(rules, &format!("{at}.square"), &flag.square)?,
+                piece_id_from_proto(&format!("{at}.id"), flag.id)?,
+            ))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(FlagReveal { side, flags })
+}
+
+/// Reads an outcome: a winner (`SIDE_UNSPECIFIED` for none) and a reason.
+fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outcome, WireError> {
+    let outcome = outcome.ok_or_else(|| invalid(field, "is required"))?;
+    let winner = match pb::Side::try_from(outcome.winner) {
+        Ok(pb::Side::Unspecified) => None,
+        Ok(pb::Side::South) => Some(Side::South),
+        Ok(pb::Side::North) => Some(Side::North),
+        Err(_) => {
+            return Err(invalid(
+                format!("{field}.winner"),
+                "must be SIDE_SOUTH, SIDE_NORTH or SIDE_UNSPECIFIED (nobody won)",
+            ));
+        }
+    };
+    let reason = match pb::EndReason::try_from(outcome.reason) {
+        Ok(pb::EndReason::FlagCaptured) => EndReason::FlagCaptured,
+        Ok(pb::EndReason::HqEntered) => EndReason::HqEntered,
+        Ok(pb::EndReason::NoLegalMoves) => EndReason::NoLegalMoves,
+        Ok(pb::EndReason::NoCombatLimit) => EndReason::NoCombatLimit,
+        Ok(pb::EndReason::AgreedDraw) => EndReason::AgreedDraw,
+        Ok(pb::EndReason::Resigned) => EndReason::Resigned,
+        Ok(pb::EndReason::Timeouts) => EndReason::Timeouts,
+        Ok(pb::EndReason::Disconnected) => EndReason::Disconnected,
+        Ok(pb::EndReason::SeatLost) => EndReason::SeatLost,
+        Ok(pb::EndReason::Unspecified) | Err(_) => {
+            return Err(invalid(
+                format!("{field}.reason"),
+                format!("{} is not a known end reason", outcome.reason),
+            ));
+        }
+    };
+    Ok(Outcome { winner, reason })
 }

@@ -245,7 +245,7 @@ impl Gateway {
         }
         let permit = self.inner.streams.acquire()?;
         let (viewer, seats) = self.viewer(player, game_id, request.spectate).await?;
-        let hub = self.inner.hubs.hub(game_id);
+        let hub = self.inner.hubs.hub(game_id, seats.rules);
         let presence = viewer
             .side()
             .map(|side| self.inner.presence.connect(game_id, side));

@@ -149,8 +149,9 @@ impl Hubs {
         Ok(seats)
     }
 
-    /// The hub of a game, started if nobody follows it yet.
-    pub(crate) fn hub(&self, game_id: Uuid) -> Arc<GameHub> {
+    /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
+    /// yet.
+    pub(crate) fn hub(&self, game_id: Uuid, rules: Rules) -> Arc<GameHub> {
         let mut hubs = self.hubs.lock().expect("hub map");
         if let Some(hub) = hubs.get(&game_id).and_then(Weak::upgrade) {
             return hub;
@@ -160,7 +161,12 @@ impl Hubs {
             state: Mutex::new(HubState::default()),
             head: watch::channel(0).0,
         });
-        let upstream = tokio::spawn(follow(self.session.clone(), game_id, Arc::clone(&shared)));
+        let upstream = tokio::spawn(follow(
+            self.session.clone(),
+            game_id,
+            rules,
+            Arc::clone(&shared),
+        ));
         let hub = Arc::new(GameHub { shared, upstream });
         hubs.insert(game_id, Arc::downgrade(&hub));
         hub
@@ -179,7 +185,7 @@ impl Hubs {
 
 /// Follows the game's log upstream until it ends, reconnecting (from the next sequence number)
 /// whenever the session stream breaks.
-async fn follow(mut session: SessionClient, game_id: Uuid, shared: Arc<Shared>) {
+async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared: Arc<Shared>) {
     let mut backoff = Duration::from_millis(50);
     // Where the game stands now: everything up to here is backfill, not live traffic. If the
     // session cannot say, every event counts as live (the cautious choice for slow clients).
@@ -206,7 +212,7 @@ async fn follow(mut session: SessionClient, game_id: Uuid, shared: Arc<Shared>) 
                     match stream.message().await {
                         Ok(Some(item)) => {
                             backoff = Duration::from_millis(50);
-                            match append(&shared, item) {
+                            match append(&shared, &rules, item) {
                                 Ok(true) => return,
                                 Ok(false) => {}
                                 Err(status) => {
@@ -248,9 +254,13 @@ fn fail(shared: &Shared, status: Status) {
 
 /// Adds one upstream event to the log and wakes the connections. `Ok(true)` when the game has
 /// ended.
-fn append(shared: &Shared, item: pb::WatchGameResponse) -> Result<bool, Status> {
-    let seq = item.event.as_ref().map_or(0, |e| e.seq);
-    let event: Event = serde_json::from_slice(&item.engine_event_json)
+fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result<bool, Status> {
+    let upstream = item
+        .event
+        .as_ref()
+        .ok_or_else(|| Status::internal("the session sent a watch item without its event"))?;
+    let seq = upstream.seq;
+    let event = hidden_front_wire::engine_event_from_proto(rules, upstream)
         .map_err(|e| Status::internal(format!("event {seq} does not decode: {e}")))?;
     let ended = matches!(event, Event::Ended { .. });
     {

@@ -99,11 +99,14 @@ async fn play(
         expected_version,
     };
     let mut deployed = false;
-    let mut last_seq = 0;
     while let Some(item) = stream.message().await? {
-        let event: Event = serde_json::from_slice(&item.engine_event_json)
-            .map_err(|e| tonic::Status::internal(format!("engine event is not JSON: {e}")))?;
-        last_seq = item.event.as_ref().map_or(last_seq + 1, |e| e.seq);
+        let upstream = item.event.as_ref().ok_or_else(|| {
+            tonic::Status::internal("the session sent a watch item without its event")
+        })?;
+        let event = wire::engine_event_from_proto(&rules, upstream).map_err(|e| {
+            tonic::Status::internal(format!("event {} does not decode: {e}", upstream.seq))
+        })?;
+        let last_seq = upstream.seq;
         // The bot only ever receives its seat's projection.
         if let Some(seen) = project(&event, Viewer::player(side), false) {
             bot.observe(&seen);

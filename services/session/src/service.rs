@@ -1211,32 +1211,18 @@ impl SessionApi for SessionService {
                 let mut ended = false;
                 for stored in &page {
                     ended |= matches!(stored.event, hidden_front_rules::Event::Ended { .. });
-                    // Internal full-information stream: everything revealed.
-                    if let Some(v) = project(&stored.event, Viewer::Spectator, true) {
-                        let event = wire::game_event(&rules, &id, stored.seq, &v);
-                        let engine_event_json = match serde_json::to_vec(&stored.event) {
-                            Ok(json) => json,
-                            Err(e) => {
-                                let _ = tx
-                                    .send(Err(Status::internal(format!(
-                                        "event {} cannot be encoded: {e}",
-                                        stored.seq
-                                    ))))
-                                    .await;
-                                return;
-                            }
-                        };
-                        if tx
-                            .send(Ok(pb::WatchGameResponse {
-                                event: Some(event),
-                                engine_event_json,
-                                trace_parent: stored.trace_parent.clone().unwrap_or_default(),
-                            }))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
+                    // Internal full-information stream: everything revealed, in the versioned
+                    // protobuf form the watchers rebuild the engine's event from.
+                    let event = wire::engine_event_to_proto(&rules, &id, stored.seq, &stored.event);
+                    if tx
+                        .send(Ok(pb::WatchGameResponse {
+                            event: Some(event),
+                            trace_parent: stored.trace_parent.clone().unwrap_or_default(),
+                        }))
+                        .await
+                        .is_err()
+                    {
+                        return;
                     }
                     next = stored.seq + 1;
                 }
