@@ -367,6 +367,12 @@ impl ErrorSummary {
     }
 }
 
+/// A fault of the server itself ([`Reason::Internal`]): a peer service broke the internal
+/// contract, or a bug. The message is for the operator as much as the caller.
+pub fn internal(message: impl Into<String>) -> Status {
+    ApiError::new(Reason::Internal, message).into()
+}
+
 /// Whether `status` already carries an `ErrorInfo` reason.
 pub fn has_reason(status: &Status) -> bool {
     status.get_details_error_info().is_some()

@@ -133,9 +133,9 @@ impl Hubs {
             .await?
             .into_inner()
             .game
-            .ok_or_else(|| Status::internal("the session answered without a game"))?;
+            .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))?;
         let rules = Rules::parse(&view.rules)
-            .map_err(|e| Status::internal(format!("the session named unknown rules: {e}")))?;
+            .map_err(|e| hidden_front_api_error::internal(format!("the session named unknown rules: {e}")))?;
         let seats = Seats {
             south_player: view.south_player,
             north_player: view.north_player,
@@ -258,10 +258,10 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
     let upstream = item
         .event
         .as_ref()
-        .ok_or_else(|| Status::internal("the session sent a watch item without its event"))?;
+        .ok_or_else(|| hidden_front_api_error::internal("the session sent a watch item without its event"))?;
     let seq = upstream.seq;
     let event = hidden_front_wire::engine_event_from_proto(rules, upstream)
-        .map_err(|e| Status::internal(format!("event {seq} does not decode: {e}")))?;
+        .map_err(|e| hidden_front_api_error::internal(format!("event {seq} does not decode: {e}")))?;
     let ended = matches!(event, Event::Ended { .. });
     {
         let mut state = shared.state.lock().expect("hub lock");
@@ -277,7 +277,7 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
             return Ok(state.ended); // a duplicate after a reconnect
         }
         if seq > expected {
-            return Err(Status::internal(format!(
+            return Err(hidden_front_api_error::internal(format!(
                 "upstream skipped from {expected} to {seq}"
             )));
         }

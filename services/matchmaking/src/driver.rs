@@ -81,7 +81,7 @@ async fn play(
     stats: &DriverStats,
 ) -> Result<(), tonic::Status> {
     let rules = Rules::parse(&game.rules)
-        .map_err(|e| tonic::Status::internal(format!("stored rules {:?}: {e}", game.rules)))?;
+        .map_err(|e| hidden_front_api_error::internal(format!("stored rules {:?}: {e}", game.rules)))?;
     let side = game.side;
     let game_id = game.game_id.to_string();
     let mut bot = ComputerPlayer::new(side, rules, game.seed);
@@ -101,10 +101,10 @@ async fn play(
     let mut deployed = false;
     while let Some(item) = stream.message().await? {
         let upstream = item.event.as_ref().ok_or_else(|| {
-            tonic::Status::internal("the session sent a watch item without its event")
+            hidden_front_api_error::internal("the session sent a watch item without its event")
         })?;
         let event = wire::engine_event_from_proto(&rules, upstream).map_err(|e| {
-            tonic::Status::internal(format!("event {} does not decode: {e}", upstream.seq))
+            hidden_front_api_error::internal(format!("event {} does not decode: {e}", upstream.seq))
         })?;
         let last_seq = upstream.seq;
         // The bot only ever receives its seat's projection.
@@ -155,7 +155,7 @@ async fn play(
             .iter()
             .map(|m| wire::move_from_proto(&rules, Some(m)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| tonic::Status::internal(format!("legal move list: {e}")))?;
+            .map_err(|e| hidden_front_api_error::internal(format!("legal move list: {e}")))?;
         let chosen = bot.choose_move(&moves);
         let submitted = session
             .submit_move(pb::SubmitMoveRequest {
