@@ -7,8 +7,8 @@
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{
-    Deployment, EndReason, FlagReveal, GameView, Move, Node, Outcome, Phase, PieceKind, Rules,
-    Side, ViewEvent, ViewPiece, Viewer,
+    Deployment, EndReason, FlagReveal, GameView, Move, Node, Outcome, Phase, PieceKind, Reveal,
+    Rules, Side, ViewEvent, ViewPiece, Viewer,
 };
 use thiserror::Error;
 
@@ -225,6 +225,22 @@ fn flag_reveal_to_proto(rules: &Rules, reveal: &FlagReveal) -> pb::FlagReveal {
     }
 }
 
+/// The proto form of what an ended game reveals.
+pub fn reveal_to_proto(rules: &Rules, reveal: &Reveal) -> pb::EndReveal {
+    pb::EndReveal {
+        deployments: reveal
+            .deployments
+            .iter()
+            .map(|d| deployment_to_proto(rules, d))
+            .collect(),
+        starting_pieces: reveal
+            .pieces
+            .iter()
+            .map(|p| piece_to_proto(rules, p))
+            .collect(),
+    }
+}
+
 /// Who sits where, for views.
 #[derive(Debug, Clone, Copy)]
 pub struct Seats<'a> {
@@ -270,6 +286,7 @@ pub fn game_view(
             .map(|p| piece_to_proto(rules, p))
             .collect(),
         outcome: view.outcome.map(outcome_to_proto),
+        reveal: view.reveal.as_ref().map(|r| reveal_to_proto(rules, r)),
         south_player: seats.south_player.to_string(),
         north_player: seats.north_player.to_string(),
         // Presence is not part of the engine's view; the session fills it in.
@@ -353,9 +370,11 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
         ViewEvent::Ended {
             outcome,
             pieces: ps,
+            reveal,
         } => E::Ended(pb::GameEnded {
             outcome: Some(outcome_to_proto(*outcome)),
             pieces: pieces(ps),
+            reveal: reveal.as_ref().map(|r| reveal_to_proto(rules, r)),
         }),
     };
     pb::GameEvent {

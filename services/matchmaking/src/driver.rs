@@ -105,7 +105,7 @@ async fn play(
             .map_err(|e| tonic::Status::internal(format!("engine event is not JSON: {e}")))?;
         last_seq = item.event.as_ref().map_or(last_seq + 1, |e| e.seq);
         // The bot only ever receives its seat's projection.
-        if let Some(seen) = project(&event, Viewer::player(side), false) {
+        if let Some(seen) = project(&event, Viewer::player(side), None) {
             bot.observe(&seen);
         }
         if matches!(event, Event::Ended { .. }) {

@@ -6,7 +6,9 @@ use crate::timers::{self, FireCheck};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
-use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
+use hidden_front_rules::{
+    Command, Event, Game, GameRng, Phase, Reveal, Rules, Side, Viewer, project, reveal, view,
+};
 use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{
     CommandRecord, GameMeta, GameRecord, GameStore, StoreError, TimeControl, Timer, TimerKind,
@@ -395,7 +397,7 @@ impl SessionService {
         &self,
         record: &GameRecord,
         after: &Game,
-        events: &[hidden_front_rules::Event],
+        events: &[Event],
     ) -> Result<hidden_front_store::TimerChange, Status> {
         let now = self.config.clock.now();
         let absent = if timers::needs_presence(events) {
@@ -448,7 +450,7 @@ impl SessionService {
         ctx: &Context,
         record: &GameRecord,
         make: &impl Fn(&GameRecord) -> Result<Command, Status>,
-    ) -> Result<(Game, Vec<hidden_front_rules::Event>), Status> {
+    ) -> Result<(Game, Vec<Event>), Status> {
         if let Some(expected) = ctx.expected_version
             && expected != record.version
         {
@@ -466,14 +468,17 @@ impl SessionService {
     }
 
     /// The answer to a command: its events as `viewer` sees them, with their sequence numbers.
+    /// Each event is shown as a live subscriber is shown it (the gateway's stream), so the two
+    /// agree: the events before a game's end hide what they hid, and the end reveals everything
+    /// (`GameEnded` carries both deployments and every piece).
     fn result_for(
         &self,
         record: &GameRecord,
         after: &Game,
-        events: &[hidden_front_rules::Event],
+        events: &[Event],
         viewer: Viewer,
     ) -> pb::CommandResult {
-        let ended = after.phase() == Phase::Ended;
+        let end = reveal(after);
         let rules = after.rules();
         let game_id = record.meta.game_id.to_string();
         pb::CommandResult {
@@ -482,7 +487,8 @@ impl SessionService {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, e)| {
-                    project(e, viewer, ended).map(|v| {
+                    let shown_end = end.as_ref().filter(|_| matches!(e, Event::Ended { .. }));
+                    project(e, viewer, shown_end).map(|v| {
                         wire::game_event(rules, &game_id, record.version + 1 + i as u64, &v)
                     })
                 })
@@ -1176,9 +1182,22 @@ impl SessionApi for SessionService {
                 };
                 let mut ended = false;
                 for stored in &page {
-                    ended |= matches!(stored.event, hidden_front_rules::Event::Ended { .. });
-                    // Internal full-information stream: everything revealed.
-                    if let Some(v) = project(&stored.event, Viewer::Spectator, true) {
+                    ended |= matches!(stored.event, Event::Ended { .. });
+                    // Internal full-information stream: everything revealed, and the end with
+                    // what the ended game reveals.
+                    let end = if ended {
+                        match store.load(game_id).await {
+                            Ok(Some(record)) => reveal(&record.game).unwrap_or_default(),
+                            Ok(None) => Reveal::default(),
+                            Err(e) => {
+                                let _ = tx.send(Err(store_error_status(&e))).await;
+                                return;
+                            }
+                        }
+                    } else {
+                        Reveal::default()
+                    };
+                    if let Some(v) = project(&stored.event, Viewer::Spectator, Some(&end)) {
                         let event = wire::game_event(&rules, &id, stored.seq, &v);
                         let engine_event_json = match serde_json::to_vec(&stored.event) {
                             Ok(json) => json,

@@ -326,7 +326,6 @@ fn client_check_move(side: pb::Side, chosen: &pb::Move, before: u64, result: &pb
     );
     let expected: Vec<u64> = (before + 1..=result.version).collect();
     assert_eq!(gateway::seqs(&result.events), expected);
-    let ended = result.events.last().is_some_and(gateway::is_end);
     match result.events[0].event.as_ref() {
         Some(Event::Moved(moved)) => {
             assert_eq!(side_of(moved.side), side);
@@ -335,9 +334,8 @@ fn client_check_move(side: pb::Side, chosen: &pb::Move, before: u64, result: &pb
                 !moved.piece.is_empty(),
                 "the mover's own code is hidden from it"
             );
-            if let Some(combat) = &moved.combat
-                && !ended
-            {
+            // Even the move that ends the game: only the end event reveals.
+            if let Some(combat) = &moved.combat {
                 assert!(
                     combat.defender_piece.is_empty(),
                     "a fight told the attacker the defender's kind: {combat:?}"
@@ -536,14 +534,13 @@ async fn two_players_and_a_spectator_play_to_the_end() {
         &spectator_log.events,
     );
 
-    // Each player's stream holds exactly the answers it got, apart from the ending answer, which
-    // may reveal what the stream (sent before the end) does not.
+    // Each player's stream holds exactly the answers it got, the ending answer included.
     for (seat, log) in [
         (pb::Side::South, &south.events),
         (pb::Side::North, &north.events),
     ] {
         let by_seq: BTreeMap<u64, &pb::GameEvent> = log.iter().map(|e| (e.seq, e)).collect();
-        for turn in turns.iter().filter(|t| t.side == seat && !t.ended()) {
+        for turn in turns.iter().filter(|t| t.side == seat) {
             for event in &turn.result.events {
                 assert_eq!(
                     Some(&event),
@@ -1288,7 +1285,9 @@ async fn list_my_games_lists_seat_and_opponent() {
 
 /// A client that stops reading falls behind; once it is more than `--stream-buffer` events
 /// behind (for longer than `--stream-max-lag-ms`, 0 here), the gateway cuts it off with a
-/// `Reconnect` hint, and resuming from the hint gives exactly what a client that kept up saw.
+/// `Reconnect` hint, and resuming from the hint misses nothing and repeats nothing: up to the
+/// hint it got exactly what a client that kept up saw, and from the hint on (it resumed after
+/// the end) what any look after the end shows, which reveals everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_falls_behind_is_told_where_to_resume() {
     /// South's drafts while the sleeper does not read (each a whole deployment, ~300 bytes).
@@ -1360,10 +1359,50 @@ async fn a_client_that_falls_behind_is_told_where_to_resume() {
         "a client that read nothing while {} events came was never told to reconnect",
         steady.events.len()
     );
+    let resumed_from = slept.reconnects[0].resume_from_seq;
+    let before_hint = |events: &[pb::GameEvent]| -> Vec<pb::GameEvent> {
+        events
+            .iter()
+            .filter(|e| e.seq < resumed_from)
+            .cloned()
+            .collect()
+    };
     assert_eq!(
-        seqs(&slept.events),
-        seqs(&steady.events),
-        "seqs after resuming"
+        before_hint(&slept.events),
+        before_hint(&steady.events),
+        "events before the hint"
     );
-    assert_eq!(slept.events, steady.events, "events after resuming");
+    let resumed: Vec<pb::GameEvent> = slept
+        .events
+        .iter()
+        .filter(|e| e.seq >= resumed_from)
+        .cloned()
+        .collect();
+    let mut late = PlayerClient::new(channel.clone(), "lag-ann");
+    let stream = late
+        .subscribe(&game_id, resumed_from, false)
+        .await
+        .expect("Subscribe after the end");
+    let look = follow_to_end(&mut late, &game_id, false, stream).await;
+    assert_eq!(resumed, look.events, "events from the hint on");
+    // What the client that kept up saw is all there, with more revealed.
+    let steady_at: BTreeMap<u64, &pb::GameEvent> =
+        steady.events.iter().map(|e| (e.seq, e)).collect();
+    for event in &resumed {
+        if let Some(live) = steady_at.get(&event.seq) {
+            assert_eq!(
+                public(event),
+                public(live),
+                "seq {} after resuming",
+                event.seq
+            );
+        }
+    }
+    assert!(
+        steady
+            .events
+            .iter()
+            .all(|e| slept.events.iter().any(|s| s.seq == e.seq)),
+        "the resumed client missed an event"
+    );
 }

@@ -5,6 +5,7 @@
 
 use futures_util::{SinkExt, StreamExt};
 use hidden_front_e2e::client::create_game;
+use hidden_front_e2e::gateway::public;
 use hidden_front_e2e::{Server, TestDatabase, pb};
 use hidden_front_gateway::auth::{DEV_SECRET, mint_dev_token};
 use serde_json::{Value, json};
@@ -843,7 +844,8 @@ async fn a_client_that_reconnects_resumes_where_it_left_off() {
         play_to_end(&mut seats, &game_id).await
     };
 
-    // Back, resuming from the last seq seen + 1: the missed events, then the end.
+    // Back after the end, resuming from the last seq seen + 1: the missed events, then the end,
+    // as any look after the end shows them (everything revealed).
     let from = seen.last().unwrap().seq + 1;
     let mut device = Ws::open(&server, "bob (device, again)").await;
     device
@@ -862,7 +864,27 @@ async fn a_client_that_reconnects_resumes_where_it_left_off() {
         seqs(&reference),
         "the resumed log has every event once"
     );
-    assert_eq!(seen, reference, "the resumed log is the uninterrupted one");
+    let (before, resumed) = seen.split_at(seen.iter().position(|e| e.seq >= from).unwrap());
+    assert_eq!(
+        before,
+        &reference[..before.len()],
+        "before leaving, the uninterrupted log"
+    );
+    let mut look = Ws::as_player_labelled(&server, "bob", "bob (a look after the end)").await;
+    look.subscribe("look", &game_id, from, false).await;
+    assert_eq!(
+        resumed,
+        look.events_to_end("look").await,
+        "the resumed part is a look after the end"
+    );
+    for (event, live) in resumed.iter().zip(&reference[before.len()..]) {
+        assert_eq!(
+            public(event),
+            public(live),
+            "seq {}: what everyone sees",
+            event.seq
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
