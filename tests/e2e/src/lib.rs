@@ -11,6 +11,7 @@
 //! - [`gateway`]: clients of the public `PlayerService` that authenticate with a player token
 //!   (minted in-process) and talk only to the gateway.
 //! - [`otlp`]: an OTLP trace receiver (a real gRPC collector on loopback) for the tracing tests.
+//! - [`reveal`]: the checks that the end of a game reveals everything to every party.
 //! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
 //!   own viewer, computes its own legal moves from that view with the rules engine and plays a
 //!   random one (deterministic seed).
@@ -33,6 +34,7 @@ mod database;
 pub mod gateway;
 pub mod otlp;
 pub mod player;
+pub mod reveal;
 mod server;
 
 pub use client::Client;
