@@ -90,6 +90,7 @@ fn nonsense_events_are_absorbed_and_the_answer_stays_in_the_list() {
         ViewEvent::Ended {
             outcome: Outcome::draw(EndReason::AgreedDraw),
             pieces: Vec::new(),
+            reveal: None,
         },
     ];
     for event in &events {

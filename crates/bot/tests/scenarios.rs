@@ -37,7 +37,7 @@ impl Scenario {
         let view = project(
             &Event::PlayStarted { pieces: started },
             Viewer::player(bot_side),
-            false,
+            None,
         )
         .unwrap();
         bot.observe(&view);
@@ -64,7 +64,7 @@ impl Scenario {
             combat: report.combat,
             flag_reveal: Vec::new(),
         };
-        let view = project(&event, Viewer::player(self.side), false).unwrap();
+        let view = project(&event, Viewer::player(self.side), None).unwrap();
         self.bot.observe(&view);
     }
 

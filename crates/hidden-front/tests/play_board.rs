@@ -379,6 +379,7 @@ fn events_read_as_one_line_each() {
                 reason: pb::EndReason::Resigned as i32,
             }),
             pieces: vec![],
+            reveal: None,
         }),
     );
     assert_eq!(

@@ -284,6 +284,13 @@ pub struct Game {
     events: u64,
     #[serde(default)]
     seats_lost: [bool; 2],
+    /// The id each piece got when play started, in the order of the confirmed deployments'
+    /// placements (south's, then north's), so that the end can reveal the pieces captured on the
+    /// way with their ids ([`Game::starting_pieces`]). Only the ids: the deployments hold the
+    /// rest, and the snapshot stays small. Absent from snapshots written before it existed,
+    /// hence the default.
+    #[serde(default)]
+    starting_ids: Vec<PieceId>,
 }
 
 impl Game {
@@ -319,6 +326,7 @@ impl Game {
             outcome: None,
             events: 1,
             seats_lost: [false; 2],
+            starting_ids: Vec::new(),
         }
     }
 
@@ -428,6 +436,13 @@ impl Game {
                 for &(node, piece) in pieces {
                     position.put(node, piece);
                 }
+                self.starting_ids = self
+                    .drafts
+                    .iter()
+                    .flatten()
+                    .flat_map(|d| d.placements.iter())
+                    .map(|&(node, _)| position.piece_at(node).map_or(PieceId(0), |p| p.id))
+                    .collect();
                 self.position = position;
                 self.phase = Phase::Play;
             }
@@ -790,6 +805,22 @@ impl Game {
     /// reason `SeatLost`); matchmaking seats the other player again first.
     pub fn seats_lost(&self) -> [bool; 2] {
         self.seats_lost
+    }
+    /// Every piece of the game where it stood when play started, with its id and kind (empty
+    /// before play). The end reveals it ([`crate::view::reveal`]): a captured piece is gone
+    /// from [`Game::position`] but its id appeared in the fights that removed it.
+    pub fn starting_pieces(&self) -> Vec<(Node, Piece)> {
+        self.drafts
+            .iter()
+            .flatten()
+            .flat_map(|d| {
+                d.placements
+                    .iter()
+                    .map(move |&(node, kind)| (node, d.side, kind))
+            })
+            .zip(&self.starting_ids)
+            .map(|((node, side, kind), &id)| (node, Piece { side, kind, id }))
+            .collect()
     }
     /// Number of events in the game's log so far.
     pub fn event_count(&self) -> u64 {

@@ -9,7 +9,8 @@
 //! - [`Deployment`]: validation naming every problem, uniform random deployments, swaps.
 //! - [`Game`]: deployment -> play -> ended, driven by [`Command`]s, recorded as [`Event`]s,
 //!   rebuilt from them by [`Game::replay`].
-//! - [`view()`] and [`project`]: what a player or spectator may see of a state or an event.
+//! - [`view()`] and [`project`]: what a player or spectator may see of a state or an event;
+//!   [`reveal()`]: what the end shows everyone.
 //! - [`notation`]: a one-line text form of positions.
 //!
 //! Callers use these types whatever the game family; a new family adds a [`rules::Family`]
@@ -39,4 +40,4 @@ pub use rng::GameRng;
 pub use rules::{Family, GunjinBoard, Rules, RulesError};
 pub use side::Side;
 pub use topology::{Node, Nodes, Topology};
-pub use view::{GameView, ViewCombat, ViewEvent, ViewPiece, Viewer, project, view};
+pub use view::{GameView, Reveal, ViewCombat, ViewEvent, ViewPiece, Viewer, project, reveal, view};

@@ -3,8 +3,11 @@
 //! [`view`] shows a game's state and [`project`] shows one event as a given viewer may see them.
 //! A player sees the kinds of its own pieces; an opponent piece is its node and its random id,
 //! nothing more; a spectator sees no kind at all; after the end, everyone sees everything. Fights
-//! are told as who survived and who was removed. The types here have no field that could carry a
-//! hidden kind other than the `Option<PieceKind>` the visibility rule fills.
+//! are told as who survived and who was removed. "Everything" is more than the final board: the
+//! end carries a [`Reveal`] (both confirmed deployments and every piece of the game with its id),
+//! so a viewer who watched the game live, and learned only ids, can resolve every earlier fight.
+//! The types here have no field that could carry a hidden kind other than the
+//! `Option<PieceKind>` the visibility rule fills.
 
 use crate::deployment::Deployment;
 use crate::game::{Event, FlagReveal, Game, Phase};
@@ -92,6 +95,21 @@ pub struct GameView {
     pub pieces: Vec<ViewPiece>,
     /// The result, once ended.
     pub outcome: Option<Outcome>,
+    /// What the end reveals to everyone, once ended.
+    pub reveal: Option<Reveal>,
+}
+
+/// What a finished game shows everyone beyond its final board: the deployments and every piece
+/// that was ever on the board. With it, any viewer can tell the kinds of both pieces of every
+/// fight it was told by id, captured pieces included.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Reveal {
+    /// The deployment each side confirmed, south's first; a side that never confirmed (a game
+    /// cancelled at the deployment deadline) has none.
+    pub deployments: Vec<Deployment>,
+    /// Every piece of the game where it stood when play started, with its id, side and kind
+    /// (empty when play never started).
+    pub pieces: Vec<ViewPiece>,
 }
 
 /// A fight as a viewer sees it.
@@ -195,6 +213,9 @@ pub enum ViewEvent {
         outcome: Outcome,
         /// Every piece left, with its kind.
         pieces: Vec<ViewPiece>,
+        /// The deployments and every piece of the game; `None` only when the projection was not
+        /// given the ended game's [`Reveal`] (see [`project`]).
+        reveal: Option<Reveal>,
     },
 }
 
@@ -246,14 +267,35 @@ pub fn view(game: &Game, viewer: Viewer) -> GameView {
         },
         pieces,
         outcome: game.outcome(),
+        reveal: reveal(game),
     }
 }
 
+/// What `game` reveals to everyone now that it has ended; `None` while it is still on.
+pub fn reveal(game: &Game) -> Option<Reveal> {
+    if game.phase() != Phase::Ended {
+        return None;
+    }
+    Some(Reveal {
+        deployments: Side::BOTH
+            .into_iter()
+            .filter(|&side| game.confirmed(side))
+            .filter_map(|side| game.deployment(side).cloned())
+            .collect(),
+        pieces: game
+            .starting_pieces()
+            .into_iter()
+            .map(|(node, piece)| view_piece(node, piece, true))
+            .collect(),
+    })
+}
+
 /// One event as `viewer` may see it; `None` when the viewer must not see it at all (another
-/// side's draft). `game_ended` is whether the game is over *now* (a replay after the end shows
-/// everything).
-pub fn project(event: &Event, viewer: Viewer, game_ended: bool) -> Option<ViewEvent> {
-    let sees = |owner: Side| may_know(viewer, owner, game_ended, false);
+/// side's draft). `end` is the game's [`reveal`] *now*: `None` while the game is on, and once it
+/// is over (a replay after the end, or the end event itself) every kind of every event is shown
+/// and the end event carries the reveal. Pass `reveal(&game_now)`.
+pub fn project(event: &Event, viewer: Viewer, end: Option<&Reveal>) -> Option<ViewEvent> {
+    let sees = |owner: Side| may_know(viewer, owner, end.is_some(), false);
     Some(match event {
         Event::Created { rules, first_mover } => ViewEvent::Created {
             rules: *rules,
@@ -316,6 +358,7 @@ pub fn project(event: &Event, viewer: Viewer, game_ended: bool) -> Option<ViewEv
                 .iter()
                 .map(|&(node, piece)| view_piece(node, piece, true))
                 .collect(),
+            reveal: end.cloned(),
         },
     })
 }

@@ -11,7 +11,7 @@
 use hidden_front_rules::gunjin::{Fight, fight};
 use hidden_front_rules::{
     Command, Event, Game, GameRng, Move, Node, Nodes, Phase, Position, Rules, Side, Viewer,
-    project, view,
+    project, reveal, view,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -273,14 +273,18 @@ fn check_views(game: &Game) {
     }
 }
 
-fn check_projections(event: &Event, ended: bool) {
+fn check_projections(event: &Event, game_now: &Game) {
+    let end = reveal(game_now);
     for viewer in Viewer::ALL {
-        if let Some(projected) = project(event, viewer, false) {
+        if let Some(projected) = project(event, viewer, None) {
             let json = serde_json::to_value(&projected).expect("event");
             let everything = matches!(event, Event::Ended { .. });
             walk(&json, None, viewer, everything, "event");
         }
-        if let Some(projected) = project(event, viewer, true).filter(|_| ended) {
+        if let Some(projected) = end
+            .as_ref()
+            .and_then(|end| project(event, viewer, Some(end)))
+        {
             let json = serde_json::to_value(&projected).expect("event");
             walk(&json, None, viewer, true, "event after the end");
         }
@@ -351,7 +355,7 @@ fn play_random_game(rules: Rules, seed: u64, first: Side, timeouts: bool) -> Vec
     }
     check_views(&game);
     for event in &log {
-        check_projections(event, true);
+        check_projections(event, &game);
     }
     assert_eq!(
         Game::replay(&log).expect("replays"),

@@ -23,7 +23,7 @@
 use hidden_front_rules::notation::to_notation;
 use hidden_front_rules::{
     Command, EndReason, Event, Game, GameError, GameRng, Move, Node, Outcome, Phase, Piece,
-    PieceId, PieceKind, Position, Rules, Side, ViewEvent, Viewer, project, view,
+    PieceId, PieceKind, Position, Rules, Side, ViewEvent, Viewer, project, reveal, view,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -758,6 +758,16 @@ fn check_views(game: &Game) {
         let v = view(game, viewer);
         let json = serde_json::to_value(&v).expect("a view serializes");
         walk_json(&json, None, sight(game, viewer, ended), "view");
+        assert_eq!(
+            v.reveal.is_some(),
+            ended,
+            "a view reveals the game exactly after the end"
+        );
+        assert_eq!(
+            v.reveal,
+            reveal(game),
+            "every viewer is shown the same reveal"
+        );
         assert_eq!(v.viewer, viewer);
         assert_eq!(v.phase, game.phase());
         assert_eq!(v.outcome, game.outcome());
@@ -787,16 +797,25 @@ fn check_views(game: &Game) {
     }
 }
 
-/// `project(event, viewer, false)` hides what must be hidden (the end event reveals all), and
-/// `project(event, viewer, true)` shows everything.
+/// `project(event, viewer, None)` hides what must be hidden (the end event reveals all), and
+/// `project(event, viewer, reveal(ended game))` shows everything, the end event with the reveal.
 fn check_projection(event: &Event, game_after: &Game) {
     let ending = matches!(event, Event::Ended { .. });
+    let end = reveal(game_after);
     for viewer in Viewer::ALL {
         for game_ended in [false, true] {
             if game_ended && game_after.phase() != Phase::Ended {
                 continue;
             }
-            let projected = project(event, viewer, game_ended);
+            let shown_end = end.as_ref().filter(|_| game_ended);
+            let projected = project(event, viewer, shown_end);
+            if let Some(ViewEvent::Ended { reveal: shown, .. }) = &projected {
+                assert_eq!(
+                    shown.as_ref(),
+                    shown_end,
+                    "the end carries the reveal it was given"
+                );
+            }
             if let Event::DeploymentDrafted { deployment } = event
                 && !game_ended
                 && viewer.side() != Some(deployment.side)
@@ -831,6 +850,61 @@ fn check_projection(event: &Event, game_after: &Game) {
                 assert_eq!(
                     shown_combat.map(|c| (c.defender, c.attacker_survives, c.defender_survives)),
                     combat.map(|c| (c.defender.id, c.attacker_survives, c.defender_survives))
+                );
+            }
+        }
+    }
+}
+
+/// After the end, `reveal` tells the whole game: the deployments confirmed in the log (south's
+/// first) and every piece of `PlayStarted` with its kind, so that both pieces of every fight in
+/// the log, captured ones included, can be looked up by id with their true kinds.
+fn check_reveal(game: &Game, log: &[Event]) {
+    let shown = reveal(game).expect("an ended game reveals itself");
+    let mut confirmed: Vec<_> = log
+        .iter()
+        .filter_map(|e| match e {
+            Event::DeploymentConfirmed { deployment, .. } => Some(deployment.clone()),
+            _ => None,
+        })
+        .collect();
+    confirmed.sort_by_key(|d| d.side.index());
+    assert_eq!(shown.deployments, confirmed, "the reveal's deployments");
+    let started: Vec<(Node, Piece)> = log
+        .iter()
+        .find_map(|e| match e {
+            Event::PlayStarted { pieces } => Some(pieces.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let listed: Vec<(Node, Piece)> = shown
+        .pieces
+        .iter()
+        .map(|p| {
+            let kind = p.kind.expect("the reveal shows every kind");
+            (
+                p.node,
+                Piece {
+                    side: p.side,
+                    kind,
+                    id: p.id,
+                },
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed, started,
+        "the reveal's pieces are the starting board"
+    );
+    let by_id: BTreeMap<PieceId, Piece> = listed.iter().map(|&(_, p)| (p.id, p)).collect();
+    for event in log {
+        if let Event::Moved { piece, combat, .. } = event {
+            assert_eq!(by_id.get(&piece.id), Some(piece), "the mover by its id");
+            if let Some(c) = combat {
+                assert_eq!(
+                    by_id.get(&c.defender.id),
+                    Some(&c.defender),
+                    "the defender by id"
                 );
             }
         }
@@ -1317,6 +1391,7 @@ impl Run {
             assert_eq!(&replayed, snapshot, "Game::replay of a prefix");
         }
         check_views(&game);
+        check_reveal(&game, &self.log);
         for event in &self.log {
             check_projection(event, &game);
         }

@@ -10,7 +10,8 @@ use hidden_front_rules::topology::{self, Topology};
 use hidden_front_rules::{
     Combat, Command, Deployment, DeploymentErrors, DeploymentProblem, EndReason, Event, FlagReveal,
     Game, GameError, GameRng, IllegalMove, Move, Node, Nodes, Outcome, Phase, Piece, PieceId,
-    PieceKind, PlyReport, Position, Rules, Side, ViewCombat, ViewEvent, Viewer, project, view,
+    PieceKind, PlyReport, Position, Reveal, Rules, Side, ViewCombat, ViewEvent, Viewer, project,
+    reveal, view,
 };
 use std::collections::BTreeSet;
 
@@ -1964,6 +1965,121 @@ mod game_machine {
 mod views {
     use super::*;
 
+    /// The confirmed deployments of a log, south's first.
+    fn confirmed_in(log: &[Event]) -> Vec<Deployment> {
+        let mut out: Vec<Deployment> = log
+            .iter()
+            .filter_map(|e| match e {
+                Event::DeploymentConfirmed { deployment, .. } => Some(deployment.clone()),
+                _ => None,
+            })
+            .collect();
+        out.sort_by_key(|d| d.side.index());
+        out
+    }
+
+    #[test]
+    fn the_end_reveals_both_deployments_and_every_captured_piece_to_everyone() {
+        let mut d = Driver::started("hidden-front", S, 31);
+        // Play until a fight has removed a piece, so that the final board lacks some ids.
+        let mut fights = Vec::new();
+        while d.game.phase() == Phase::Play && fights.len() < 3 {
+            let side = d.game.to_move();
+            let moves = d.game.position().legal_moves();
+            let pick = moves.nth(d.rng.below(moves.len() as u32) as usize).unwrap();
+            for event in d.ok(Command::Move { side, mv: pick }) {
+                if matches!(
+                    event,
+                    Event::Moved {
+                        combat: Some(_),
+                        ..
+                    }
+                ) {
+                    fights.push(event);
+                }
+            }
+        }
+        assert!(!fights.is_empty(), "the random game had a fight");
+        if d.game.phase() == Phase::Play {
+            assert_eq!(reveal(&d.game), None, "nothing is revealed before the end");
+            for viewer in Viewer::ALL {
+                assert_eq!(view(&d.game, viewer).reveal, None);
+            }
+            d.ok(Command::Resign {
+                side: d.game.to_move(),
+            });
+        }
+        let shown = reveal(&d.game).expect("an ended game reveals itself");
+        assert_eq!(shown.deployments, confirmed_in(&d.log));
+        assert_eq!(shown.deployments.len(), 2, "both deployments");
+        let Some(Event::PlayStarted { pieces: started }) = d
+            .log
+            .iter()
+            .find(|e| matches!(e, Event::PlayStarted { .. }))
+        else {
+            panic!("no PlayStarted in {:?}", d.log)
+        };
+        assert_eq!(shown.pieces.len(), started.len());
+        for (vp, (node, piece)) in shown.pieces.iter().zip(started) {
+            assert_eq!(
+                (vp.node, vp.side, vp.id, vp.kind),
+                (*node, piece.side, piece.id, Some(piece.kind))
+            );
+        }
+        let final_ids: BTreeSet<PieceId> = d.game.position().pieces().map(|(_, p)| p.id).collect();
+        assert!(
+            shown.pieces.len() > final_ids.len(),
+            "captured pieces are in the reveal, not on the final board"
+        );
+        let end = d.log.last().unwrap();
+        for viewer in Viewer::ALL {
+            assert_eq!(view(&d.game, viewer).reveal.as_ref(), Some(&shown));
+            let Some(ViewEvent::Ended {
+                reveal: carried, ..
+            }) = project(end, viewer, Some(&shown))
+            else {
+                panic!("the end is shown to {viewer:?}")
+            };
+            assert_eq!(carried.as_ref(), Some(&shown), "the end carries the reveal");
+            // A replay after the end: every deployment and both kinds of every fight.
+            for event in &d.log {
+                match project(event, viewer, Some(&shown)) {
+                    Some(ViewEvent::DeploymentConfirmed {
+                        side, deployment, ..
+                    }) => {
+                        assert_eq!(
+                            deployment.as_ref(),
+                            shown.deployments.iter().find(|d| d.side == side)
+                        );
+                    }
+                    Some(ViewEvent::Moved {
+                        kind,
+                        combat: Some(c),
+                        ..
+                    }) => {
+                        assert!(kind.is_some() && c.defender_kind.is_some(), "{viewer:?}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_game_cancelled_at_the_deadline_reveals_only_the_confirmed_deployment() {
+        let mut d = Driver::new("hidden-front", S, 32);
+        d.ok(Command::Confirm { side: S });
+        d.ok(Command::DeploymentDeadline {
+            present: [true, false],
+        });
+        assert_eq!(d.game.phase(), Phase::Ended);
+        let shown = reveal(&d.game).expect("an ended game reveals itself");
+        assert_eq!(shown.deployments, confirmed_in(&d.log));
+        assert_eq!(shown.deployments.len(), 1);
+        assert_eq!(shown.deployments[0].side, S);
+        assert!(shown.pieces.is_empty(), "play never started");
+    }
+
     #[test]
     fn players_see_their_own_kinds_only_spectators_none_until_the_end() {
         let mut d = Driver::started("hidden-front", S, 20);
@@ -2010,10 +2126,10 @@ mod views {
             .iter()
             .find(|e| matches!(e, Event::DeploymentDrafted { deployment } if deployment.side == N))
             .unwrap();
-        assert_eq!(project(north_draft, Viewer::South, false), None);
-        assert_eq!(project(north_draft, Viewer::Spectator, false), None);
+        assert_eq!(project(north_draft, Viewer::South, None), None);
+        assert_eq!(project(north_draft, Viewer::Spectator, None), None);
         assert!(matches!(
-            project(north_draft, Viewer::North, false),
+            project(north_draft, Viewer::North, None),
             Some(ViewEvent::DeploymentDrafted { .. })
         ));
         // A confirmation tells the opponent that, not what.
@@ -2024,7 +2140,7 @@ mod views {
         };
         for viewer in [Viewer::South, Viewer::Spectator] {
             assert_eq!(
-                project(&confirmed, viewer, false),
+                project(&confirmed, viewer, None),
                 Some(ViewEvent::DeploymentConfirmed {
                     side: N,
                     deployment: None,
@@ -2043,7 +2159,7 @@ mod views {
             .find(|e| matches!(e, Event::PlayStarted { .. }))
             .unwrap();
         for viewer in Viewer::ALL {
-            let Some(ViewEvent::PlayStarted { pieces }) = project(started, viewer, false) else {
+            let Some(ViewEvent::PlayStarted { pieces }) = project(started, viewer, None) else {
                 panic!()
             };
             assert_eq!(pieces.len(), 50);
@@ -2074,7 +2190,8 @@ mod views {
             }),
             flag_reveal: vec![],
         };
-        let seen = |viewer, ended| match project(&moved, viewer, ended) {
+        let end = Reveal::default();
+        let seen = |viewer, ended: bool| match project(&moved, viewer, ended.then_some(&end)) {
             Some(ViewEvent::Moved {
                 side,
                 mv: m,
@@ -2103,10 +2220,10 @@ mod views {
             assert_eq!(seen(viewer, true), (Some(k("5")), combat(Some(k("7")))));
         }
         // Serialised for the attacker, the enemy defender's kind is null on the wire.
-        let json = serde_json::to_string(&project(&moved, Viewer::South, false)).unwrap();
+        let json = serde_json::to_string(&project(&moved, Viewer::South, None)).unwrap();
         assert!(json.contains("\"defender_kind\":null"), "{json}");
         assert!(json.contains("\"kind\":5"), "{json}");
-        let json = serde_json::to_string(&project(&moved, Viewer::Spectator, false)).unwrap();
+        let json = serde_json::to_string(&project(&moved, Viewer::Spectator, None)).unwrap();
         assert!(!json.contains(":5") && !json.contains(":7"), "{json}");
     }
 
@@ -2186,7 +2303,7 @@ mod views {
             combat,
             flag_reveal: shown,
             ..
-        }) = project(&events[0], Viewer::South, false)
+        }) = project(&events[0], Viewer::South, None)
         else {
             panic!()
         };

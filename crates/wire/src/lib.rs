@@ -15,7 +15,7 @@ use hidden_front_api_error::{ApiError, quote};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{
     Combat, Deployment, EndReason, Event, FlagReveal, GameView, Move, Node, Outcome, Phase, Piece,
-    PieceId, PieceKind, Rules, Side, ViewEvent, ViewPiece, Viewer, project,
+    PieceId, PieceKind, Reveal, Rules, Side, ViewEvent, ViewPiece, Viewer, project,
 };
 use thiserror::Error;
 
@@ -310,6 +310,22 @@ fn flag_reveal_to_proto(rules: &Rules, reveal: &FlagReveal) -> pb::FlagReveal {
     }
 }
 
+/// The proto form of what an ended game reveals.
+pub fn reveal_to_proto(rules: &Rules, reveal: &Reveal) -> pb::EndReveal {
+    pb::EndReveal {
+        deployments: reveal
+            .deployments
+            .iter()
+            .map(|d| deployment_to_proto(rules, d))
+            .collect(),
+        starting_pieces: reveal
+            .pieces
+            .iter()
+            .map(|p| piece_to_proto(rules, p))
+            .collect(),
+    }
+}
+
 /// Who sits where, for views.
 #[derive(Debug, Clone, Copy)]
 pub struct Seats<'a> {
@@ -355,6 +371,7 @@ pub fn game_view(
             .map(|p| piece_to_proto(rules, p))
             .collect(),
         outcome: view.outcome.map(outcome_to_proto),
+        reveal: view.reveal.as_ref().map(|r| reveal_to_proto(rules, r)),
         south_player: seats.south_player.to_string(),
         north_player: seats.north_player.to_string(),
         // Presence is not part of the engine's view; the session fills it in.
@@ -439,9 +456,11 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
         ViewEvent::Ended {
             outcome,
             pieces: ps,
+            reveal,
         } => E::Ended(pb::GameEnded {
             outcome: Some(outcome_to_proto(*outcome)),
             pieces: pieces(ps),
+            reveal: reveal.as_ref().map(|r| reveal_to_proto(rules, r)),
         }),
     };
     pb::GameEvent {
@@ -452,15 +471,17 @@ pub fn game_event(rules: &Rules, game_id: &str, seq: u64, event: &ViewEvent) -> 
 }
 
 /// The full-information proto form of an engine event at `seq` in the game's log: the event as a
-/// spectator sees it after the end, which shows every piece's kind. This is what `WatchGame`
+/// spectator sees it after the end, which shows every piece's kind; `end` is what the ended game
+/// reveals, carried by its end event (any other event ignores it). This is what `WatchGame`
 /// sends to the session's watchers; [`engine_event_from_proto`] is its inverse.
 pub fn engine_event_to_proto(
     rules: &Rules,
     game_id: &str,
     seq: u64,
     event: &Event,
+    end: &Reveal,
 ) -> pb::GameEvent {
-    match project(event, Viewer::Spectator, true) {
+    match project(event, Viewer::Spectator, Some(end)) {
         Some(view) => game_event(rules, game_id, seq, &view),
         // After the end a spectator sees every event, so this arm is never taken; an event
         // without a body is refused by every reader, loudly, rather than skipped.

@@ -13,6 +13,7 @@
 mod common;
 
 use hidden_front_proto::v1 as pb;
+use hidden_front_rules::Reveal;
 use hidden_front_rules::{Event, Rules};
 use hidden_front_wire::{engine_event_from_proto, engine_event_to_proto};
 use prost::Message;
@@ -125,7 +126,13 @@ fn record_this_release() {
         for (n, (seq, event)) in selection(rules).into_iter().enumerate() {
             let trace_parent = if n % 2 == 0 { TRACE_PARENT } else { "" }.to_string();
             pb::WatchGameResponse {
-                event: Some(engine_event_to_proto(&rules, "recorded-game", seq, &event)),
+                event: Some(engine_event_to_proto(
+                    &rules,
+                    "recorded-game",
+                    seq,
+                    &event,
+                    &Reveal::default(),
+                )),
                 trace_parent: trace_parent.clone(),
             }
             .encode_length_delimited(&mut bytes)
@@ -181,7 +188,7 @@ fn fields_unknown_to_this_release_are_ignored() {
         .collect();
     let mut checked = BTreeSet::new();
     for (i, event) in log.iter().enumerate() {
-        let original = engine_event_to_proto(&rules, "g", i as u64 + 1, event);
+        let original = engine_event_to_proto(&rules, "g", i as u64 + 1, event, &Reveal::default());
         let bytes = match &original.event {
             Some(pb::game_event::Event::Ended(ended)) => {
                 // A later release reveals both deployments after the end.

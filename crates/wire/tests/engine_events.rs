@@ -7,6 +7,7 @@ mod common;
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::Family;
+use hidden_front_rules::Reveal;
 use hidden_front_wire::{engine_event_from_proto, engine_event_to_proto};
 use prost::Message;
 use std::collections::BTreeSet;
@@ -25,7 +26,13 @@ fn every_event_of_random_games_survives_the_wire_unchanged() {
             for (i, event) in common::random_game(rules, seed).iter().enumerate() {
                 let seq = i as u64 + 1;
                 let sent = pb::WatchGameResponse {
-                    event: Some(engine_event_to_proto(&rules, "game", seq, event)),
+                    event: Some(engine_event_to_proto(
+                        &rules,
+                        "game",
+                        seq,
+                        event,
+                        &Reveal::default(),
+                    )),
                     trace_parent: String::new(),
                 };
                 let received = pb::WatchGameResponse::decode(sent.encode_to_vec().as_slice())

@@ -9,6 +9,7 @@
 mod common;
 
 use hidden_front_proto::v1 as pb;
+use hidden_front_rules::Reveal;
 use hidden_front_rules::{Event, Rules, Side, Viewer};
 use hidden_front_wire::{
     WireError, deployment_from_proto, deployment_to_proto, engine_event_from_proto,
@@ -199,7 +200,11 @@ fn body() -> impl Strategy<Value = Option<pb::game_event::Event>> {
                 ),
                 pieces()
             )
-                .prop_map(|(outcome, pieces)| E::Ended(pb::GameEnded { outcome, pieces })),
+                .prop_map(|(outcome, pieces)| E::Ended(pb::GameEnded {
+                    outcome,
+                    pieces,
+                    reveal: None
+                })),
         ],
     )
 }
@@ -325,7 +330,13 @@ static EVENTS: LazyLock<Vec<(Rules, pb::GameEvent)>> = LazyLock::new(|| {
                 .map(move |(i, event)| {
                     (
                         rules,
-                        engine_event_to_proto(&rules, "g", i as u64 + 1, &event),
+                        engine_event_to_proto(
+                            &rules,
+                            "g",
+                            i as u64 + 1,
+                            &event,
+                            &Reveal::default(),
+                        ),
                     )
                 })
         })
@@ -334,7 +345,7 @@ static EVENTS: LazyLock<Vec<(Rules, pb::GameEvent)>> = LazyLock::new(|| {
 
 /// An accepted event converts back to the same proto form and again to itself.
 fn converts_back(rules: &Rules, event: &Event) -> Result<(), TestCaseError> {
-    let again = engine_event_to_proto(rules, "g", 1, event);
+    let again = engine_event_to_proto(rules, "g", 1, event, &Reveal::default());
     let back = engine_event_from_proto(rules, &again);
     prop_assert_eq!(back.as_ref(), Ok(event), "{:?}", again);
     Ok(())

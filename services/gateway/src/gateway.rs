@@ -246,6 +246,10 @@ impl Gateway {
         let permit = self.inner.streams.acquire()?;
         let (viewer, seats) = self.viewer(player, game_id, request.spectate).await?;
         let hub = self.inner.hubs.hub(game_id, seats.rules);
+        // A look after the end reveals every event; a live follow shows each event as it was
+        // (what the mover's answer showed), and its end reveals the whole game. Which one this
+        // connection is, is the session's word when the hub does not hold the end yet.
+        let after_end = hub.head().1 || self.inner.hubs.has_ended(game_id).await?;
         let presence = viewer
             .side()
             .map(|side| self.inner.presence.connect(game_id, side));
@@ -260,8 +264,6 @@ impl Gateway {
             let lag = metrics::histogram!(names::STREAM_LAG_EVENTS);
             let mut grown = hub.watch();
             let mut next = request.from_seq.max(1);
-            // A replay of a finished game reveals everything; live events reveal at the end.
-            let ended_at_start = hub.head().1;
             // Only events that arrived after this connection started count as it falling
             // behind; a resume from far back is a catch-up, not a lag.
             let started = std::time::Instant::now();
@@ -286,7 +288,10 @@ impl Gateway {
                         return;
                     }
                 };
-                if batch.is_empty() {
+                let reveal = hub.reveal();
+                // A look after the end waits for the end to reach the hub: it reveals every
+                // event with what the end reveals.
+                if batch.is_empty() || (after_end && reveal.is_none()) {
                     let (head, ended) = hub.head();
                     if ended && next > head {
                         return; // resumed past the end: nothing more will come
@@ -312,7 +317,9 @@ impl Gateway {
                         let _ = tx.send(Ok(hint)).await;
                         return;
                     }
-                    if let Some(v) = project(&entry.event, viewer, ended_at_start) {
+                    let is_end = matches!(entry.event, Event::Ended { .. });
+                    let shown_end = reveal.as_deref().filter(|_| after_end || is_end);
+                    if let Some(v) = project(&entry.event, viewer, shown_end) {
                         lag.record(head.saturating_sub(entry.seq) as f64);
                         // A live event's delivery is part of the trace of the command that
                         // caused it (a move: from the mover's gateway to every subscriber).
@@ -336,7 +343,7 @@ impl Gateway {
                         }
                     }
                     next = entry.seq + 1;
-                    if matches!(entry.event, Event::Ended { .. }) {
+                    if is_end {
                         return;
                     }
                 }

@@ -6,11 +6,12 @@
 //! so every connection sees every event exactly once, in order, and a slow one holds back nobody:
 //! the hub never waits for a connection. A connection that falls too far behind is cut off with a
 //! resume hint (see `Gateway::subscribe`). Projection per viewer happens in the connection, with
-//! the engine's view function.
+//! the engine's view function; when the game ends the hub rebuilds it from the log once, for what
+//! the end reveals to everyone ([`GameHub::reveal`]).
 
 use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
-use hidden_front_rules::{Event, Rules};
+use hidden_front_rules::{Event, Game, Reveal, Rules, reveal};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -48,7 +49,10 @@ struct HubState {
     log: Vec<Arc<LogEntry>>,
     /// The game's version when this hub started following it: events up to it are backfill.
     backfill_until: u64,
+    /// Whether the log holds the game's end.
     ended: bool,
+    /// What the ended game reveals, once the log holds its end.
+    reveal: Option<Arc<Reveal>>,
     /// Set when the upstream cannot follow the game at all (e.g. it does not exist).
     failed: Option<Status>,
 }
@@ -92,6 +96,11 @@ impl GameHub {
         (state.log.len() as u64, state.ended)
     }
 
+    /// What the ended game reveals to everyone; `None` until the log holds its end.
+    pub(crate) fn reveal(&self) -> Option<Arc<Reveal>> {
+        self.shared.state.lock().expect("hub lock").reveal.clone()
+    }
+
     /// A receiver that changes whenever the log grows (or the hub fails).
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.shared.head.subscribe()
@@ -133,9 +142,12 @@ impl Hubs {
             .await?
             .into_inner()
             .game
-            .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))?;
-        let rules = Rules::parse(&view.rules)
-            .map_err(|e| hidden_front_api_error::internal(format!("the session named unknown rules: {e}")))?;
+            .ok_or_else(|| {
+                hidden_front_api_error::internal("the session answered without a game")
+            })?;
+        let rules = Rules::parse(&view.rules).map_err(|e| {
+            hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
+        })?;
         let seats = Seats {
             south_player: view.south_player,
             north_player: view.north_player,
@@ -147,6 +159,26 @@ impl Hubs {
         }
         cache.insert(game_id, seats.clone());
         Ok(seats)
+    }
+
+    /// Whether the session says the game has ended (`NOT_FOUND` for an unknown game). Asked
+    /// when a connection starts and its hub does not hold the end yet: the hub learns of the end
+    /// a little after the session.
+    pub(crate) async fn has_ended(&self, game_id: Uuid) -> Result<bool, Status> {
+        let view = self
+            .session
+            .clone()
+            .get_game(pb::GetGameRequest {
+                game_id: game_id.to_string(),
+                viewer: pb::Viewer::Spectator as i32,
+            })
+            .await?
+            .into_inner()
+            .game
+            .ok_or_else(|| {
+                hidden_front_api_error::internal("the session answered without a game")
+            })?;
+        Ok(view.phase == pb::Phase::Ended as i32)
     }
 
     /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
@@ -255,13 +287,13 @@ fn fail(shared: &Shared, status: Status) {
 /// Adds one upstream event to the log and wakes the connections. `Ok(true)` when the game has
 /// ended.
 fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result<bool, Status> {
-    let upstream = item
-        .event
-        .as_ref()
-        .ok_or_else(|| hidden_front_api_error::internal("the session sent a watch item without its event"))?;
+    let upstream = item.event.as_ref().ok_or_else(|| {
+        hidden_front_api_error::internal("the session sent a watch item without its event")
+    })?;
     let seq = upstream.seq;
-    let event = hidden_front_wire::engine_event_from_proto(rules, upstream)
-        .map_err(|e| hidden_front_api_error::internal(format!("event {seq} does not decode: {e}")))?;
+    let event = hidden_front_wire::engine_event_from_proto(rules, upstream).map_err(|e| {
+        hidden_front_api_error::internal(format!("event {seq} does not decode: {e}"))
+    })?;
     let ended = matches!(event, Event::Ended { .. });
     {
         let mut state = shared.state.lock().expect("hub lock");
@@ -282,7 +314,17 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
             )));
         }
         state.log.push(entry);
-        state.ended |= ended;
+        if ended {
+            // The log is whole from its first event (the hub follows from seq 1), so the game
+            // it rebuilds is the ended game.
+            let game = Game::replay(state.log.iter().map(|e| &e.event)).map_err(|e| {
+                hidden_front_api_error::internal(format!(
+                    "the log up to its end does not replay: {e}"
+                ))
+            })?;
+            state.reveal = reveal(&game).map(Arc::new);
+            state.ended = true;
+        }
     }
     shared.head.send_replace(seq);
     Ok(ended)

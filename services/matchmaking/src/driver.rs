@@ -80,8 +80,9 @@ async fn play(
     game: &ComputerGame,
     stats: &DriverStats,
 ) -> Result<(), tonic::Status> {
-    let rules = Rules::parse(&game.rules)
-        .map_err(|e| hidden_front_api_error::internal(format!("stored rules {:?}: {e}", game.rules)))?;
+    let rules = Rules::parse(&game.rules).map_err(|e| {
+        hidden_front_api_error::internal(format!("stored rules {:?}: {e}", game.rules))
+    })?;
     let side = game.side;
     let game_id = game.game_id.to_string();
     let mut bot = ComputerPlayer::new(side, rules, game.seed);
@@ -108,7 +109,7 @@ async fn play(
         })?;
         let last_seq = upstream.seq;
         // The bot only ever receives its seat's projection.
-        if let Some(seen) = project(&event, Viewer::player(side), false) {
+        if let Some(seen) = project(&event, Viewer::player(side), None) {
             bot.observe(&seen);
         }
         if matches!(event, Event::Ended { .. }) {

@@ -10,7 +10,9 @@ use hidden_front_api_error::{ApiError, Reason, quote};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
-use hidden_front_rules::{Command, Game, GameRng, Phase, Rules, Side, Viewer, project, view};
+use hidden_front_rules::{
+    Command, Event, Game, GameRng, Phase, Reveal, Rules, Side, Viewer, project, reveal, view,
+};
 use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{
     CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, TimeControl, Timer,
@@ -403,7 +405,7 @@ impl SessionService {
         &self,
         record: &GameRecord,
         after: &Game,
-        events: &[hidden_front_rules::Event],
+        events: &[Event],
     ) -> Result<hidden_front_store::TimerChange, Status> {
         let now = self.config.clock.now();
         let absent = if timers::needs_presence(events) {
@@ -457,7 +459,7 @@ impl SessionService {
         ctx: &Context,
         record: &GameRecord,
         make: &impl Fn(&GameRecord) -> Result<Command, Status>,
-    ) -> Result<(Game, Vec<hidden_front_rules::Event>), Status> {
+    ) -> Result<(Game, Vec<Event>), Status> {
         if let Some(expected) = ctx.expected_version
             && expected != record.version
         {
@@ -479,14 +481,17 @@ impl SessionService {
     }
 
     /// The answer to a command: its events as `viewer` sees them, with their sequence numbers.
+    /// Each event is shown as a live subscriber is shown it (the gateway's stream), so the two
+    /// agree: the events before a game's end hide what they hid, and the end reveals everything
+    /// (`GameEnded` carries both deployments and every piece).
     fn result_for(
         &self,
         record: &GameRecord,
         after: &Game,
-        events: &[hidden_front_rules::Event],
+        events: &[Event],
         viewer: Viewer,
     ) -> pb::CommandResult {
-        let ended = after.phase() == Phase::Ended;
+        let end = reveal(after);
         let rules = after.rules();
         let game_id = record.meta.game_id.to_string();
         pb::CommandResult {
@@ -495,7 +500,8 @@ impl SessionService {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, e)| {
-                    project(e, viewer, ended).map(|v| {
+                    let shown_end = end.as_ref().filter(|_| matches!(e, Event::Ended { .. }));
+                    project(e, viewer, shown_end).map(|v| {
                         wire::game_event(rules, &game_id, record.version + 1 + i as u64, &v)
                     })
                 })
@@ -1210,10 +1216,24 @@ impl SessionApi for SessionService {
                 };
                 let mut ended = false;
                 for stored in &page {
-                    ended |= matches!(stored.event, hidden_front_rules::Event::Ended { .. });
-                    // Internal full-information stream: everything revealed, in the versioned
-                    // protobuf form the watchers rebuild the engine's event from.
-                    let event = wire::engine_event_to_proto(&rules, &id, stored.seq, &stored.event);
+                    ended |= matches!(stored.event, Event::Ended { .. });
+                    // Internal full-information stream: everything revealed, the end with what
+                    // the ended game reveals, in the versioned protobuf form the watchers rebuild
+                    // the engine's event from.
+                    let end = if ended {
+                        match store.load(game_id).await {
+                            Ok(Some(record)) => reveal(&record.game).unwrap_or_default(),
+                            Ok(None) => Reveal::default(),
+                            Err(e) => {
+                                let _ = tx.send(Err(store_error_status(&e))).await;
+                                return;
+                            }
+                        }
+                    } else {
+                        Reveal::default()
+                    };
+                    let event =
+                        wire::engine_event_to_proto(&rules, &id, stored.seq, &stored.event, &end);
                     if tx
                         .send(Ok(pb::WatchGameResponse {
                             event: Some(event),

@@ -14,6 +14,7 @@
 //! - [`sweep`]: the bad-input sweeps: every RPC from the descriptor set, raw bytes on the wire,
 //!   single-field mutations, and the checks every refusal must pass.
 //! - [`otlp`]: an OTLP trace receiver (a real gRPC collector on loopback) for the tracing tests.
+//! - [`reveal`]: the checks that the end of a game reveals everything to every party.
 //! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
 //!   own viewer, computes its own legal moves from that view with the rules engine and plays a
 //!   random one (deterministic seed).
@@ -37,6 +38,7 @@ pub mod gateway;
 pub mod metrics;
 pub mod otlp;
 pub mod player;
+pub mod reveal;
 mod server;
 pub mod sweep;
 

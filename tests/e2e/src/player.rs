@@ -340,8 +340,8 @@ pub async fn play_to_end(
 
 /// Checks a fresh (not replayed) answer to a move by `side` judged at version `before`: its
 /// events are seqs `before+1..=version`, the first is this very move by this side with the
-/// mover's own code, the rest only a lapsed draw offer or the end, and a fight that did not end
-/// the game does not tell the mover the defender's kind.
+/// mover's own code, the rest only a lapsed draw offer or the end, and a fight does not tell the
+/// mover the defender's kind (not even the one that ends the game: only the end event reveals).
 #[track_caller]
 pub fn check_move_ack(side: pb::Side, mv: &pb::Move, before: u64, result: &pb::CommandResult) {
     use pb::game_event::Event;
@@ -354,7 +354,6 @@ pub fn check_move_ack(side: pb::Side, mv: &pb::Move, before: u64, result: &pb::C
     let seqs: Vec<u64> = result.events.iter().map(|e| e.seq).collect();
     let expected: Vec<u64> = (before + 1..=result.version).collect();
     assert_eq!(seqs, expected, "answer seqs");
-    let ended = ends_game(result);
     match result.events[0].event.as_ref() {
         Some(Event::Moved(moved)) => {
             assert_eq!(side_of(moved.side), side, "Moved.side");
@@ -363,9 +362,8 @@ pub fn check_move_ack(side: pb::Side, mv: &pb::Move, before: u64, result: &pb::C
                 !moved.piece.is_empty(),
                 "the mover's own code is hidden from it"
             );
-            if let Some(combat) = &moved.combat
-                && !ended
-            {
+            // Even the move that ends the game: only the end event reveals.
+            if let Some(combat) = &moved.combat {
                 assert!(
                     combat.defender_piece.is_empty(),
                     "a fight told the attacker the defender's kind: {combat:?}"

@@ -11,13 +11,16 @@
 //! - `tokens_seats_and_spectators`: who may do what (UNAUTHENTICATED, PERMISSION_DENIED,
 //!   spectators).
 //! - `list_my_games_lists_seat_and_opponent`.
+//! - `the_end_reveals_the_whole_game_to_players_and_spectators`: after a game full of fights,
+//!   the live `GameEnded`, a `Subscribe` from seq 1 and `GetGame` show every party both
+//!   deployments and both kinds of every fight; the mover's last answer is its stream's copy.
 
 use hidden_front_e2e::client::{self, Client, other, phase_of, side_of};
 use hidden_front_e2e::gateway::{
     self, Followed, PlayerClient, check_streams, context, follow_to_end, mv, public, seqs,
 };
 use hidden_front_e2e::player::{Placements, assert_hides_opponent, own_legal_moves, to_map};
-use hidden_front_e2e::{Server, TestDatabase, pb};
+use hidden_front_e2e::{Server, TestDatabase, pb, reveal};
 use hidden_front_rules::{Deployment, GameRng, Rules};
 use pb::game_event::Event;
 use std::collections::{BTreeMap, BTreeSet};
@@ -295,6 +298,40 @@ impl Seat {
     }
 }
 
+impl Seat {
+    /// One turn that attacks whenever it can (a random attack, else a random move): a game of
+    /// many fights. The move's answer.
+    async fn attacking_turn(&mut self, game_id: &str) -> pb::ActionResult {
+        let legal = self
+            .client
+            .legal_moves(game_id)
+            .await
+            .unwrap_or_else(|s| panic!("LegalMoves failed: {s:?}"));
+        let view = self.view(game_id).await;
+        let enemy: BTreeSet<&str> = view
+            .pieces
+            .iter()
+            .filter(|p| side_of(p.side) != self.side)
+            .map(|p| p.square.as_str())
+            .collect();
+        let attacks: Vec<&pb::Move> = legal
+            .moves
+            .iter()
+            .filter(|m| enemy.contains(m.to.as_str()))
+            .collect();
+        let chosen = if attacks.is_empty() {
+            legal.moves[self.below(legal.moves.len())].clone()
+        } else {
+            attacks[self.below(attacks.len())].clone()
+        };
+        let key = self.key();
+        self.client
+            .play(context(game_id, &key, Some(legal.version)), chosen.clone())
+            .await
+            .unwrap_or_else(|s| panic!("Play {chosen:?} at {} failed: {s:?}", legal.version))
+    }
+}
+
 /// A played move and its answer.
 #[derive(Debug, Clone)]
 struct Turn {
@@ -326,7 +363,6 @@ fn client_check_move(side: pb::Side, chosen: &pb::Move, before: u64, result: &pb
     );
     let expected: Vec<u64> = (before + 1..=result.version).collect();
     assert_eq!(gateway::seqs(&result.events), expected);
-    let ended = result.events.last().is_some_and(gateway::is_end);
     match result.events[0].event.as_ref() {
         Some(Event::Moved(moved)) => {
             assert_eq!(side_of(moved.side), side);
@@ -335,9 +371,8 @@ fn client_check_move(side: pb::Side, chosen: &pb::Move, before: u64, result: &pb
                 !moved.piece.is_empty(),
                 "the mover's own code is hidden from it"
             );
-            if let Some(combat) = &moved.combat
-                && !ended
-            {
+            // Even the move that ends the game: only the end event reveals.
+            if let Some(combat) = &moved.combat {
                 assert!(
                     combat.defender_piece.is_empty(),
                     "a fight told the attacker the defender's kind: {combat:?}"
@@ -536,14 +571,13 @@ async fn two_players_and_a_spectator_play_to_the_end() {
         &spectator_log.events,
     );
 
-    // Each player's stream holds exactly the answers it got, apart from the ending answer, which
-    // may reveal what the stream (sent before the end) does not.
+    // Each player's stream holds exactly the answers it got, the ending answer included.
     for (seat, log) in [
         (pb::Side::South, &south.events),
         (pb::Side::North, &north.events),
     ] {
         let by_seq: BTreeMap<u64, &pb::GameEvent> = log.iter().map(|e| (e.seq, e)).collect();
-        for turn in turns.iter().filter(|t| t.side == seat && !t.ended()) {
+        for turn in turns.iter().filter(|t| t.side == seat) {
             for event in &turn.result.events {
                 assert_eq!(
                     Some(&event),
@@ -1288,7 +1322,9 @@ async fn list_my_games_lists_seat_and_opponent() {
 
 /// A client that stops reading falls behind; once it is more than `--stream-buffer` events
 /// behind (for longer than `--stream-max-lag-ms`, 0 here), the gateway cuts it off with a
-/// `Reconnect` hint, and resuming from the hint gives exactly what a client that kept up saw.
+/// `Reconnect` hint, and resuming from the hint misses nothing and repeats nothing: up to the
+/// hint it got exactly what a client that kept up saw, and from the hint on (it resumed after
+/// the end) what any look after the end shows, which reveals everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_falls_behind_is_told_where_to_resume() {
     /// South's drafts while the sleeper does not read (each a whole deployment, ~300 bytes).
@@ -1360,10 +1396,128 @@ async fn a_client_that_falls_behind_is_told_where_to_resume() {
         "a client that read nothing while {} events came was never told to reconnect",
         steady.events.len()
     );
+    let resumed_from = slept.reconnects[0].resume_from_seq;
+    let before_hint = |events: &[pb::GameEvent]| -> Vec<pb::GameEvent> {
+        events
+            .iter()
+            .filter(|e| e.seq < resumed_from)
+            .cloned()
+            .collect()
+    };
     assert_eq!(
-        seqs(&slept.events),
-        seqs(&steady.events),
-        "seqs after resuming"
+        before_hint(&slept.events),
+        before_hint(&steady.events),
+        "events before the hint"
     );
-    assert_eq!(slept.events, steady.events, "events after resuming");
+    let resumed: Vec<pb::GameEvent> = slept
+        .events
+        .iter()
+        .filter(|e| e.seq >= resumed_from)
+        .cloned()
+        .collect();
+    let mut late = PlayerClient::new(channel.clone(), "lag-ann");
+    let stream = late
+        .subscribe(&game_id, resumed_from, false)
+        .await
+        .expect("Subscribe after the end");
+    let look = follow_to_end(&mut late, &game_id, false, stream).await;
+    assert_eq!(resumed, look.events, "events from the hint on");
+    // What the client that kept up saw is all there, with more revealed.
+    let steady_at: BTreeMap<u64, &pb::GameEvent> =
+        steady.events.iter().map(|e| (e.seq, e)).collect();
+    for event in &resumed {
+        if let Some(live) = steady_at.get(&event.seq) {
+            assert_eq!(
+                public(event),
+                public(live),
+                "seq {} after resuming",
+                event.seq
+            );
+        }
+    }
+    assert!(
+        steady
+            .events
+            .iter()
+            .all(|e| slept.events.iter().any(|s| s.seq == e.seq)),
+        "the resumed client missed an event"
+    );
+}
+
+/// The rules say that when a game ends everything is revealed: after a whole game, both players
+/// and a spectator learn both original deployments and the kinds of both pieces of every fight,
+/// captured pieces included, from the live `GameEnded`, from a `Subscribe` from seq 1 and from
+/// `GetGame`; and the mover's answer to the game-ending move is its stream's copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_reveals_the_whole_game_to_players_and_spectators() {
+    let mut env = env("gateway-reveal").await;
+    let created = create(&mut env.session, "rv-ann", "rv-bob", "").await;
+    let game_id = created.game_id.clone();
+    let watchers = [
+        follow(&env.channel, "rv-ann", &game_id, false).await,
+        follow(&env.channel, "rv-bob", &game_id, false).await,
+        follow(&env.channel, "rv-cat", &game_id, true).await,
+    ];
+    let mut seats = [
+        Seat::new(&env.channel, "rv-ann", pb::Side::South, 0x7e7e_0001),
+        Seat::new(&env.channel, "rv-bob", pb::Side::North, 0x7e7e_0002),
+    ];
+    seats[0].deploy(&game_id, false).await;
+    seats[1].deploy(&game_id, true).await;
+    let mut to_move = side_of(created.first_mover);
+    let mut plies = 0;
+    let (mover, last_answer) = loop {
+        assert!(
+            plies < MAX_PLIES,
+            "{game_id}: no end after {MAX_PLIES} plies"
+        );
+        let seat = seats
+            .iter_mut()
+            .find(|s| s.side == to_move)
+            .expect("a seat per side");
+        let answer = seat.attacking_turn(&game_id).await;
+        plies += 1;
+        if answer.events.last().is_some_and(gateway::is_end) {
+            break (to_move, answer);
+        }
+        to_move = other(to_move);
+    };
+
+    let mut logs = Vec::new();
+    for watcher in watchers {
+        let followed = watcher.await.expect("a subscriber");
+        assert!(followed.reconnects.is_empty(), "{:?}", followed.reconnects);
+        logs.push(followed.events);
+    }
+    let truth = reveal::Truth::from_streams(&logs[0], &logs[1]);
+    // (a) The live end tells every party every piece, the captured ones included.
+    for (who, log) in ["south", "north", "spectator"].into_iter().zip(&logs) {
+        let captured = reveal::check_live_end(&format!("live {who}"), &truth, log);
+        assert!(captured > 0, "{who}: the game captured nothing");
+    }
+    // (d) The mover's answer and its stream agree on the end.
+    let mover_log = &logs[usize::from(mover == pb::Side::North)];
+    reveal::check_answer_in_stream("the mover", &last_answer.events, mover_log);
+
+    // (b) and (c): a look after the end, by each party (a player also as a spectator).
+    for (player, spectate) in [
+        ("rv-ann", false),
+        ("rv-bob", false),
+        ("rv-cat", true),
+        ("rv-ann", true),
+    ] {
+        let who = format!("{player} (spectating: {spectate}) after the end");
+        let mut client = PlayerClient::new(env.channel.clone(), player);
+        let stream = client
+            .subscribe(&game_id, 1, spectate)
+            .await
+            .unwrap_or_else(|s| panic!("{who}: Subscribe failed: {s:?}"));
+        let replay = follow_to_end(&mut client, &game_id, spectate, stream).await;
+        reveal::check_replay_after_end(&who, &truth, &replay.events);
+        let view = client
+            .get_game(&game_id, spectate)
+            .await
+            .unwrap_or_else(|s| panic!("{who}: GetGame failed: {s:?}"));
+        reveal::check_view_after_end(&who, &truth, &view);
+    }
 }

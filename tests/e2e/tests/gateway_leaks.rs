@@ -14,7 +14,9 @@
 //!   no answer carries bytes outside the schema;
 //! - (b) over all games, piece ids say nothing of kinds or deployment squares;
 //! - (c) no error message names an enemy piece's kind next to its square;
-//! - (d) `GameEnded` (and every view after the end) reveals every piece, truthfully.
+//! - (d) `GameEnded` (and every view after the end) reveals every piece, truthfully: the final
+//!   board, and the whole game (both confirmed deployments and every piece with its id and
+//!   starting square, captured ones included).
 //!
 //! The three viewers' streams must also agree wherever they overlap (`gateway::check_streams`).
 //! The checks are not blind: `the_id_checks_...` and `the_error_check_...` feed them leaky data,
@@ -1256,6 +1258,43 @@ fn check_game(report: &Report) {
                     }
                 }
                 in_board_order(&e.pieces);
+                // The whole game: every piece where it started, and both deployments.
+                let Some(reveal) = &e.reveal else {
+                    fail("the end does not reveal the whole game".into())
+                };
+                let mut started: Deployed = reveal
+                    .starting_pieces
+                    .iter()
+                    .map(|p| (side_of(p.side), p.square.clone(), p.piece.clone(), p.id))
+                    .collect();
+                let mut deployed = report.deployed.clone();
+                started.sort();
+                deployed.sort();
+                if started != deployed {
+                    fail("the end's starting pieces are not the pieces deployed".into());
+                }
+                in_board_order(&reveal.starting_pieces);
+                let sides: Vec<pb::Side> =
+                    reveal.deployments.iter().map(|d| side_of(d.side)).collect();
+                if sides != [pb::Side::South, pb::Side::North] {
+                    fail(format!("the end reveals the deployments of {sides:?}"));
+                }
+                for d in &reveal.deployments {
+                    let side = side_of(d.side);
+                    let shown: BTreeSet<(String, String)> = d
+                        .placements
+                        .iter()
+                        .map(|p| (p.square.clone(), p.piece.clone()))
+                        .collect();
+                    let truth: BTreeSet<(String, String)> = deployed
+                        .iter()
+                        .filter(|(s, ..)| *s == side)
+                        .map(|(_, square, code, _)| (square.clone(), code.clone()))
+                        .collect();
+                    if shown != truth || shown.len() != d.placements.len() {
+                        fail(format!("the end reveals {side:?}'s deployment wrongly"));
+                    }
+                }
             };
             let event = |e: &pb::GameEvent| match e.event.as_ref().expect("an event") {
                 Event::DeploymentDrafted(d) => {
@@ -1331,16 +1370,8 @@ fn check_game(report: &Report) {
                     Item::Event(e) => event(e),
                     Item::Reconnect(_) => {}
                 },
-                Got::Result(result) => {
-                    // An answer that ends the game may reveal (it comes at the end).
-                    match result.events.iter().find_map(|e| match &e.event {
-                        Some(Event::Ended(ended)) => Some(ended),
-                        _ => None,
-                    }) {
-                        Some(e) => ended(e),
-                        None => result.events.iter().for_each(event),
-                    }
-                }
+                // An answer shows its events as the stream does: only the end reveals.
+                Got::Result(result) => result.events.iter().for_each(event),
                 Got::View(view) => {
                     if view.viewer != record.viewer as i32 {
                         fail(format!("a view for {:?}", view.viewer));
@@ -1349,6 +1380,7 @@ fn check_game(report: &Report) {
                         ended(&pb::GameEnded {
                             outcome: view.outcome,
                             pieces: view.pieces.clone(),
+                            reveal: view.reveal.clone(),
                         });
                     } else {
                         view.pieces.iter().for_each(|p| piece(p, &record.revealed));

@@ -5,7 +5,8 @@
 
 use futures_util::{SinkExt, StreamExt};
 use hidden_front_e2e::client::create_game;
-use hidden_front_e2e::{Server, TestDatabase, pb};
+use hidden_front_e2e::gateway::public;
+use hidden_front_e2e::{Server, TestDatabase, pb, reveal};
 use hidden_front_gateway::auth::{DEV_SECRET, mint_dev_token};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -401,6 +402,45 @@ impl Seat {
     }
 }
 
+impl Seat {
+    /// Like [`Seat::try_move`], but attacks whenever it can (a game of many fights).
+    async fn try_attack(&mut self, game_id: &str) -> Option<Value> {
+        let legal = self
+            .ws
+            .must("legal_moves", json!({"gameId": game_id}))
+            .await;
+        let moves = legal["moves"].as_array().cloned().unwrap_or_default();
+        if moves.is_empty() {
+            return None;
+        }
+        let view = self.ws.must("get_game", json!({"gameId": game_id})).await;
+        let own = view["game"]["viewer"]
+            .as_str()
+            .map(|v| v.replace("VIEWER_", "SIDE_"));
+        let enemy: Vec<Value> = view["game"]["pieces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["side"].as_str() != own.as_deref())
+            .map(|p| p["square"].clone())
+            .collect();
+        let attacks: Vec<Value> = moves
+            .iter()
+            .filter(|m| enemy.contains(&m["to"]))
+            .cloned()
+            .collect();
+        let pool = if attacks.is_empty() { &moves } else { &attacks };
+        let mv = pool[self.rng.below(pool.len())].clone();
+        let mut context = self.context(game_id);
+        context["expectedVersion"] = legal["version"].clone();
+        Some(
+            self.ws
+                .must("play", json!({"context": context, "move": mv}))
+                .await,
+        )
+    }
+}
+
 /// Two squares holding the same piece code (swapping them is always legal).
 fn like_pieces(placements: &[Value]) -> (String, String) {
     for (i, a) in placements.iter().enumerate() {
@@ -564,6 +604,83 @@ async fn two_players_and_a_spectator_play_a_whole_game() {
         .await;
     assert_eq!(view["game"]["phase"], "PHASE_ENDED", "{view}");
     assert_eq!(view["game"]["version"], json!(last.to_string()));
+}
+
+/// The rules say that when a game ends everything is revealed, over the WebSocket too: after a
+/// whole game, both players and a spectator learn both original deployments and the kinds of
+/// both pieces of every fight, captured pieces included, from the live `GameEnded`, from a
+/// `subscribe` from seq 1 and from `get_game`; and the mover's answer to the game-ending move is
+/// its stream's copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_reveals_the_whole_game_to_players_and_spectators() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("server", db.url(), SERVER_ARGS).await;
+    let game_id = new_game(&server, "rw-ann", "rw-bob").await;
+    let mut seats = [
+        Seat::join(&server, "rw-ann", 0x7e7e_1001).await,
+        Seat::join(&server, "rw-bob", 0x7e7e_1002).await,
+    ];
+    let mut cat = Ws::as_player(&server, "rw-cat").await;
+    cat.subscribe("watch", &game_id, 1, true).await;
+    let spectator = tokio::spawn(async move { cat.events_to_end("watch").await });
+    for seat in seats.iter_mut() {
+        seat.ws.subscribe("game", &game_id, 1, false).await;
+    }
+    for seat in seats.iter_mut() {
+        seat.deploy(&game_id).await;
+    }
+    let mut plies = 0;
+    let (mover, last_answer) = 'game: loop {
+        assert!(
+            plies < MAX_PLIES,
+            "{game_id}: no end after {MAX_PLIES} plies"
+        );
+        for (i, seat) in seats.iter_mut().enumerate() {
+            if let Some(response) = seat.try_attack(&game_id).await {
+                plies += 1;
+                if result_ends(&response) {
+                    break 'game (i, response);
+                }
+                break;
+            }
+        }
+    };
+    let answer: pb::ActionResult = serde_json::from_value(last_answer["result"].clone())
+        .unwrap_or_else(|e| panic!("the last play's result: {last_answer}: {e}"));
+
+    let mut logs = Vec::new();
+    for seat in seats.iter_mut() {
+        logs.push(seat.ws.events_to_end("game").await);
+    }
+    logs.push(spectator.await.expect("the spectator's task"));
+    let truth = reveal::Truth::from_streams(&logs[0], &logs[1]);
+    // (a) The live end tells every party every piece, the captured ones included.
+    for (who, log) in ["south", "north", "spectator"].into_iter().zip(&logs) {
+        let captured = reveal::check_live_end(&format!("live {who}"), &truth, log);
+        assert!(captured > 0, "{who}: the game captured nothing");
+    }
+    // (d) The mover's answer and its stream agree on the end.
+    reveal::check_answer_in_stream("the mover", &answer.events, &logs[mover]);
+
+    // (b) and (c): a look after the end, by each party (a player also as a spectator).
+    for (player, spectate) in [
+        ("rw-ann", false),
+        ("rw-bob", false),
+        ("rw-cat", true),
+        ("rw-bob", true),
+    ] {
+        let who = format!("{player} (spectating: {spectate}) after the end");
+        let mut ws = Ws::as_player_labelled(&server, player, &who).await;
+        ws.subscribe("again", &game_id, 1, spectate).await;
+        let replay = ws.events_to_end("again").await;
+        reveal::check_replay_after_end(&who, &truth, &replay);
+        let view = ws
+            .must("get_game", json!({"gameId": game_id, "spectate": spectate}))
+            .await;
+        let view: pb::GameView = serde_json::from_value(view["game"].clone())
+            .unwrap_or_else(|e| panic!("{who}: get_game's game: {view}: {e}"));
+        reveal::check_view_after_end(&who, &truth, &view);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -843,7 +960,8 @@ async fn a_client_that_reconnects_resumes_where_it_left_off() {
         play_to_end(&mut seats, &game_id).await
     };
 
-    // Back, resuming from the last seq seen + 1: the missed events, then the end.
+    // Back after the end, resuming from the last seq seen + 1: the missed events, then the end,
+    // as any look after the end shows them (everything revealed).
     let from = seen.last().unwrap().seq + 1;
     let mut device = Ws::open(&server, "bob (device, again)").await;
     device
@@ -862,7 +980,27 @@ async fn a_client_that_reconnects_resumes_where_it_left_off() {
         seqs(&reference),
         "the resumed log has every event once"
     );
-    assert_eq!(seen, reference, "the resumed log is the uninterrupted one");
+    let (before, resumed) = seen.split_at(seen.iter().position(|e| e.seq >= from).unwrap());
+    assert_eq!(
+        before,
+        &reference[..before.len()],
+        "before leaving, the uninterrupted log"
+    );
+    let mut look = Ws::as_player_labelled(&server, "bob", "bob (a look after the end)").await;
+    look.subscribe("look", &game_id, from, false).await;
+    assert_eq!(
+        resumed,
+        look.events_to_end("look").await,
+        "the resumed part is a look after the end"
+    );
+    for (event, live) in resumed.iter().zip(&reference[before.len()..]) {
+        assert_eq!(
+            public(event),
+            public(live),
+            "seq {}: what everyone sees",
+            event.seq
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@
 use hidden_front_bot::ComputerPlayer;
 use hidden_front_rules::{
     Command, Event, Game, GameRng, Move, Outcome, Phase, Rules, Side, ViewEvent, Viewer, project,
+    reveal,
 };
 
 /// Who sits in a seat.
@@ -55,15 +56,16 @@ pub fn assert_no_opponent_kind(view: &ViewEvent, me: Side) {
     }
 }
 
-fn feed(seats: &mut [Seat; 2], events: &[Event], ended_before: bool) {
-    let mut ended = ended_before;
+/// Shows each bot `events` (just applied to `game`) as the session shows a player: as they
+/// happen, the end with what it reveals.
+fn feed(seats: &mut [Seat; 2], events: &[Event], game: &Game) {
+    let end = reveal(game);
     for event in events {
-        if matches!(event, Event::Ended { .. }) {
-            ended = true;
-        }
+        let ended = matches!(event, Event::Ended { .. });
+        let shown_end = end.as_ref().filter(|_| ended);
         for side in Side::BOTH {
             if let Seat::Bot(bot) = &mut seats[side.index()]
-                && let Some(view) = project(event, Viewer::player(side), ended)
+                && let Some(view) = project(event, Viewer::player(side), shown_end)
             {
                 if !ended {
                     assert_no_opponent_kind(&view, side);
@@ -85,7 +87,7 @@ pub fn play(rules: Rules, seed: u64, south: Seat, north: Seat) -> Played {
     };
     let (mut game, events) = Game::create(rules, first, &mut rng);
     let mut seats = [south, north];
-    feed(&mut seats, &events, false);
+    feed(&mut seats, &events, &game);
     for side in Side::BOTH {
         if let Seat::Bot(bot) = &mut seats[side.index()] {
             let deployment = bot.deployment();
@@ -94,14 +96,14 @@ pub fn play(rules: Rules, seed: u64, south: Seat, north: Seat) -> Played {
             let events = game
                 .handle(&Command::SetDeployment { deployment }, &mut rng)
                 .expect("a valid deployment is accepted");
-            feed(&mut seats, &events, false);
+            feed(&mut seats, &events, &game);
         }
     }
     for side in Side::BOTH {
         let events = game
             .handle(&Command::Confirm { side }, &mut rng)
             .expect("confirm");
-        feed(&mut seats, &events, false);
+        feed(&mut seats, &events, &game);
     }
     let mut bot_moves = 0;
     // Every fight removes a piece and at most `no_combat_draw_plies` pass between fights.
@@ -122,7 +124,7 @@ pub fn play(rules: Rules, seed: u64, south: Seat, north: Seat) -> Played {
         let events = game
             .handle(&Command::Move { side, mv }, &mut rng)
             .unwrap_or_else(|e| panic!("seed {seed}: engine refused {mv:?}: {e}"));
-        feed(&mut seats, &events, false);
+        feed(&mut seats, &events, &game);
     }
     Played {
         outcome: game.outcome().expect("an ended game has an outcome"),
