@@ -178,10 +178,13 @@ async fn upgrade(
             state.max_connections
         ));
     };
-    let header_auth = headers.get(header::AUTHORIZATION).map(|value| {
+    // Any `Authorization` header decides (two of them are refused); none leaves it to the
+    // `auth` message.
+    let authorization = headers.get_all(header::AUTHORIZATION);
+    let header_auth = headers.contains_key(header::AUTHORIZATION).then(|| {
         state
             .gateway
-            .authenticate(Some(value.to_str().unwrap_or("")))
+            .authenticate_headers(authorization.iter().map(HeaderValue::as_bytes))
     });
     let hard_limit = state.config.max_message_bytes.saturating_mul(4).max(1024);
     ws.max_message_size(hard_limit)
