@@ -330,7 +330,15 @@ async fn authenticate(
                 refuse(socket, &Value::Null, &status).await;
                 return None;
             }
-            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+            Some(Ok(Message::Close(_))) | None => return None,
+            Some(Err(error)) => {
+                if let Some(frame) = Closing::read_failed(&error).read_error_frame() {
+                    let _ =
+                        tokio::time::timeout(CLOSE_GRACE, socket.send(Message::Close(Some(frame))))
+                            .await;
+                }
+                return None;
+            }
         };
         if text.len() > state.config.max_message_bytes {
             let status = too_big(text.len(), state.config.max_message_bytes);
@@ -418,19 +426,35 @@ enum Closing {
     Idle,
     /// The WebSocket layer refused a frame or message over its hard size limit.
     TooBig(String),
+    /// A text frame was not valid UTF-8 (RFC 6455 8.1: close with 1007).
+    InvalidText(String),
     /// The client broke the WebSocket protocol.
     ReadFailed(String),
 }
 
 impl Closing {
+    /// Why reading failed, from the WebSocket layer's error (which axum wraps).
     fn read_failed(error: &axum::Error) -> Closing {
+        use tokio_tungstenite::tungstenite::Error as WsError;
+
         let text = error.to_string();
-        // tungstenite's capacity error; axum does not expose its type, only its text.
-        if text.contains("Space limit exceeded") || text.contains("too long") {
-            Closing::TooBig(text)
-        } else {
-            Closing::ReadFailed(text)
+        match std::error::Error::source(error).and_then(|e| e.downcast_ref::<WsError>()) {
+            Some(WsError::Capacity(_)) => Closing::TooBig(text),
+            Some(WsError::Utf8(_)) => Closing::InvalidText(text),
+            _ => Closing::ReadFailed(text),
         }
+    }
+
+    /// The close frame answering a read error before authentication (the writer's goodbye
+    /// answers those after it, with the same codes); `None` for reasons that are not read errors.
+    fn read_error_frame(&self) -> Option<CloseFrame> {
+        let (code, error) = match self {
+            Closing::TooBig(error) => (close_code::SIZE, error),
+            Closing::InvalidText(error) => (close_code::INVALID, error),
+            Closing::ReadFailed(error) => (close_code::PROTOCOL, error),
+            _ => return None,
+        };
+        Some(close_frame(code, error))
     }
 
     /// Whether the server closes first and should read the client's close frame back.
@@ -1122,6 +1146,7 @@ async fn write_loop(
                 ),
                 None,
             ),
+            Closing::InvalidText(error) => (close_code::INVALID, error.clone(), None),
             Closing::ReadFailed(error) => (close_code::PROTOCOL, error.clone(), None),
         };
         if let Some(why) = hint_reason {
