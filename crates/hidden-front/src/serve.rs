@@ -6,6 +6,7 @@
 //! durable. All services of one process share one gRPC port with health and reflection; when the
 //! gateway runs it also opens an HTTP listener (`--http-listen`) for the WebSocket API.
 
+use crate::database;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use hidden_front_clock::{Clock, ClockConfig, ClockService, SessionTarget};
@@ -181,14 +182,19 @@ fn init_logging(format: LogFormat) -> hidden_front_telemetry::Guard {
     hidden_front_telemetry::init(format, "hidden-front")
 }
 
-/// Runs `hidden-front migrate`.
+/// Runs `hidden-front migrate`: says which migrations it applied, or that the schema was up to
+/// date already.
 pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     let _telemetry = init_logging(LogFormat::Text);
-    let store = PostgresStore::connect(&args.database_url)
-        .await
-        .context("connecting to the database")?;
-    store.migrate().await.context("applying migrations")?;
-    println!("migrations applied");
+    let (store, target) = database::connect(&args.database_url).await?;
+    let applied = database::migrate(&store, &target).await?;
+    if !applied.is_empty() {
+        println!("applied {} migration(s) to {target}:", applied.len());
+        for (version, description) in &applied {
+            println!("  {version} {description}");
+        }
+    }
+    println!("the schema of {target} is up to date");
     Ok(())
 }
 
@@ -234,13 +240,13 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     ) {
         (_, false) => Arc::new(MemoryStore::new()),
         (Some(url), true) => {
-            let store = PostgresStore::connect(url)
-                .await
-                .context("connecting to the database given by DATABASE_URL")?;
+            let (store, target) = database::connect(url).await?;
             if args.migrate_on_start {
-                store.migrate().await.context("applying migrations")?;
+                for (version, description) in database::migrate(&store, &target).await? {
+                    tracing::info!(version, description, "applied a migration");
+                }
             }
-            tracing::info!("games are stored in Postgres");
+            tracing::info!(%target, "games are stored in Postgres");
             postgres = Some(store.clone());
             Arc::new(store)
         }
