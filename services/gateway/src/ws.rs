@@ -1194,6 +1194,11 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
             "a message is a JSON object: {\"id\": ..., \"type\": ..., \"request\": {...}}".into(),
         ));
     };
+    // A parsed object keeps the last of repeated fields; a message must mean one thing (which
+    // token, which request), so repeating one is refused.
+    if let Err(e) = serde_json::from_str::<NoRepeatedFields>(text) {
+        return Err(bad(&Value::Null, e.to_string()));
+    }
     let id = fields.remove("id").unwrap_or(Value::Null);
     if !matches!(id, Value::Null | Value::Number(_) | Value::String(_)) {
         return Err(bad(&Value::Null, "id must be a number or a string".into()));
@@ -1257,6 +1262,40 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
         request,
         token: String::new(),
     })
+}
+
+/// Deserializes from a JSON object only when no field of it appears twice (the values are
+/// skipped: this is a check, [`parse`] reads them).
+struct NoRepeatedFields;
+
+impl<'de> Deserialize<'de> for NoRepeatedFields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Check;
+        impl<'de> serde::de::Visitor<'de> for Check {
+            type Value = NoRepeatedFields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoRepeatedFields, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field {key:?} appears twice: send each field once"
+                        )));
+                    }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                Ok(NoRepeatedFields)
+            }
+        }
+        deserializer.deserialize_map(Check)
+    }
 }
 
 /// A proto request from its JSON form.
@@ -1534,6 +1573,14 @@ mod tests {
             (
                 r#"{"id": 1, "type": "play", "token": "t"}"#,
                 "auth message only",
+            ),
+            (
+                r#"{"type": "auth", "token": "good", "token": "bad"}"#,
+                "field \"token\" appears twice",
+            ),
+            (
+                r#"{"id": 1, "type": "play", "type": "concede"}"#,
+                "field \"type\" appears twice",
             ),
         ];
         for (text, expected) in cases {

@@ -923,6 +923,18 @@ async fn two_authorization_headers_are_refused_in_either_order() {
         );
         assert_eq!(close.map(|(code, _)| code), Some(1008), "{label}");
     }
+    // The auth message with its token twice, a good one then a bad one, is refused as well.
+    let mut ws = Ws::open(&server, "token twice").await;
+    ws.send_text(format!(
+        r#"{{"type": "auth", "token": {:?}, "token": "bad"}}"#,
+        token("alice")
+    ))
+    .await;
+    let (error, _) = ws.expect_refusal("UNAUTHENTICATED").await;
+    assert!(
+        error["message"].as_str().unwrap().contains("appears twice"),
+        "{error}"
+    );
     // One good header still authenticates.
     let mut ws = Ws::open_with_header(&server, "one header", &good).await;
     ws.must("list_my_games", json!({})).await;
