@@ -2,6 +2,10 @@
 //! store answers, the gateway only while its session does (the store, when the session runs in
 //! this process; the session's own health check otherwise). The overall `""` service is SERVING
 //! only when every service of this process is.
+//!
+//! Each gRPC port has its own health service, which knows only the services that port serves:
+//! asking the public port about `SessionService` answers NOT_FOUND, as it would on a process
+//! without it, instead of a status for a service that is not there.
 
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
@@ -23,22 +27,26 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What this process runs and what that depends on.
 pub struct Dependencies {
-    /// The store, when the session or the clock runs in this process.
+    /// The store, when the session, the clock or matchmaking runs in this process (their health
+    /// follows it).
     pub store: Option<Arc<dyn GameStore>>,
-    /// Whether the session runs in this process (its health follows the store).
-    pub session: bool,
-    /// Whether the clock runs in this process (its health follows the store too).
-    pub clock: bool,
-    /// Whether matchmaking runs in this process (its health follows the store too).
-    pub matchmaking: bool,
     /// Where the gateway finds the session, when the gateway runs in this process. Not used when
     /// the session runs here too (then the store decides).
     pub session_url: Option<String>,
 }
 
+/// The health service of one gRPC port: its reporter and the names of the services that port
+/// serves, the only ones it reports on (besides the overall `""`).
+pub struct PortHealth {
+    /// The reporter behind that port's health service.
+    pub reporter: HealthReporter,
+    /// Full names of the services of that port (`hiddenfront.v1.PlayerService`, ...).
+    pub services: Vec<&'static str>,
+}
+
 /// Checks the dependencies once (so the first health answer is already true), sets the
-/// statuses, then keeps checking every [`CHECK_INTERVAL`] in a background task.
-pub async fn start(reporter: HealthReporter, deps: Dependencies) -> anyhow::Result<()> {
+/// statuses on every port, then keeps checking every [`CHECK_INTERVAL`] in a background task.
+pub async fn start(ports: Vec<PortHealth>, deps: Dependencies) -> anyhow::Result<()> {
     let session = match (&deps.store, &deps.session_url) {
         (None, Some(url)) => Some(HealthClient::new(
             tonic::transport::Endpoint::from_shared(url.clone())?
@@ -48,7 +56,7 @@ pub async fn start(reporter: HealthReporter, deps: Dependencies) -> anyhow::Resu
         _ => None,
     };
     let mut checker = Checker {
-        reporter,
+        ports,
         deps,
         session,
         last: None,
@@ -66,7 +74,7 @@ pub async fn start(reporter: HealthReporter, deps: Dependencies) -> anyhow::Resu
 }
 
 struct Checker {
-    reporter: HealthReporter,
+    ports: Vec<PortHealth>,
     deps: Dependencies,
     /// Health client of a session in another process.
     session: Option<HealthClient<tonic::transport::Channel>>,
@@ -104,30 +112,20 @@ impl Checker {
                 ServingStatus::NotServing
             }
         };
-        if let Some(ok) = store_ok {
-            if self.deps.session {
-                self.reporter
-                    .set_service_status(SESSION_SERVICE, status(ok))
-                    .await;
-            }
-            if self.deps.clock {
-                self.reporter
-                    .set_service_status(CLOCK_SERVICE, status(ok))
-                    .await;
-            }
-            if self.deps.matchmaking {
-                self.reporter
-                    .set_service_status(MATCHMAKING_SERVICE, status(ok))
-                    .await;
-            }
-        }
-        if let Some(ok) = gateway_ok {
-            self.reporter
-                .set_service_status(PLAYER_SERVICE, status(ok))
-                .await;
-        }
         let all_ok = store_ok.unwrap_or(true) && gateway_ok.unwrap_or(true);
-        self.reporter.set_service_status("", status(all_ok)).await;
+        for port in &self.ports {
+            for &service in &port.services {
+                let ok = match service {
+                    PLAYER_SERVICE => gateway_ok,
+                    SESSION_SERVICE | CLOCK_SERVICE | MATCHMAKING_SERVICE => store_ok,
+                    _ => None,
+                };
+                if let Some(ok) = ok {
+                    port.reporter.set_service_status(service, status(ok)).await;
+                }
+            }
+            port.reporter.set_service_status("", status(all_ok)).await;
+        }
         let now = (store_ok, gateway_ok);
         if self.last != Some(now) {
             if all_ok {

@@ -2,6 +2,7 @@
 //! (`rules`, `serve`, `migrate`; `token`, `play` and `bench` slot in beside them as further
 //! [`Command`] variants).
 
+mod database;
 mod health;
 mod metrics_endpoint;
 mod play;
@@ -11,6 +12,7 @@ mod serve;
 mod token;
 
 use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
 /// Command line of the `hidden-front` binary.
 #[derive(Debug, Parser)]
@@ -50,9 +52,23 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; an error is printed once as `error: ` and its causes (`{:#}`), never as
+/// a debug dump or a backtrace (even with `RUST_BACKTRACE=1`): these are messages for operators
+/// and players, not crash reports.
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command to its end.
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Rules(args) => rules_cli::run(args)?,
         Command::Serve(args) => runtime()?.block_on(serve::serve(*args))?,
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,

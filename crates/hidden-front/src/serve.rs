@@ -3,9 +3,12 @@
 //!
 //! Every setting comes from a flag or its environment variable (the README's configuration
 //! table). Without `DATABASE_URL` the games live in memory, and a loud line says nothing is
-//! durable. All services of one process share one gRPC port with health and reflection; when the
-//! gateway runs it also opens an HTTP listener (`--http-listen`) for the WebSocket API.
+//! durable. The services of one process share one gRPC port (two when the gateway and the session
+//! run together: the session's API then goes to an internal port), each port with health and
+//! reflection that know only the services of that port. When the gateway runs it also opens an
+//! HTTP listener (`--http-listen`) for the WebSocket API.
 
+use crate::database;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use hidden_front_clock::{Clock, ClockConfig, ClockService, SessionTarget};
@@ -16,11 +19,18 @@ use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
 use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService};
-use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
+use hidden_front_proto::v1::clock_service_server::{
+    ClockServiceServer, SERVICE_NAME as CLOCK_SERVICE,
+};
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
-use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
+use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
+use hidden_front_proto::v1::player_service_server::{
+    PlayerServiceServer, SERVICE_NAME as PLAYER_SERVICE,
+};
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
-use hidden_front_proto::v1::session_service_server::SessionServiceServer;
+use hidden_front_proto::v1::session_service_server::{
+    SERVICE_NAME as SESSION_SERVICE, SessionServiceServer,
+};
 use hidden_front_session::{SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
@@ -183,14 +193,19 @@ fn init_logging(format: LogFormat) -> hidden_front_telemetry::Guard {
     hidden_front_telemetry::init(format, "hidden-front")
 }
 
-/// Runs `hidden-front migrate`.
+/// Runs `hidden-front migrate`: says which migrations it applied, or that the schema was up to
+/// date already.
 pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     let _telemetry = init_logging(LogFormat::Text);
-    let store = PostgresStore::connect(&args.database_url)
-        .await
-        .context("connecting to the database")?;
-    store.migrate().await.context("applying migrations")?;
-    println!("migrations applied");
+    let (store, target) = database::connect(&args.database_url).await?;
+    let applied = database::migrate(&store, &target).await?;
+    if !applied.is_empty() {
+        println!("applied {} migration(s) to {target}:", applied.len());
+        for (version, description) in &applied {
+            println!("  {version} {description}");
+        }
+    }
+    println!("the schema of {target} is up to date");
     Ok(())
 }
 
@@ -236,13 +251,13 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     ) {
         (_, false) => Arc::new(MemoryStore::new()),
         (Some(url), true) => {
-            let store = PostgresStore::connect(url)
-                .await
-                .context("connecting to the database given by DATABASE_URL")?;
+            let (store, target) = database::connect(url).await?;
             if args.migrate_on_start {
-                store.migrate().await.context("applying migrations")?;
+                for (version, description) in database::migrate(&store, &target).await? {
+                    tracing::info!(version, description, "applied a migration");
+                }
             }
-            tracing::info!("games are stored in Postgres");
+            tracing::info!(%target, "games are stored in Postgres");
             postgres = Some(store.clone());
             Arc::new(store)
         }
@@ -255,13 +270,34 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
 
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    let reflection = reflection_service()?;
-
     let run_gateway = args
         .services
         .iter()
         .any(|s| matches!(s, ServiceName::All | ServiceName::Gateway));
+    // With the gateway in this process, the session's API goes to the internal port only, and
+    // the clock's and matchmaking's with it.
+    let session_apart = run_session && run_gateway;
+    // What each port serves, so that its health and reflection name exactly that.
+    let (mut public_services, mut internal_services) = (Vec::new(), Vec::new());
+    if run_gateway {
+        public_services.push(PLAYER_SERVICE);
+    }
+    let beside_session = if session_apart {
+        &mut internal_services
+    } else {
+        &mut public_services
+    };
+    for (runs, service) in [
+        (run_session, SESSION_SERVICE),
+        (run_clock, CLOCK_SERVICE),
+        (run_matchmaking, MATCHMAKING_SERVICE),
+    ] {
+        if runs {
+            beside_session.push(service);
+        }
+    }
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    let reflection = reflection_service(&public_services)?;
     let session_server = run_session.then(|| {
         let service = SessionService::new(
             store.clone(),
@@ -274,8 +310,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .max_decoding_message_size(args.max_message_bytes)
             .max_encoding_message_size(4 * 1024 * 1024)
     });
-    // With the gateway in this process, the session's API goes to the internal port only.
-    let session_apart = run_session && run_gateway;
     let (public_session, internal_session) = if session_apart {
         (None, session_server)
     } else {
@@ -287,21 +321,27 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // Every error answer carries a reason and a bounded message, tonic's own included.
         .layer(hidden_front_api_error::ErrorContractLayer)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
-        .add_service(health_service.clone())
+        .add_service(health_service)
         .add_service(reflection)
         .add_optional_service(public_session);
+    let mut internal_health = None;
     let internal = match internal_session {
         Some(session) => {
             let listener = TcpListener::bind(args.internal_listen)
                 .await
                 .with_context(|| format!("binding {} (--internal-listen)", args.internal_listen))?;
             let addr = listener.local_addr()?;
+            let (reporter, health_service) = tonic_health::server::health_reporter();
+            internal_health = Some(crate::health::PortHealth {
+                reporter,
+                services: internal_services.clone(),
+            });
             let router = tonic::transport::Server::builder()
                 .layer(hidden_front_telemetry::GrpcServerLayer)
                 .layer(hidden_front_api_error::ErrorContractLayer)
                 .http2_keepalive_interval(Some(Duration::from_secs(20)))
                 .add_service(health_service)
-                .add_service(reflection_service()?)
+                .add_service(reflection_service(&internal_services)?)
                 .add_service(session);
             Some((listener, addr, router))
         }
@@ -373,13 +413,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     // SERVING only while the dependencies answer (checked now, then every few seconds).
+    let public_health = crate::health::PortHealth {
+        reporter: health_reporter,
+        services: public_services,
+    };
     crate::health::start(
-        health_reporter,
+        std::iter::once(public_health)
+            .chain(internal_health)
+            .collect(),
         crate::health::Dependencies {
             store: (run_session || run_clock || run_matchmaking).then(|| store.clone()),
-            session: run_session,
-            clock: run_clock,
-            matchmaking: run_matchmaking,
             session_url: run_gateway.then(|| {
                 args.session_url
                     .clone()
@@ -496,15 +539,27 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// gRPC server reflection over every Hidden Front proto and the health service.
-fn reflection_service() -> anyhow::Result<
+/// gRPC server reflection for one port: it lists `services` (the Hidden Front services that
+/// port serves), health and reflection itself, and nothing else, so a client is never shown
+/// methods that would answer UNIMPLEMENTED there. The types of every Hidden Front proto stay
+/// resolvable.
+fn reflection_service(
+    services: &[&'static str],
+) -> anyhow::Result<
     tonic_reflection::server::v1::ServerReflectionServer<
         impl tonic_reflection::server::v1::ServerReflection,
     >,
 > {
-    tonic_reflection::server::Builder::configure()
+    let builder = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(tonic_health::pb::health_server::SERVICE_NAME)
+        .with_service_name(tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME);
+    services
+        .iter()
+        .fold(builder, |builder, service| {
+            builder.with_service_name(*service)
+        })
         .build_v1()
         .context("building the reflection service")
 }

@@ -251,6 +251,12 @@ pub enum AuthError {
     /// The credentials are not a `Bearer` JWT this server can read; the reason is fixed text.
     #[error("malformed credentials: {0}")]
     Malformed(&'static str),
+    /// More than one `authorization` header (or gRPC metadata entry): refused whatever their
+    /// order, since a proxy and this server could each read a different one of them.
+    #[error(
+        "more than one `authorization` header: send exactly one `authorization: Bearer <token>`"
+    )]
+    MoreThanOneHeader,
     /// The token's `alg` is a real algorithm, but no configured key uses it.
     #[error(
         "token is signed with {0}, which this server does not accept; get a token from the issuer this server trusts"
@@ -470,21 +476,45 @@ impl Authenticator {
         self.authenticate_token(token)
     }
 
-    /// Authenticates the `authorization` entry of gRPC request metadata, telling a value that is
-    /// not visible ASCII apart from a missing one.
+    /// Authenticates the `authorization` entry of gRPC request metadata: exactly one must be
+    /// there (see [`Authenticator::authenticate_header_values`]).
     pub fn authenticate_metadata(
         &self,
         metadata: &tonic::metadata::MetadataMap,
     ) -> Result<Player, AuthError> {
-        match metadata.get("authorization") {
-            None => Err(AuthError::Missing),
-            Some(value) => match value.to_str() {
-                Ok(value) => self.authenticate_header(Some(value)),
-                Err(_) => Err(AuthError::Malformed(
-                    "the `authorization` value is not plain ASCII",
-                )),
-            },
+        self.authenticate_header_values(
+            metadata
+                .get_all("authorization")
+                .iter()
+                .map(|value| value.as_bytes()),
+        )
+    }
+
+    /// Authenticates the raw values of every `authorization` header of one request (HTTP headers
+    /// or gRPC metadata, in any order). None is [`AuthError::Missing`]; more than one is
+    /// [`AuthError::MoreThanOneHeader`], whatever they hold, so which one counts never depends on
+    /// who reads them; a value that is not visible ASCII is told apart from a missing one.
+    pub fn authenticate_header_values<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Player, AuthError> {
+        let mut values = values.into_iter();
+        let Some(value) = values.next() else {
+            return Err(AuthError::Missing);
+        };
+        if values.next().is_some() {
+            return Err(AuthError::MoreThanOneHeader);
         }
+        // The bytes `HeaderValue::to_str` accepts: visible ASCII, space and tab.
+        let text = value
+            .iter()
+            .all(|b| *b == b'\t' || (0x20..0x7f).contains(b))
+            .then(|| std::str::from_utf8(value).ok())
+            .flatten()
+            .ok_or(AuthError::Malformed(
+                "the `authorization` value is not plain ASCII",
+            ))?;
+        self.authenticate_header(Some(text))
     }
 
     /// Authenticates a bare JWT (for transports that cannot send headers, such as a browser's

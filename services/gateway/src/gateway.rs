@@ -178,11 +178,15 @@ impl Gateway {
         }
     }
 
-    /// The player behind an `authorization` header value, or `UNAUTHENTICATED`.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Player, Status> {
+    /// The player behind the `authorization` header values of one request (exactly one must be
+    /// there), or `UNAUTHENTICATED`.
+    pub fn authenticate_headers<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Player, Status> {
         self.inner
             .auth
-            .authenticate_header(authorization)
+            .authenticate_header_values(values)
             .map_err(|e| e.to_status())
             .and_then(refuse_reserved)
     }

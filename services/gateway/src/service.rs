@@ -20,11 +20,9 @@ impl PlayerApi {
     }
 
     fn player<T>(&self, request: &Request<T>) -> Result<crate::auth::Player, Status> {
-        let header = request
-            .metadata()
-            .get("authorization")
-            .map(|v| v.to_str().unwrap_or(""));
-        self.gateway.authenticate(header)
+        let values = request.metadata().get_all("authorization");
+        self.gateway
+            .authenticate_headers(values.iter().map(|value| value.as_bytes()))
     }
 
     async fn act<T>(

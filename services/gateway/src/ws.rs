@@ -179,10 +179,13 @@ async fn upgrade(
             state.max_connections
         ));
     };
-    let header_auth = headers.get(header::AUTHORIZATION).map(|value| {
+    // Any `Authorization` header decides (two of them are refused); none leaves it to the
+    // `auth` message.
+    let authorization = headers.get_all(header::AUTHORIZATION);
+    let header_auth = headers.contains_key(header::AUTHORIZATION).then(|| {
         state
             .gateway
-            .authenticate(Some(value.to_str().unwrap_or("")))
+            .authenticate_headers(authorization.iter().map(HeaderValue::as_bytes))
     });
     let hard_limit = state.config.max_message_bytes.saturating_mul(4).max(1024);
     ws.max_message_size(hard_limit)
@@ -336,7 +339,15 @@ async fn authenticate(
                 refuse(socket, &Value::Null, &status).await;
                 return None;
             }
-            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+            Some(Ok(Message::Close(_))) | None => return None,
+            Some(Err(error)) => {
+                if let Some(frame) = Closing::read_failed(&error).read_error_frame() {
+                    let _ =
+                        tokio::time::timeout(CLOSE_GRACE, socket.send(Message::Close(Some(frame))))
+                            .await;
+                }
+                return None;
+            }
         };
         if text.len() > state.config.max_message_bytes {
             let status = too_big(text.len(), state.config.max_message_bytes);
@@ -432,19 +443,35 @@ enum Closing {
     Idle,
     /// The WebSocket layer refused a frame or message over its hard size limit.
     TooBig(String),
+    /// A text frame was not valid UTF-8 (RFC 6455 8.1: close with 1007).
+    InvalidText(String),
     /// The client broke the WebSocket protocol.
     ReadFailed(String),
 }
 
 impl Closing {
+    /// Why reading failed, from the WebSocket layer's error (which axum wraps).
     fn read_failed(error: &axum::Error) -> Closing {
+        use tokio_tungstenite::tungstenite::Error as WsError;
+
         let text = error.to_string();
-        // tungstenite's capacity error; axum does not expose its type, only its text.
-        if text.contains("Space limit exceeded") || text.contains("too long") {
-            Closing::TooBig(text)
-        } else {
-            Closing::ReadFailed(text)
+        match std::error::Error::source(error).and_then(|e| e.downcast_ref::<WsError>()) {
+            Some(WsError::Capacity(_)) => Closing::TooBig(text),
+            Some(WsError::Utf8(_)) => Closing::InvalidText(text),
+            _ => Closing::ReadFailed(text),
         }
+    }
+
+    /// The close frame answering a read error before authentication (the writer's goodbye
+    /// answers those after it, with the same codes); `None` for reasons that are not read errors.
+    fn read_error_frame(&self) -> Option<CloseFrame> {
+        let (code, error) = match self {
+            Closing::TooBig(error) => (close_code::SIZE, error),
+            Closing::InvalidText(error) => (close_code::INVALID, error),
+            Closing::ReadFailed(error) => (close_code::PROTOCOL, error),
+            _ => return None,
+        };
+        Some(close_frame(code, error))
     }
 
     /// Whether the server closes first and should read the client's close frame back.
@@ -585,17 +612,14 @@ impl Conn {
         hints
     }
 
-    /// Answers one request (any op but `auth` and `unsubscribe`).
-    async fn run_request(self: Arc<Self>, id: Value, op: Op, request: Value) {
-        if op == Op::Subscribe {
-            self.subscribe(id, request).await;
-            return;
-        }
-        if op == Op::WatchLobby {
-            self.watch_lobby(id, request).await;
-            return;
-        }
-        match self.answer(&id, op, request).await {
+    /// Answers one request (any but `auth` and `unsubscribe`).
+    async fn run_request(self: Arc<Self>, id: Value, request: Request) {
+        let request = match request {
+            Request::Subscribe(request) => return self.subscribe(id, request).await,
+            Request::WatchLobby(request) => return self.watch_lobby(id, request).await,
+            request => request,
+        };
+        match self.answer(&id, request).await {
             Ok(text) => {
                 self.enqueue(Outbound::plain(text)).await;
             }
@@ -603,148 +627,81 @@ impl Conn {
         }
     }
 
-    /// The `result` message of a unary op, its `response` the proto response as JSON.
-    async fn answer(&self, id: &Value, op: Op, request: Value) -> Result<String, Status> {
+    /// The `result` message of a unary request, its `response` the proto response as JSON.
+    async fn answer(&self, id: &Value, request: Request) -> Result<String, Status> {
         let gateway = &self.gateway;
         let player = &self.player;
-        match op {
-            Op::GetGame => Ok(result_text(
-                id,
-                &gateway.get_game(player, decode(request)?).await?,
-            )),
-            Op::ListMyGames => Ok(result_text(
-                id,
-                &gateway.list_my_games(player, decode(request)?).await?,
-            )),
-            Op::LegalMoves => Ok(result_text(
-                id,
-                &gateway.legal_moves(player, decode(request)?).await?,
-            )),
-            Op::Reshuffle => {
-                let r: pb::ReshuffleRequest = decode(request)?;
-                let result = gateway.act(player, r.context, Action::Reshuffle).await?;
-                Ok(result_text(
-                    id,
-                    &pb::ReshuffleResponse {
-                        result: Some(result),
-                    },
-                ))
+        match request {
+            Request::GetGame(r) => Ok(result_text(id, &gateway.get_game(player, r).await?)),
+            Request::ListMyGames(r) => {
+                Ok(result_text(id, &gateway.list_my_games(player, r).await?))
             }
-            Op::Swap => {
-                let r: pb::SwapRequest = decode(request)?;
+            Request::LegalMoves(r) => Ok(result_text(id, &gateway.legal_moves(player, r).await?)),
+            Request::Reshuffle(r) => {
+                let result = Some(gateway.act(player, r.context, Action::Reshuffle).await?);
+                Ok(result_text(id, &pb::ReshuffleResponse { result }))
+            }
+            Request::Swap(r) => {
                 let action = Action::Swap(r.square_a, r.square_b);
-                let result = gateway.act(player, r.context, action).await?;
-                Ok(result_text(
-                    id,
-                    &pb::SwapResponse {
-                        result: Some(result),
-                    },
-                ))
+                let result = Some(gateway.act(player, r.context, action).await?);
+                Ok(result_text(id, &pb::SwapResponse { result }))
             }
-            Op::Deploy => {
-                let r: pb::DeployRequest = decode(request)?;
+            Request::Deploy(r) => {
                 let action = Action::Deploy(r.placements);
-                let result = gateway.act(player, r.context, action).await?;
-                Ok(result_text(
-                    id,
-                    &pb::DeployResponse {
-                        result: Some(result),
-                    },
-                ))
+                let result = Some(gateway.act(player, r.context, action).await?);
+                Ok(result_text(id, &pb::DeployResponse { result }))
             }
-            Op::Confirm => {
-                let r: pb::ConfirmRequest = decode(request)?;
-                let result = gateway.act(player, r.context, Action::Confirm).await?;
-                Ok(result_text(
-                    id,
-                    &pb::ConfirmResponse {
-                        result: Some(result),
-                    },
-                ))
+            Request::Confirm(r) => {
+                let result = Some(gateway.act(player, r.context, Action::Confirm).await?);
+                Ok(result_text(id, &pb::ConfirmResponse { result }))
             }
-            Op::Play => {
-                let r: pb::PlayRequest = decode(request)?;
-                let result = gateway
-                    .act(player, r.context, Action::Play(r.r#move))
-                    .await?;
-                Ok(result_text(
-                    id,
-                    &pb::PlayResponse {
-                        result: Some(result),
-                    },
-                ))
+            Request::Play(r) => {
+                let action = Action::Play(r.r#move);
+                let result = Some(gateway.act(player, r.context, action).await?);
+                Ok(result_text(id, &pb::PlayResponse { result }))
             }
-            Op::ProposeDraw => {
-                let r: pb::ProposeDrawRequest = decode(request)?;
-                let result = gateway.act(player, r.context, Action::ProposeDraw).await?;
-                Ok(result_text(
-                    id,
-                    &pb::ProposeDrawResponse {
-                        result: Some(result),
-                    },
-                ))
+            Request::ProposeDraw(r) => {
+                let action = Action::ProposeDraw;
+                let result = Some(gateway.act(player, r.context, action).await?);
+                Ok(result_text(id, &pb::ProposeDrawResponse { result }))
             }
-            Op::RespondDraw => {
-                let r: pb::RespondDrawRequest = decode(request)?;
+            Request::RespondDraw(r) => {
                 let action = Action::RespondDraw(r.accept);
-                let result = gateway.act(player, r.context, action).await?;
-                Ok(result_text(
-                    id,
-                    &pb::RespondDrawResponse {
-                        result: Some(result),
-                    },
-                ))
+                let result = Some(gateway.act(player, r.context, action).await?);
+                Ok(result_text(id, &pb::RespondDrawResponse { result }))
             }
-            Op::Concede => {
-                let r: pb::ConcedeRequest = decode(request)?;
-                let result = gateway.act(player, r.context, Action::Concede).await?;
-                Ok(result_text(
-                    id,
-                    &pb::ConcedeResponse {
-                        result: Some(result),
-                    },
-                ))
+            Request::Concede(r) => {
+                let result = Some(gateway.act(player, r.context, Action::Concede).await?);
+                Ok(result_text(id, &pb::ConcedeResponse { result }))
             }
-            Op::FindMatch => Ok(result_text(
-                id,
-                &gateway.find_match(player, decode(request)?).await?,
-            )),
-            Op::CancelMatch => Ok(result_text(
-                id,
-                &gateway.cancel_match(player, decode(request)?).await?,
-            )),
-            Op::CreateInvite => Ok(result_text(
-                id,
-                &gateway.create_invite(player, decode(request)?).await?,
-            )),
-            Op::AcceptInvite => Ok(result_text(
-                id,
-                &gateway.accept_invite(player, decode(request)?).await?,
-            )),
-            Op::CancelInvite => Ok(result_text(
-                id,
-                &gateway.cancel_invite(player, decode(request)?).await?,
-            )),
-            Op::PlayComputer => Ok(result_text(
-                id,
-                &gateway.play_computer(player, decode(request)?).await?,
-            )),
-            Op::GetMyRating => Ok(result_text(
-                id,
-                &gateway.get_my_rating(player, decode(request)?).await?,
-            )),
-            Op::Auth | Op::Subscribe | Op::Unsubscribe | Op::WatchLobby => {
+            Request::FindMatch(r) => Ok(result_text(id, &gateway.find_match(player, r).await?)),
+            Request::CancelMatch(r) => Ok(result_text(id, &gateway.cancel_match(player, r).await?)),
+            Request::CreateInvite(r) => {
+                Ok(result_text(id, &gateway.create_invite(player, r).await?))
+            }
+            Request::AcceptInvite(r) => {
+                Ok(result_text(id, &gateway.accept_invite(player, r).await?))
+            }
+            Request::CancelInvite(r) => {
+                Ok(result_text(id, &gateway.cancel_invite(player, r).await?))
+            }
+            Request::PlayComputer(r) => {
+                Ok(result_text(id, &gateway.play_computer(player, r).await?))
+            }
+            Request::GetMyRating(r) => {
+                Ok(result_text(id, &gateway.get_my_rating(player, r).await?))
+            }
+            Request::Auth(_)
+            | Request::Subscribe(_)
+            | Request::Unsubscribe(_)
+            | Request::WatchLobby(_) => {
                 Err(ApiError::new(Reason::Internal, "this op is not answered here").into())
             }
         }
     }
 
     /// `subscribe`: reserves the id, opens the gateway stream, answers, then forwards.
-    async fn subscribe(self: Arc<Self>, id: Value, request: Value) {
-        let request: pb::SubscribeRequest = match decode(request) {
-            Ok(request) => request,
-            Err(status) => return self.send_error(&id, &status).await,
-        };
+    async fn subscribe(self: Arc<Self>, id: Value, request: pb::SubscribeRequest) {
         let (key, token, cell) = match self.reserve(&id, request.from_seq.max(1)) {
             Ok(reserved) => reserved,
             Err(status) => return self.send_error(&id, &status).await,
@@ -848,11 +805,7 @@ impl Conn {
     /// `watch_lobby`: a subscription to the player's lobby events. Its items are
     /// `{"type": "lobby", "subscription", "event"}`; its resume hint (a `reconnect` item's
     /// `resume_from_seq`) is the `after_seq` to watch again with.
-    async fn watch_lobby(self: Arc<Self>, id: Value, request: Value) {
-        let request: pb::WatchLobbyRequest = match decode(request) {
-            Ok(request) => request,
-            Err(status) => return self.send_error(&id, &status).await,
-        };
+    async fn watch_lobby(self: Arc<Self>, id: Value, request: pb::WatchLobbyRequest) {
         let (key, token, cell) = match self.reserve(&id, request.after_seq) {
             Ok(reserved) => reserved,
             Err(status) => return self.send_error(&id, &status).await,
@@ -984,21 +937,7 @@ impl Conn {
     }
 
     /// `unsubscribe`: stops the forwarder; events still queued for it are not written.
-    async fn unsubscribe(&self, id: &Value, request: Value) {
-        let request: UnsubscribeRequest = match serde_json::from_value(request) {
-            Ok(request) => request,
-            Err(e) => {
-                let status = ApiError::new(
-                    Reason::MalformedRequest,
-                    format!(
-                        "request: {}; unsubscribe takes {{\"subscription\": <the subscribe request's id>}}",
-                        brief(&e.to_string())
-                    ),
-                )
-                .into();
-                return self.send_error(id, &status).await;
-            }
-        };
+    async fn unsubscribe(&self, id: &Value, request: UnsubscribeRequest) {
         let key = request.subscription.to_string();
         let removed = self
             .subs
@@ -1029,7 +968,7 @@ impl Conn {
 
 /// The request of `unsubscribe` (not a proto message: it names a subscription of this
 /// connection, which only this protocol has).
-#[derive(Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UnsubscribeRequest {
     subscription: Value,
@@ -1041,8 +980,8 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
         let status = too_big(text.len(), conn.config.max_message_bytes);
         return conn.send_error(&Value::Null, &status).await;
     }
-    let envelope = match parse(text) {
-        Ok(envelope) => envelope,
+    let (id, request) = match decode_message(text) {
+        Ok(decoded) => decoded,
         Err(bad) => {
             return conn
                 .send_error(
@@ -1052,8 +991,8 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
                 .await;
         }
     };
-    match envelope.op {
-        Op::Auth => {
+    match request {
+        Request::Auth(_) => {
             let status = ApiError::new(
                 Reason::WrongPhase,
                 format!(
@@ -1062,10 +1001,10 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
                 ),
             )
             .into();
-            conn.send_error(&envelope.id, &status).await;
+            conn.send_error(&id, &status).await;
         }
-        Op::Unsubscribe => conn.unsubscribe(&envelope.id, envelope.request).await,
-        op => {
+        Request::Unsubscribe(request) => conn.unsubscribe(&id, request).await,
+        request => {
             if tasks.len() >= conn.config.max_requests_in_flight {
                 let status = ApiError::new(
                     Reason::RateLimited,
@@ -1075,9 +1014,9 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
                     ),
                 )
                 .into();
-                return conn.send_error(&envelope.id, &status).await;
+                return conn.send_error(&id, &status).await;
             }
-            tasks.spawn(Arc::clone(conn).run_request(envelope.id, op, envelope.request));
+            tasks.spawn(Arc::clone(conn).run_request(id, request));
         }
     }
 }
@@ -1169,6 +1108,7 @@ async fn write_loop(
                 ),
                 None,
             ),
+            Closing::InvalidText(error) => (close_code::INVALID, error.clone(), None),
             Closing::ReadFailed(error) => (close_code::PROTOCOL, error.clone(), None),
         };
         if let Some(why) = hint_reason {
@@ -1307,6 +1247,11 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
             "a message is a JSON object: {\"id\": ..., \"type\": ..., \"request\": {...}}".into(),
         ));
     };
+    // A parsed object keeps the last of repeated fields; a message must mean one thing (which
+    // token, which request), so repeating one is refused.
+    if let Err(e) = serde_json::from_str::<NoRepeatedFields>(text) {
+        return Err(bad(&Value::Null, e.to_string()));
+    }
     let id = fields.remove("id").unwrap_or(Value::Null);
     if !matches!(id, Value::Null | Value::Number(_) | Value::String(_)) {
         return Err(bad(&Value::Null, "id must be a number or a string".into()));
@@ -1386,6 +1331,41 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
 /// Longest string `id` of a request (answers echo it).
 const MAX_ID_BYTES: usize = 128;
 
+/// Deserializes from a JSON object only when no field of it appears twice (the values are
+/// skipped: this is a check, [`parse`] reads them).
+struct NoRepeatedFields;
+
+impl<'de> Deserialize<'de> for NoRepeatedFields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Check;
+        impl<'de> serde::de::Visitor<'de> for Check {
+            type Value = NoRepeatedFields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoRepeatedFields, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field {} appears twice: send each field once",
+                            quote(&key)
+                        )));
+                    }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                Ok(NoRepeatedFields)
+            }
+        }
+        deserializer.deserialize_map(Check)
+    }
+}
+
 /// A proto request from its JSON form.
 fn decode<T: DeserializeOwned>(request: Value) -> Result<T, Status> {
     serde_path_to_error::deserialize(request).map_err(|e| {
@@ -1400,6 +1380,92 @@ fn decode<T: DeserializeOwned>(request: Value) -> Result<T, Status> {
             .with_violation(field, what)
             .into()
     })
+}
+
+/// A client message decoded in full: its op with the request as the proto message (or the
+/// token of `auth`). What a text frame asks for, before anything acts on it.
+#[derive(Debug, Clone, PartialEq)]
+enum Request {
+    Auth(String),
+    Subscribe(pb::SubscribeRequest),
+    Unsubscribe(UnsubscribeRequest),
+    GetGame(pb::PlayerServiceGetGameRequest),
+    ListMyGames(pb::ListMyGamesRequest),
+    LegalMoves(pb::LegalMovesRequest),
+    Reshuffle(pb::ReshuffleRequest),
+    Swap(pb::SwapRequest),
+    Deploy(pb::DeployRequest),
+    Confirm(pb::ConfirmRequest),
+    Play(pb::PlayRequest),
+    ProposeDraw(pb::ProposeDrawRequest),
+    RespondDraw(pb::RespondDrawRequest),
+    Concede(pb::ConcedeRequest),
+    FindMatch(pb::FindMatchRequest),
+    CancelMatch(pb::CancelMatchRequest),
+    CreateInvite(pb::PlayerServiceCreateInviteRequest),
+    AcceptInvite(pb::PlayerServiceAcceptInviteRequest),
+    CancelInvite(pb::PlayerServiceCancelInviteRequest),
+    PlayComputer(pb::PlayerServicePlayComputerRequest),
+    GetMyRating(pb::GetMyRatingRequest),
+    WatchLobby(pb::WatchLobbyRequest),
+}
+
+impl Request {
+    /// Decodes the `request` of `envelope` as the proto message its op takes.
+    fn decode(envelope: Envelope) -> Result<Request, Status> {
+        let Envelope {
+            op, request, token, ..
+        } = envelope;
+        Ok(match op {
+            Op::Auth => Request::Auth(token),
+            Op::Subscribe => Request::Subscribe(decode(request)?),
+            Op::Unsubscribe => {
+                Request::Unsubscribe(serde_json::from_value(request).map_err(|e| {
+                    Status::from(ApiError::new(
+                        Reason::MalformedRequest,
+                        format!(
+                            "request: {}; unsubscribe takes {{\"subscription\": <the subscribe request's id>}}",
+                            brief(&e.to_string())
+                        ),
+                    ))
+                })?)
+            }
+            Op::GetGame => Request::GetGame(decode(request)?),
+            Op::ListMyGames => Request::ListMyGames(decode(request)?),
+            Op::LegalMoves => Request::LegalMoves(decode(request)?),
+            Op::Reshuffle => Request::Reshuffle(decode(request)?),
+            Op::Swap => Request::Swap(decode(request)?),
+            Op::Deploy => Request::Deploy(decode(request)?),
+            Op::Confirm => Request::Confirm(decode(request)?),
+            Op::Play => Request::Play(decode(request)?),
+            Op::ProposeDraw => Request::ProposeDraw(decode(request)?),
+            Op::RespondDraw => Request::RespondDraw(decode(request)?),
+            Op::Concede => Request::Concede(decode(request)?),
+            Op::FindMatch => Request::FindMatch(decode(request)?),
+            Op::CancelMatch => Request::CancelMatch(decode(request)?),
+            Op::CreateInvite => Request::CreateInvite(decode(request)?),
+            Op::AcceptInvite => Request::AcceptInvite(decode(request)?),
+            Op::CancelInvite => Request::CancelInvite(decode(request)?),
+            Op::PlayComputer => Request::PlayComputer(decode(request)?),
+            Op::GetMyRating => Request::GetMyRating(decode(request)?),
+            Op::WatchLobby => Request::WatchLobby(decode(request)?),
+        })
+    }
+}
+
+/// Turns one text frame of an authenticated connection into the id to answer under and the
+/// request: a pure function, so any input gets an error naming what is wrong and never a panic
+/// (the property tests below feed it arbitrary text and JSON).
+fn decode_message(text: &str) -> Result<(Value, Request), BadRequest> {
+    let envelope = parse(text)?;
+    let id = envelope.id.clone();
+    match Request::decode(envelope) {
+        Ok(request) => Ok((id, request)),
+        Err(status) => Err(BadRequest {
+            id,
+            message: status.message().to_string(),
+        }),
+    }
 }
 
 /// `{"id", "type": "result", "response"}` as text.
@@ -1630,6 +1696,14 @@ mod tests {
             (
                 r#"{"id": 1, "type": "play", "token": "t"}"#,
                 "auth message only",
+            ),
+            (
+                r#"{"type": "auth", "token": "good", "token": "bad"}"#,
+                "field \"token\" appears twice",
+            ),
+            (
+                r#"{"id": 1, "type": "play", "type": "concede"}"#,
+                "field \"type\" appears twice",
             ),
         ];
         for (text, expected) in cases {
@@ -1864,6 +1938,205 @@ mod tests {
             assert_eq!(close, Some(close_code::POLICY));
         }
         let _ = tokio::time::timeout(Duration::from_secs(10), writer).await;
+    }
+
+    /// Property tests of [`decode_message`]: whatever a client sends, the answer is a decoded
+    /// request or an error that says what is wrong, under the id the message carried (if any),
+    /// and never a panic.
+    mod decoding {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Field names the decoder knows (envelope and proto fields), mixed with any strings so
+        /// that both the known paths and the unknown-field paths are taken.
+        fn key() -> impl Strategy<Value = String> {
+            prop_oneof![
+                prop::sample::select(vec![
+                    "id",
+                    "type",
+                    "request",
+                    "token",
+                    "gameId",
+                    "game_id",
+                    "fromSeq",
+                    "spectate",
+                    "context",
+                    "idempotencyKey",
+                    "expectedVersion",
+                    "move",
+                    "from",
+                    "to",
+                    "placements",
+                    "square",
+                    "piece",
+                    "accept",
+                    "subscription",
+                    "afterSeq",
+                ])
+                .prop_map(str::to_string),
+                ".{0,12}",
+            ]
+        }
+
+        /// Any JSON number, including those past 64 bits and past `f64`'s exponent range, as
+        /// the text a client would send.
+        fn number_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<i64>().prop_map(|n| n.to_string()),
+                any::<u64>().prop_map(|n| n.to_string()),
+                any::<f64>().prop_map(|f| format!("{f:e}")),
+                "-?[1-9][0-9]{18,400}",
+                "-?[1-9]e[+-]?[0-9]{2,5}",
+                "-?0\\.[0-9]{1,40}e-?[0-9]{1,4}",
+            ]
+        }
+
+        /// Arbitrary JSON values, nested a few levels.
+        fn json_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<f64>().prop_map(Value::from),
+                ".{0,16}".prop_map(Value::from),
+                prop::sample::select(OPS.map(|(name, _)| name).to_vec()).prop_map(Value::from),
+            ];
+            leaf.prop_recursive(6, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::vec((key(), inner), 0..6)
+                        .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// A message with an id, a real op (but `auth`, which takes no request) and an
+        /// arbitrary request: the decoding of every proto request gets fuzzed, not only the
+        /// envelope.
+        fn envelope_text() -> impl Strategy<Value = String> {
+            let ops: Vec<&str> = OPS
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| *name != "auth")
+                .collect();
+            (
+                prop_oneof![json_value(), number_text().prop_map(Value::String)],
+                prop::sample::select(ops),
+                json_value(),
+            )
+                .prop_map(|(id, op, request)| {
+                    serde_json::json!({"id": id, "type": op, "request": request}).to_string()
+                })
+        }
+
+        /// The properties every answer has: an error names what is wrong and answers under the
+        /// message's own id when it could be read; a decoded request answers under a real id.
+        fn check(text: &str) {
+            match decode_message(text) {
+                Ok((id, request)) => {
+                    assert!(
+                        matches!(id, Value::Number(_) | Value::String(_))
+                            || matches!(request, Request::Auth(_)),
+                        "{text:?} decoded with id {id}"
+                    );
+                }
+                Err(bad) => {
+                    assert!(!bad.message.trim().is_empty(), "{text:?}: an empty error");
+                    if !bad.id.is_null() {
+                        let sent: Value = serde_json::from_str(text).expect("an id was read");
+                        assert_eq!(sent["id"], bad.id, "{text:?}: answered under another id");
+                    }
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            #[test]
+            fn any_text_gets_a_request_or_a_clear_error(text in "\\PC{0,200}") {
+                check(&text);
+            }
+
+            #[test]
+            fn any_json_gets_a_request_or_a_clear_error(value in json_value()) {
+                check(&value.to_string());
+            }
+
+            #[test]
+            fn any_request_of_every_op_gets_a_request_or_a_clear_error(text in envelope_text()) {
+                check(&text);
+                if let Err(bad) = decode_message(&text) {
+                    // The envelope is well-formed: only the request (or a null id) can be wrong.
+                    prop_assert!(
+                        bad.message.starts_with("request:") || bad.message.contains("id"),
+                        "{}: {}", text, bad.message
+                    );
+                }
+            }
+
+            #[test]
+            fn huge_numbers_anywhere_get_a_clear_error(number in number_text(), at in 0..4usize) {
+                let text = match at {
+                    0 => format!(r#"{{"id": {number}, "type": "list_my_games"}}"#),
+                    1 => format!(
+                        r#"{{"id": 1, "type": "subscribe", "request": {{"gameId": "g", "fromSeq": {number}}}}}"#
+                    ),
+                    2 => format!(
+                        r#"{{"id": 1, "type": "play", "request": {{"context": {{"gameId": "g", "expectedVersion": {number}}}}}}}"#
+                    ),
+                    _ => format!(r#"{{"id": 1, "type": "unsubscribe", "request": {{"subscription": {number}}}}}"#),
+                };
+                check(&text);
+            }
+
+        }
+
+        proptest! {
+            // Each case parses up to 20 000 levels three times: fewer cases.
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            #[test]
+            fn deeply_nested_json_gets_a_clear_error(depth in 1..20_000usize, open in "[\\[{]") {
+                let (open, close) = if open == "[" { ("[", "]") } else { (r#"{"a":"#, "}") };
+                let nested = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+                for text in [
+                    nested.clone(),
+                    format!(r#"{{"id": 1, "type": "play", "request": {nested}}}"#),
+                    format!(r#"{{"id": {nested}, "type": "play"}}"#),
+                ] {
+                    check(&text);
+                    if depth > 200 {
+                        let bad = decode_message(&text).expect_err("nested past the limit");
+                        prop_assert!(bad.message.contains("recursion limit"), "{}", bad.message);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn a_valid_request_decodes_as_its_proto_message() {
+            let (id, request) = decode_message(
+                r#"{"id": "a", "type": "subscribe", "request": {"gameId": "g", "fromSeq": "18446744073709551615"}}"#,
+            )
+            .unwrap();
+            assert_eq!(id, Value::from("a"));
+            assert_eq!(
+                request,
+                Request::Subscribe(pb::SubscribeRequest {
+                    game_id: "g".into(),
+                    from_seq: u64::MAX,
+                    spectate: false,
+                })
+            );
+            let bad = decode_message(
+                r#"{"id": 2, "type": "subscribe", "request": {"fromSeq": "18446744073709551616"}}"#,
+            )
+            .unwrap_err();
+            assert_eq!(bad.id, Value::from(2));
+            assert!(bad.message.starts_with("request:"), "{}", bad.message);
+        }
     }
 
     #[test]

@@ -621,6 +621,50 @@ fn grpc_metadata_is_read() {
     ));
 }
 
+/// Two `authorization` entries are refused whatever they hold and in either order: a proxy in
+/// front could read the other one than this server does.
+#[test]
+fn more_than_one_authorization_entry_is_refused_in_any_order() {
+    let auth = auth(hs_config());
+    let good = format!("Bearer {}", hs256(SECRET, &claims("alice")));
+    let other = format!("Bearer {}", hs256(SECRET, &claims("bob")));
+    let bad = format!("Bearer {}", hs256(OTHER_SECRET, &claims("mallory")));
+    for pair in [
+        [&good, &bad],
+        [&bad, &good],
+        [&good, &good],
+        [&good, &other],
+    ] {
+        let mut metadata = tonic::metadata::MetadataMap::new();
+        for value in pair {
+            metadata.append("authorization", value.parse().unwrap());
+        }
+        let refused = auth.authenticate_metadata(&metadata);
+        assert_eq!(refused, Err(AuthError::MoreThanOneHeader), "{pair:?}");
+        let status = refused.unwrap_err().to_status();
+        assert_eq!(status.code(), Code::Unauthenticated);
+        assert!(status.message().contains("more than one"), "{status:?}");
+        assert_no_leak(status.message(), &good);
+        assert_eq!(
+            auth.authenticate_header_values(pair.map(|value| value.as_bytes())),
+            Err(AuthError::MoreThanOneHeader),
+            "{pair:?}"
+        );
+    }
+    assert_eq!(
+        auth.authenticate_header_values([good.as_bytes()]),
+        Ok(player("alice"))
+    );
+    assert_eq!(
+        auth.authenticate_header_values(std::iter::empty()),
+        Err(AuthError::Missing)
+    );
+    assert!(matches!(
+        auth.authenticate_header_values(["Bearer \u{e9}".as_bytes()]),
+        Err(AuthError::Malformed(_))
+    ));
+}
+
 #[test]
 fn messages_never_contain_the_token_or_its_claims() {
     let marker = "marker-subject-8d1f3a";

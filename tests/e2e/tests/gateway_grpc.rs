@@ -1521,3 +1521,69 @@ async fn the_end_reveals_the_whole_game_to_players_and_spectators() {
         reveal::check_view_after_end(&who, &truth, &view);
     }
 }
+
+/// `message` with one `authorization` metadata entry per value, in order.
+fn with_each_authorization<T>(values: [&String; 2], message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    for value in values {
+        request
+            .metadata_mut()
+            .append("authorization", value.parse().expect("a metadata value"));
+    }
+    request
+}
+
+/// Two `authorization` entries on one call are refused whatever they hold and in either order
+/// (the gateway read only the first, so a good token followed by a bad one got through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_authorization_entries_are_refused_in_either_order() {
+    let mut env = env("two-authorizations").await;
+    let game = create(&mut env.session, "alice", "bob", "").await;
+    let good = format!("Bearer {}", gateway::token("alice"));
+    let bad = format!(
+        "Bearer {}",
+        signed(
+            b"another-secret-of-at-least-32-bytes!!",
+            &serde_json::json!({"sub": "alice", "exp": now() + 600})
+        )
+    );
+    let mut c = pb::player_service_client::PlayerServiceClient::new(env.channel.clone());
+    for pair in [[&good, &bad], [&bad, &good], [&good, &good]] {
+        let refused = c
+            .get_game(with_each_authorization(
+                pair,
+                pb::PlayerServiceGetGameRequest {
+                    game_id: game.game_id.clone(),
+                    spectate: false,
+                },
+            ))
+            .await
+            .expect_err("GetGame with two authorization entries");
+        assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+        assert!(refused.message().contains("more than one"), "{refused:?}");
+        let refused = c
+            .subscribe(with_each_authorization(
+                pair,
+                pb::SubscribeRequest {
+                    game_id: game.game_id.clone(),
+                    from_seq: 1,
+                    spectate: false,
+                },
+            ))
+            .await
+            .expect_err("Subscribe with two authorization entries");
+        assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    }
+    // One good entry is still enough.
+    let view = c
+        .get_game(gateway::with_authorization(
+            Some(&good),
+            pb::PlayerServiceGetGameRequest {
+                game_id: game.game_id.clone(),
+                spectate: false,
+            },
+        ))
+        .await
+        .expect("GetGame with one good token");
+    assert!(view.into_inner().game.is_some());
+}

@@ -118,10 +118,12 @@ impl Ws {
         self.send_text(value.to_string()).await;
     }
 
-    /// The next message or the close, skipping pings.
+    /// The next message or the close, skipping pings (which do not extend the deadline: a
+    /// server that only pings has still sent nothing).
     async fn read(&mut self) -> Frame {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
-            let next = tokio::time::timeout(DEADLINE, self.socket.next())
+            let next = tokio::time::timeout_at(deadline, self.socket.next())
                 .await
                 .unwrap_or_else(|_| panic!("{}: nothing within {DEADLINE:?}", self.label));
             match next {
@@ -1026,4 +1028,95 @@ async fn connections_past_the_cap_are_refused_with_503() {
     }
     // The refusal does not disturb the open connections.
     first.must("list_my_games", json!({})).await;
+}
+
+/// Two `Authorization` headers on the upgrade request are refused whatever they hold and in
+/// either order: before, only the first was read, so a good one followed by a bad one got in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_authorization_headers_are_refused_in_either_order() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("server", db.url(), SERVER_ARGS).await;
+    let good = format!("Bearer {}", token("alice"));
+    let bad = "Bearer not-a-jwt".to_string();
+    for (label, pair) in [
+        ("good then bad", [&good, &bad]),
+        ("bad then good", [&bad, &good]),
+        ("good twice", [&good, &good]),
+    ] {
+        let mut request = ws_url(&server).into_client_request().expect("a ws URL");
+        for value in pair {
+            request.headers_mut().append(
+                "authorization",
+                HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
+        let (socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: cannot connect: {e}"));
+        let mut ws = Ws::wrap(label, socket);
+        let (error, close) = ws.expect_refusal("UNAUTHENTICATED").await;
+        assert!(
+            error["message"].as_str().unwrap().contains("more than one"),
+            "{label}: {error}"
+        );
+        assert_eq!(close.map(|(code, _)| code), Some(1008), "{label}");
+    }
+    // The auth message with its token twice, a good one then a bad one, is refused as well.
+    let mut ws = Ws::open(&server, "token twice").await;
+    ws.send_text(format!(
+        r#"{{"type": "auth", "token": {:?}, "token": "bad"}}"#,
+        token("alice")
+    ))
+    .await;
+    let (error, _) = ws.expect_refusal("UNAUTHENTICATED").await;
+    assert!(
+        error["message"].as_str().unwrap().contains("appears twice"),
+        "{error}"
+    );
+    // One good header still authenticates.
+    let mut ws = Ws::open_with_header(&server, "one header", &good).await;
+    ws.must("list_my_games", json!({})).await;
+}
+
+/// Writes one masked, final text frame carrying `payload` straight onto the TCP stream under
+/// `ws` (the client library refuses to send a text frame that is not UTF-8).
+async fn send_raw_text_frame(ws: &mut Ws, payload: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+
+    assert!(payload.len() < 126, "a one-byte length");
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![0x81, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    let MaybeTlsStream::Plain(tcp) = ws.socket.get_mut() else {
+        panic!("a plain TCP stream");
+    };
+    tcp.write_all(&frame).await.expect("writing the raw frame");
+    tcp.flush().await.expect("flushing the raw frame");
+}
+
+/// RFC 6455 8.1: a text frame that is not valid UTF-8 closes the connection with 1007 (invalid
+/// frame payload data), before authentication as after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_frame_that_is_not_utf8_closes_with_1007() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("server", db.url(), SERVER_ARGS).await;
+    let not_utf8: &[u8] = b"{\"id\": 1, \"type\": \"\xff\xfe\"}";
+
+    let mut authenticated = Ws::as_player(&server, "alice").await;
+    authenticated.must("list_my_games", json!({})).await;
+    let mut unauthenticated = Ws::open(&server, "not yet authenticated").await;
+    for ws in [&mut authenticated, &mut unauthenticated] {
+        send_raw_text_frame(ws, not_utf8).await;
+        match ws.read().await {
+            Frame::Closed(Some((code, reason))) => {
+                assert_eq!(code, 1007, "{}: {reason}", ws.label);
+                assert!(reason.contains("UTF-8"), "{}: {reason}", ws.label);
+            }
+            other => panic!("{}: expected a close frame, got {other:?}", ws.label),
+        }
+    }
+    // The server is unharmed.
+    let mut ws = Ws::as_player(&server, "alice").await;
+    ws.must("list_my_games", json!({})).await;
 }

@@ -136,12 +136,15 @@ async fn moves_are_counted_and_labels_stay_bounded() {
 async fn health_is_serving_when_the_store_answers() {
     let db = TestDatabase::create().await;
     let server = Server::start("health", db.url()).await;
-    let mut health = HealthClient::new(gateway::channel(server.addr()).await);
-    for service in [
-        "hiddenfront.v1.SessionService",
-        "hiddenfront.v1.PlayerService",
-        "",
+    // Each port reports on what it serves: the player API on the public one, the session on the
+    // internal one.
+    for (addr, service) in [
+        (server.session_addr(), "hiddenfront.v1.SessionService"),
+        (server.session_addr(), ""),
+        (server.addr(), "hiddenfront.v1.PlayerService"),
+        (server.addr(), ""),
     ] {
+        let mut health = HealthClient::new(gateway::channel(addr).await);
         let answer = health
             .check(HealthCheckRequest {
                 service: service.to_string(),
