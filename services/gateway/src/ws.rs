@@ -983,12 +983,7 @@ async fn read_text(conn: &Arc<Conn>, text: &str, tasks: &mut JoinSet<()>) {
     let (id, request) = match decode_message(text) {
         Ok(decoded) => decoded,
         Err(bad) => {
-            return conn
-                .send_error(
-                    &bad.id,
-                    &ApiError::new(Reason::MalformedRequest, bad.message).into(),
-                )
-                .await;
+            return conn.send_error(&bad.id, &bad.to_status()).await;
         }
     };
     match request {
@@ -1227,6 +1222,19 @@ struct Envelope {
 struct BadRequest {
     id: Value,
     message: String,
+    /// The fields at fault, when the request (not the envelope) did not decode.
+    violations: Vec<hidden_front_api_error::FieldViolation>,
+}
+
+impl BadRequest {
+    /// The answer to send: `MALFORMED_REQUEST`, naming the fields at fault.
+    fn to_status(&self) -> Status {
+        let mut error = ApiError::new(Reason::MalformedRequest, self.message.clone());
+        for v in &self.violations {
+            error = error.with_violation(v.field.clone(), v.description.clone());
+        }
+        error.into()
+    }
 }
 
 /// Reads the envelope of a client message. Every failure names what was wrong.
@@ -1234,6 +1242,7 @@ fn parse(text: &str) -> Result<Envelope, BadRequest> {
     let bad = |id: &Value, message: String| BadRequest {
         id: id.clone(),
         message,
+        violations: Vec::new(),
     };
     let value: Value = serde_json::from_str(text).map_err(|e| {
         bad(
@@ -1368,18 +1377,21 @@ impl<'de> Deserialize<'de> for NoRepeatedFields {
 
 /// A proto request from its JSON form.
 fn decode<T: DeserializeOwned>(request: Value) -> Result<T, Status> {
-    serde_path_to_error::deserialize(request).map_err(|e| {
-        let path = e.path().to_string();
-        let what = brief(&e.inner().to_string());
-        let field = if path == "." {
-            "request".to_owned()
-        } else {
-            format!("request.{path}")
-        };
-        ApiError::new(Reason::MalformedRequest, format!("{field}: {what}"))
-            .with_violation(field, what)
-            .into()
-    })
+    let error = match T::deserialize(&request) {
+        Ok(decoded) => return Ok(decoded),
+        Err(error) => error,
+    };
+    // Only to name the field: decode once more, noting the path to the value that failed.
+    let path = match serde_path_to_error::deserialize::<_, T>(&request) {
+        Err(e) if e.path().to_string() != "." => Some(e.path().to_string()),
+        _ => None,
+    };
+    let what = brief(&error.to_string());
+    let mut refusal = ApiError::new(Reason::MalformedRequest, format!("request: {what}"));
+    if let Some(path) = path {
+        refusal = refusal.with_violation(format!("request.{path}"), what);
+    }
+    Err(refusal.into())
 }
 
 /// A client message decoded in full: its op with the request as the proto message (or the
@@ -1464,6 +1476,7 @@ fn decode_message(text: &str) -> Result<(Value, Request), BadRequest> {
         Err(status) => Err(BadRequest {
             id,
             message: status.message().to_string(),
+            violations: ErrorSummary::of(&status).violations,
         }),
     }
 }
@@ -2144,5 +2157,24 @@ mod tests {
         assert_eq!(code_name(Code::PermissionDenied), "PERMISSION_DENIED");
         assert_eq!(code_name(Code::Unauthenticated), "UNAUTHENTICATED");
         assert_eq!(code_name(Code::OutOfRange), "OUT_OF_RANGE");
+    }
+}
+
+#[cfg(test)]
+mod decode_field_path {
+    use super::*;
+
+    #[test]
+    fn a_field_that_does_not_decode_is_named() {
+        let request = serde_json::json!({"requestId": "r", "seat": 999});
+        let status = decode::<pb::PlayerServicePlayComputerRequest>(request).unwrap_err();
+        let summary = ErrorSummary::of(&status);
+        assert_eq!(summary.reason, "MALFORMED_REQUEST", "{}", status.message());
+        assert_eq!(
+            summary.violations.first().map(|v| v.field.as_str()),
+            Some("request.seat"),
+            "{}",
+            status.message()
+        );
     }
 }

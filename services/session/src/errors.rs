@@ -30,29 +30,17 @@ fn game_error_reason(error: &GameError) -> Reason {
 const DEPLOYMENT_FIELD: &str = "deployment.placements";
 
 /// The status for a refused engine command: `INVALID_ARGUMENT` for a request that breaks the
-/// rules whatever the state (an illegal move, a bad deployment: every problem listed as a
-/// violation of `deployment.placements`), `FAILED_PRECONDITION` for one that does not fit the game's current
-/// state (out of turn, wrong phase, no offer to answer).
+/// rules whatever the state (an illegal move, a bad deployment: every problem listed, and each a
+/// violation of `deployment.placements`), `FAILED_PRECONDITION` for one that does not fit the
+/// game's current state (out of turn, wrong phase, no offer to answer).
 pub fn game_error_status(error: &GameError) -> Status {
-    let GameError::Deployment(problems) = error else {
-        return ApiError::new(game_error_reason(error), error.to_string()).into();
-    };
-    // Every problem is a violation; the message names the first, so the answer stays short.
-    let first = problems
-        .0
-        .first()
-        .map(ToString::to_string)
-        .unwrap_or_default();
-    let message = match problems.0.len() {
-        0 | 1 => format!("invalid deployment: {first}"),
-        n => format!(
-            "invalid deployment: {first}, and {} more problems (each is a field violation)",
-            n - 1
-        ),
-    };
-    let mut refusal = ApiError::new(Reason::BadDeployment, message);
-    for problem in &problems.0 {
-        refusal = refusal.with_violation(DEPLOYMENT_FIELD, problem.to_string());
+    let mut refusal = ApiError::new(game_error_reason(error), error.to_string());
+    // A refused deployment's message lists every problem (cut at the contract's bound), and each
+    // is a field violation too.
+    if let GameError::Deployment(problems) = error {
+        for problem in &problems.0 {
+            refusal = refusal.with_violation(DEPLOYMENT_FIELD, problem.to_string());
+        }
     }
     refusal.into()
 }

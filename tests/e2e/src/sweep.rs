@@ -1209,8 +1209,9 @@ pub fn check_answer(answer: &Answer, expect: &Expect) -> (String, usize, Vec<Pro
 }
 
 /// How much longer than [`MAX_ERROR_MESSAGE`] a WebSocket error frame may be: the envelope
-/// (`id` aside), code, reason and a few short field violations.
-pub const WS_ENVELOPE_ALLOWANCE: usize = 512;
+/// (`id` aside), code, reason and the field violations (a refused deployment lists each of its
+/// problems, at most 48 violations of at most 160-byte parts).
+pub const WS_ENVELOPE_ALLOWANCE: usize = 4096;
 
 /// The checks of one WebSocket answer `frame` (`raw_len` bytes of text) to a message sent with
 /// `id` (`null` when the message's id could not be read): its code name (`OK` for a result),

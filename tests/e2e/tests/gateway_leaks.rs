@@ -328,15 +328,13 @@ impl Game {
         let info = details
             .error_info()
             .unwrap_or_else(|| panic!("{what}: a refusal without ErrorInfo: {status:?}"));
-        let mut text = format!("{} [{}]", status.message(), info.reason);
+        // Each violation is judged as a clause of its own, as the message's are.
+        let mut text = format!("{}; reason {}", status.message(), info.reason);
         for violation in details
             .bad_request()
             .map_or(&[][..], |b| &b.field_violations[..])
         {
-            text.push_str(&format!(
-                " {{{}: {}}}",
-                violation.field, violation.description
-            ));
+            text.push_str(&format!("; {}", violation.description));
         }
         let mut known = tonic_types::ErrorDetails::with_error_info(
             info.reason.clone(),
