@@ -132,19 +132,7 @@ impl Hubs {
         if let Some(seats) = self.seats.lock().expect("seat cache").get(&game_id) {
             return Ok(seats.clone());
         }
-        let view = self
-            .session
-            .clone()
-            .get_game(pb::GetGameRequest {
-                game_id: game_id.to_string(),
-                viewer: pb::Viewer::Spectator as i32,
-            })
-            .await?
-            .into_inner()
-            .game
-            .ok_or_else(|| {
-                hidden_front_api_error::internal("the session answered without a game")
-            })?;
+        let view = self.spectator_view(game_id).await?;
         let rules = Rules::parse(&view.rules).map_err(|e| {
             hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
         })?;
@@ -165,8 +153,13 @@ impl Hubs {
     /// when a connection starts and its hub does not hold the end yet: the hub learns of the end
     /// a little after the session.
     pub(crate) async fn has_ended(&self, game_id: Uuid) -> Result<bool, Status> {
-        let view = self
-            .session
+        let view = self.spectator_view(game_id).await?;
+        Ok(view.phase == pb::Phase::Ended as i32)
+    }
+
+    /// The game as a spectator sees it, from the session.
+    async fn spectator_view(&self, game_id: Uuid) -> Result<pb::GameView, Status> {
+        self.session
             .clone()
             .get_game(pb::GetGameRequest {
                 game_id: game_id.to_string(),
@@ -175,10 +168,7 @@ impl Hubs {
             .await?
             .into_inner()
             .game
-            .ok_or_else(|| {
-                hidden_front_api_error::internal("the session answered without a game")
-            })?;
-        Ok(view.phase == pb::Phase::Ended as i32)
+            .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))
     }
 
     /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
