@@ -80,15 +80,7 @@ impl MatchStore for MemoryMatchStore {
         if let Some(other) = state.tickets.values().find(|t| {
             t.player == ticket.player && t.queue == ticket.queue && t.state == TicketState::Waiting
         }) {
-            return Err(MatchError::AlreadyExists(
-                Reason::TicketExists,
-                format!(
-                    "player {} already waits in queue {} with ticket {}",
-                    ticket.player,
-                    ticket.queue.key(),
-                    other.ticket_id
-                ),
-            ));
+            return Err(already_queued(&ticket, &other.ticket_id));
         }
         state.tickets.insert(key, ticket.clone());
         Ok(ticket)
@@ -580,6 +572,18 @@ pub(crate) fn checked_pairs(waiting: &[Ticket], pairs: Vec<(usize, usize)>) -> V
         }
     }
     kept
+}
+
+/// The refusal of a second waiting ticket of `ticket`'s player in its queue (`other` waits).
+pub(crate) fn already_queued(ticket: &Ticket, other: &str) -> MatchError {
+    MatchError::AlreadyExists(
+        Reason::TicketExists,
+        format!(
+            "player {} already waits in queue {} with ticket {other}",
+            ticket.player,
+            ticket.queue.key(),
+        ),
+    )
 }
 
 pub(crate) fn not_found_ticket(player: &str, ticket_id: &str) -> MatchError {

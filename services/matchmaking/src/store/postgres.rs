@@ -10,8 +10,8 @@
 //! and held by a lease.
 
 use super::memory::{
-    cannot_cancel, cannot_cancel_invite, check_acceptable, checked_pairs, invite_match,
-    not_found_invite, not_found_ticket,
+    already_queued, cannot_cancel, cannot_cancel_invite, check_acceptable, checked_pairs,
+    invite_match, not_found_invite, not_found_ticket,
 };
 use super::*;
 use crate::glicko;
@@ -295,15 +295,7 @@ impl MatchStore for PostgresMatchStore {
                 .bind(ticket.queue.key())
                 .fetch_optional(&self.pool)
                 .await?;
-                return Err(MatchError::AlreadyExists(
-                    Reason::TicketExists,
-                    format!(
-                        "player {} already waits in queue {} with ticket {}",
-                        ticket.player,
-                        ticket.queue.key(),
-                        other.unwrap_or_default()
-                    ),
-                ));
+                return Err(already_queued(&ticket, &other.unwrap_or_default()));
             }
             Err(error) => return Err(error.into()),
         }
