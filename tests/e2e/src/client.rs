@@ -62,7 +62,17 @@ pub fn other(side: pb::Side) -> pb::Side {
     }
 }
 
-/// Creates a game; panics unless it succeeds.
+/// The time control of games whose tests are not about time: `relaxed` (300 s to come back).
+/// Under `online`, a seat nobody streams for counts as away from the start of play, and a
+/// whole random game that runs past 60 s on a loaded machine would end by disconnection.
+pub fn untimed() -> Option<pb::TimeControl> {
+    Some(pb::TimeControl {
+        name: "relaxed".into(),
+        ..Default::default()
+    })
+}
+
+/// Creates a game under [`untimed`]; panics unless it succeeds.
 pub async fn create_game(
     client: &mut Client,
     south: &str,
@@ -74,7 +84,7 @@ pub async fn create_game(
             south_player: south.to_string(),
             north_player: north.to_string(),
             rules: String::new(),
-            time_control: None,
+            time_control: untimed(),
             idempotency_key: key.to_string(),
         })
         .await

@@ -68,7 +68,7 @@ async fn create(
             south_player: south.to_string(),
             north_player: north.to_string(),
             rules: rules.to_string(),
-            time_control: None,
+            time_control: hidden_front_e2e::client::untimed(),
             idempotency_key: uuid::Uuid::new_v4().to_string(),
         })
         .await
@@ -691,11 +691,13 @@ async fn a_resumed_stream_misses_nothing_and_repeats_nothing() {
     let game_id = created.game_id.clone();
     let first = side_of(created.first_mover);
 
-    // Clients that never leave, one per viewer.
+    // Clients that never leave, one per viewer. North stays connected too: a seat with no
+    // stream counts as away, and its time to come back (60 s) would end a slow run's game.
     let steady = [
         follow(&env.channel, "rs-ann", &game_id, false).await,
         follow(&env.channel, "rs-cat", &game_id, true).await,
     ];
+    let steady_north = follow(&env.channel, "rs-bob", &game_id, false).await;
     // The same viewers on clients that come and go; the spectator comes back once on a
     // connection of its own.
     let mut leaving = Intermittent {
@@ -795,7 +797,13 @@ async fn a_resumed_stream_misses_nothing_and_repeats_nothing() {
     let [steady_south, steady_spectator] = steady;
     let steady_south = steady_south.await.expect("the steady stream");
     let steady_spectator = steady_spectator.await.expect("the steady stream");
+    let steady_north = steady_north.await.expect("the steady stream");
     assert!(steady_south.reconnects.is_empty() && steady_spectator.reconnects.is_empty());
+    assert_eq!(
+        steady_north.events.last().map(|e| e.seq),
+        Some(version),
+        "north's stream reaches the end"
+    );
     assert!(
         !seqs(&leaving.seen).contains(&hidden_from_south),
         "south saw north's draft"

@@ -1097,7 +1097,7 @@ async fn run_game(
             south_player: players[0].clone(),
             north_player: players[1].clone(),
             rules: rules_name.to_string(),
-            time_control: None,
+            time_control: hidden_front_e2e::client::untimed(),
             idempotency_key: format!("leak-{n}"),
         })
         .await

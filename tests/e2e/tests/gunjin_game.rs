@@ -23,7 +23,7 @@ async fn gunjin_shogi_game_through_the_session_api() {
             south_player: "kenji".to_string(),
             north_player: "yumi".to_string(),
             rules: "gunjin-shogi+hq-mobile".to_string(),
-            time_control: None,
+            time_control: hidden_front_e2e::client::untimed(),
             idempotency_key: "gunjin-bad".to_string(),
         })
         .await
@@ -36,7 +36,7 @@ async fn gunjin_shogi_game_through_the_session_api() {
             south_player: "kenji".to_string(),
             north_player: "yumi".to_string(),
             rules: "gunjin-shogi".to_string(),
-            time_control: None,
+            time_control: hidden_front_e2e::client::untimed(),
             idempotency_key: "gunjin-game".to_string(),
         })
         .await

@@ -138,7 +138,7 @@ async fn run_game(index: usize, mode: Mode, clients: [Client; 2]) -> Report {
         south_player: format!("south-{index}"),
         north_player: format!("north-{index}"),
         rules: String::new(),
-        time_control: None,
+        time_control: hidden_front_e2e::client::untimed(),
         idempotency_key: key,
     };
     let (mut a, mut b) = both(&clients, index % 2);
