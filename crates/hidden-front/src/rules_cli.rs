@@ -7,7 +7,7 @@
 //! input.
 
 use crate::rules_json::{
-    self, ApplyAnswer, ErrorAnswer, LegalMovesAnswer, ValidateAnswer, WireError,
+    self, ApplyAnswer, ErrorAnswer, LegalMovesAnswer, RequestLineError, ValidateAnswer,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use hidden_front_rules::{Deployment, GameRng, IllegalMove, Rules, Side};
@@ -130,7 +130,7 @@ fn parse_rules(name: &str) -> Result<Rules, String> {
 pub enum RequestError {
     /// The line could not be read into engine values.
     #[error(transparent)]
-    Wire(#[from] WireError),
+    Wire(#[from] RequestLineError),
     /// The engine refused the move.
     #[error("illegal move {from}-{to}: {source}")]
     Illegal {
@@ -176,7 +176,7 @@ pub fn serve_lines<T: Serialize>(
             return Ok(());
         }
         let reply = match std::str::from_utf8(&buffer) {
-            Err(_) => error_line(&RequestError::Wire(WireError::NotUtf8)),
+            Err(_) => error_line(&RequestError::Wire(RequestLineError::NotUtf8)),
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => match answer(line) {
                 Ok(value) => to_line(&value),
@@ -288,7 +288,7 @@ mod tests {
         let mut output = Vec::new();
         serve_lines(input, &mut output, |line| {
             if line.trim() == "two" {
-                Err(RequestError::Wire(WireError::Json("bad".into())))
+                Err(RequestError::Wire(RequestLineError::Json("bad".into())))
             } else {
                 Ok(line.trim().to_string())
             }

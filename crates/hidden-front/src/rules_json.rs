@@ -23,10 +23,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-/// Why a request line could not be turned into engine values. Each message starts with the path
-/// of the offending field, so a client can find its mistake without guessing.
+/// Why a request line of the rules CLI could not be turned into engine values. Each message
+/// starts with the path of the offending field, so a client can find its mistake without guessing.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum WireError {
+pub enum RequestLineError {
     /// The line is not JSON at all.
     #[error("malformed JSON: {0}")]
     Json(String),
@@ -215,13 +215,13 @@ pub struct ErrorAnswer {
 }
 
 /// Parses one input line as JSON.
-pub fn parse_line(line: &str) -> Result<Value, WireError> {
-    serde_json::from_str(line).map_err(|e| WireError::Json(e.to_string()))
+pub fn parse_line(line: &str) -> Result<Value, RequestLineError> {
+    serde_json::from_str(line).map_err(|e| RequestLineError::Json(e.to_string()))
 }
 
 /// Reads a position. `path` prefixes field names in errors (`""` at the top level,
 /// `"position"` inside an apply request).
-pub fn position_from_json(value: &Value, path: &str) -> Result<Position, WireError> {
+pub fn position_from_json(value: &Value, path: &str) -> Result<Position, RequestLineError> {
     let map = object(value, path)?;
     let rules = variant(map, path)?;
     let topo = rules.topology();
@@ -250,7 +250,7 @@ pub fn position_from_json(value: &Value, path: &str) -> Result<Position, WireErr
             &rules,
         )?;
         if let Some(first) = first_at[at.index()] {
-            return Err(WireError::Duplicate {
+            return Err(RequestLineError::Duplicate {
                 field: at_path,
                 node: topo.name(at).to_string(),
                 first: format!("{pieces_path}[{first}]"),
@@ -292,8 +292,12 @@ pub fn position_to_json(position: &Position) -> WirePosition {
 }
 
 /// Reads a move `["A6", "A7"]` on `topo`; `field` names it in errors.
-pub fn move_from_json(value: &Value, field: &str, topo: &Topology) -> Result<Move, WireError> {
-    let shape = || WireError::MoveShape {
+pub fn move_from_json(
+    value: &Value,
+    field: &str,
+    topo: &Topology,
+) -> Result<Move, RequestLineError> {
+    let shape = || RequestLineError::MoveShape {
         field: field.to_string(),
         found: describe(value),
     };
@@ -307,7 +311,7 @@ pub fn move_from_json(value: &Value, field: &str, topo: &Topology) -> Result<Mov
 }
 
 /// Reads an apply request `{"position": P, "move": [from, to]}`.
-pub fn apply_request_from_json(value: &Value) -> Result<(Position, Move), WireError> {
+pub fn apply_request_from_json(value: &Value) -> Result<(Position, Move), RequestLineError> {
     let map = object(value, "")?;
     let position = position_from_json(required(map, "", "position")?, "position")?;
     let mv = move_from_json(required(map, "", "move")?, "move", position.topology())?;
@@ -322,7 +326,10 @@ pub fn move_to_json(mv: Move, topo: &'static Topology) -> WireMove {
 /// Reads a deployment and its rule set. Unknown nodes and codes are refused here (they cannot be
 /// represented); every rule problem (duplicates, camps, counts, ...) is left to
 /// [`Deployment::validate`].
-pub fn deployment_from_json(value: &Value, path: &str) -> Result<(Rules, Deployment), WireError> {
+pub fn deployment_from_json(
+    value: &Value,
+    path: &str,
+) -> Result<(Rules, Deployment), RequestLineError> {
     let map = object(value, path)?;
     let rules = variant(map, path)?;
     let topo = rules.topology();
@@ -403,24 +410,26 @@ fn describe(value: &Value) -> String {
     }
 }
 
-fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, WireError> {
-    value.as_object().ok_or_else(|| WireError::WrongType {
-        field: if path.is_empty() {
-            "request".to_string()
-        } else {
-            path.to_string()
-        },
-        expected: "a JSON object",
-        found: describe(value),
-    })
+fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, RequestLineError> {
+    value
+        .as_object()
+        .ok_or_else(|| RequestLineError::WrongType {
+            field: if path.is_empty() {
+                "request".to_string()
+            } else {
+                path.to_string()
+            },
+            expected: "a JSON object",
+            found: describe(value),
+        })
 }
 
 fn required<'a>(
     map: &'a Map<String, Value>,
     path: &str,
     name: &str,
-) -> Result<&'a Value, WireError> {
-    map.get(name).ok_or_else(|| WireError::Missing {
+) -> Result<&'a Value, RequestLineError> {
+    map.get(name).ok_or_else(|| RequestLineError::Missing {
         field: join(path, name),
     })
 }
@@ -430,41 +439,42 @@ fn optional<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     map.get(name).filter(|v| !v.is_null())
 }
 
-fn string<'a>(value: &'a Value, field: &str) -> Result<&'a str, WireError> {
-    value.as_str().ok_or_else(|| WireError::WrongType {
+fn string<'a>(value: &'a Value, field: &str) -> Result<&'a str, RequestLineError> {
+    value.as_str().ok_or_else(|| RequestLineError::WrongType {
         field: field.to_string(),
         expected: "a string",
         found: describe(value),
     })
 }
 
-fn array<'a>(value: &'a Value, field: &str) -> Result<&'a Vec<Value>, WireError> {
-    value.as_array().ok_or_else(|| WireError::WrongType {
+fn array<'a>(value: &'a Value, field: &str) -> Result<&'a Vec<Value>, RequestLineError> {
+    value.as_array().ok_or_else(|| RequestLineError::WrongType {
         field: field.to_string(),
         expected: "an array",
         found: describe(value),
     })
 }
 
-fn variant(map: &Map<String, Value>, path: &str) -> Result<Rules, WireError> {
+fn variant(map: &Map<String, Value>, path: &str) -> Result<Rules, RequestLineError> {
     let Some(value) = optional(map, "variant") else {
         return Ok(Rules::default());
     };
     let field = join(path, "variant");
-    Rules::parse(string(value, &field)?).map_err(|source| WireError::Variant { field, source })
+    Rules::parse(string(value, &field)?)
+        .map_err(|source| RequestLineError::Variant { field, source })
 }
 
-fn side(value: &Value, field: &str) -> Result<Side, WireError> {
+fn side(value: &Value, field: &str) -> Result<Side, RequestLineError> {
     let text = string(value, field)?;
-    Side::parse(&text.trim().to_ascii_lowercase()).ok_or_else(|| WireError::UnknownSide {
+    Side::parse(&text.trim().to_ascii_lowercase()).ok_or_else(|| RequestLineError::UnknownSide {
         field: field.to_string(),
         side: text.to_string(),
     })
 }
 
-fn plies(value: &Value, field: &str) -> Result<u16, WireError> {
+fn plies(value: &Value, field: &str) -> Result<u16, RequestLineError> {
     if !value.is_number() {
-        return Err(WireError::WrongType {
+        return Err(RequestLineError::WrongType {
             field: field.to_string(),
             expected: "an integer in 0..=65535",
             found: describe(value),
@@ -473,25 +483,26 @@ fn plies(value: &Value, field: &str) -> Result<u16, WireError> {
     value
         .as_u64()
         .and_then(|n| u16::try_from(n).ok())
-        .ok_or_else(|| WireError::Plies {
+        .ok_or_else(|| RequestLineError::Plies {
             field: field.to_string(),
             value: describe(value),
         })
 }
 
-fn node(value: &Value, field: &str, topo: &Topology) -> Result<Node, WireError> {
+fn node(value: &Value, field: &str, topo: &Topology) -> Result<Node, RequestLineError> {
     let name = string(value, field)?;
-    topo.node(name).ok_or_else(|| WireError::UnknownNode {
-        field: field.to_string(),
-        name: name.to_string(),
-    })
+    topo.node(name)
+        .ok_or_else(|| RequestLineError::UnknownNode {
+            field: field.to_string(),
+            name: name.to_string(),
+        })
 }
 
-fn kind(value: &Value, field: &str, rules: &Rules) -> Result<PieceKind, WireError> {
+fn kind(value: &Value, field: &str, rules: &Rules) -> Result<PieceKind, RequestLineError> {
     let code = string(value, field)?;
     rules
         .parse_kind(code)
-        .ok_or_else(|| WireError::UnknownPiece {
+        .ok_or_else(|| RequestLineError::UnknownPiece {
             field: field.to_string(),
             code: code.to_string(),
             codes: rules
