@@ -1,8 +1,8 @@
 //! A gRPC channel that balances over every address a host name resolves to.
 //!
-//! Long-lived HTTP/2 connections defeat L4 load balancing: one gateway would talk to one session
-//! pod for its whole life. With a Kubernetes headless Service the session's name resolves to
-//! every ready pod, so the gateway resolves it itself, keeps one connection per address, spreads
+//! Long-lived HTTP/2 connections defeat L4 load balancing: one client would talk to one server
+//! pod for its whole life. With a Kubernetes headless Service a service's name resolves to
+//! every ready pod, so each client resolves it itself, keeps one connection per address, spreads
 //! requests over the ready ones (tower's power-of-two-choices balancer inside tonic), and
 //! re-resolves periodically so new pods join and departed ones leave.
 
@@ -65,12 +65,12 @@ pub fn balanced_channel(
                         }
                     }
                     if now != known {
-                        tracing::info!(%host, addresses = now.len(), "session addresses changed");
+                        tracing::info!(%host, addresses = now.len(), "service addresses changed");
                     }
                     known = now;
                 }
                 Err(error) => {
-                    tracing::warn!(%host, %error, "cannot resolve the session service; keeping the known addresses");
+                    tracing::warn!(%host, %error, "cannot resolve the service host; keeping the known addresses");
                 }
             }
             if changes.is_closed() {

@@ -1,7 +1,7 @@
-//! The gateway's balanced channel reaches the session by host name (resolved by the gateway
+//! A balanced channel reaches the session by host name (resolved by the gateway
 //! itself, as it does for a headless Service) and refuses a URL without a host.
 
-use hidden_front_gateway::balance::{BalanceError, balanced_channel};
+use hidden_front_channel::{BalanceError, balanced_channel};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;

@@ -45,8 +45,12 @@ pub struct PortHealth {
 }
 
 /// Checks the dependencies once (so the first health answer is already true), sets the
-/// statuses on every port, then keeps checking every [`CHECK_INTERVAL`] in a background task.
-pub async fn start(ports: Vec<PortHealth>, deps: Dependencies) -> anyhow::Result<()> {
+/// statuses on every port, then keeps checking every [`CHECK_INTERVAL`] in a background task,
+/// whose handle stops it.
+pub async fn start(
+    ports: Vec<PortHealth>,
+    deps: Dependencies,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let session = match (&deps.store, &deps.session_url) {
         (None, Some(url)) => Some(HealthClient::new(
             tonic::transport::Endpoint::from_shared(url.clone())?
@@ -62,15 +66,14 @@ pub async fn start(ports: Vec<PortHealth>, deps: Dependencies) -> anyhow::Result
         last: None,
     };
     checker.check().await;
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         let mut every = tokio::time::interval(CHECK_INTERVAL);
         every.tick().await;
         loop {
             every.tick().await;
             checker.check().await;
         }
-    });
-    Ok(())
+    }))
 }
 
 struct Checker {

@@ -2,16 +2,8 @@
 //! (`rules`, `serve`, `migrate`; `token`, `play` and `bench` slot in beside them as further
 //! [`Command`] variants).
 
-mod database;
-mod health;
-mod metrics_endpoint;
-mod play;
-mod rules_cli;
-mod rules_json;
-mod serve;
-mod token;
-
 use clap::{Parser, Subcommand};
+use hidden_front::{config, play, rules_cli, serve, token};
 use std::process::ExitCode;
 
 /// Command line of the `hidden-front` binary.
@@ -34,9 +26,9 @@ enum Command {
     #[command(long_about = rules_cli::RULES_HELP)]
     Rules(rules_cli::RulesArgs),
     /// Runs services (all of them by default) until SIGINT or SIGTERM.
-    Serve(Box<serve::ServeArgs>),
+    Serve(Box<config::ServeArgs>),
     /// Applies database migrations to the Postgres at DATABASE_URL.
-    Migrate(serve::MigrateArgs),
+    Migrate(config::MigrateArgs),
     /// Prints a player token (HS256, signed with the gateway's secret) for trying the gateway.
     Token(token::TokenArgs),
     /// Plays a game in this terminal through the gateway (plain text: tmux and pipes work).

@@ -11,9 +11,18 @@ use tokio::net::TcpListener;
 /// The path of the metrics route.
 pub const METRICS_PATH: &str = "/metrics";
 
+/// The recorder of this process, once installed: a process has one global recorder, and every
+/// application built in it (tests build several) renders the same one.
+static INSTALLED: parking_lot::Mutex<Option<PrometheusHandle>> = parking_lot::Mutex::new(None);
+
 /// Installs the Prometheus recorder as the process's global recorder (histograms with fixed
 /// buckets) and registers the main series at zero, so a scrape shows them before any traffic.
+/// Later calls return the recorder installed first.
 pub fn install() -> anyhow::Result<PrometheusHandle> {
+    let mut installed = INSTALLED.lock();
+    if let Some(handle) = installed.as_ref() {
+        return Ok(handle.clone());
+    }
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &names::LATENCY_BUCKETS)
         .context("latency buckets")?
@@ -30,6 +39,7 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         .install_recorder()
         .context("installing the metrics recorder")?;
     describe();
+    *installed = Some(handle.clone());
     Ok(handle)
 }
 

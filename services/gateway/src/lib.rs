@@ -16,7 +16,6 @@
 //!   as proto3 JSON.
 
 pub mod auth;
-pub mod balance;
 mod gateway;
 mod hub;
 mod limits;

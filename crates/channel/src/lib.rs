@@ -1,0 +1,56 @@
+//! How one Hidden Front service calls another.
+//!
+//! Every client of another service (the gateway's session and matchmaking clients,
+//! matchmaking's and the clock's session clients) is built here, so that each gets the same
+//! things: a channel balanced over every address the service's host resolves to (a headless
+//! Service lists every ready pod), the same connection settings, the caller's trace context on every call, and
+//! the same limit on the size of an answer. Before this crate the gateway built its own and matchmaking's client had no
+//! answer limit at all.
+
+mod balance;
+
+pub use balance::{BalanceError, balanced_channel};
+
+use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_telemetry::TracedChannel;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// The largest answer a client accepts from another service. A game's whole event log fits
+/// many times over (a long game is well under 1 MiB); anything larger is a fault, not data.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// How often a service's host name is resolved again, so new pods join and departed ones leave.
+pub const RESOLVE_EVERY: Duration = Duration::from_secs(10);
+
+/// The connection settings of every internal call: no Nagle delay (answers are small and
+/// latency-bound), a bounded connect, and HTTP/2 keepalives that find a dead peer.
+fn configure(endpoint: Endpoint) -> Endpoint {
+    endpoint
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .http2_keep_alive_interval(Duration::from_secs(20))
+}
+
+/// A channel to the service at `url` (`http://host:port`), balanced over every address of its
+/// host and re-resolved every [`RESOLVE_EVERY`].
+pub fn channel(url: &str) -> Result<Channel, BalanceError> {
+    balanced_channel(url, RESOLVE_EVERY, configure)
+}
+
+/// A client of the session service at `url`; each call carries the caller's trace context.
+pub fn session_client(url: &str) -> Result<SessionServiceClient<TracedChannel>, BalanceError> {
+    Ok(SessionServiceClient::new(TracedChannel::new(channel(url)?))
+        .max_decoding_message_size(MAX_ANSWER_BYTES))
+}
+
+/// A client of the matchmaking service at `url`; each call carries the caller's trace context.
+pub fn matchmaking_client(
+    url: &str,
+) -> Result<MatchmakingServiceClient<TracedChannel>, BalanceError> {
+    Ok(
+        MatchmakingServiceClient::new(TracedChannel::new(channel(url)?))
+            .max_decoding_message_size(MAX_ANSWER_BYTES),
+    )
+}

@@ -1,0 +1,123 @@
+//! One gRPC port: the services it serves, with health and reflection that know exactly those,
+//! behind the layers every Hidden Front server has (a span per call, the error contract).
+
+use anyhow::Context;
+use hidden_front_clock::ClockService;
+use hidden_front_gateway::PlayerApi;
+use hidden_front_matchmaking::MatchmakingService;
+use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
+use hidden_front_proto::v1::matchmaking_service_server::MatchmakingServiceServer;
+use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
+use hidden_front_proto::v1::session_service_server::SessionServiceServer;
+use hidden_front_session::SessionService;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tonic_health::server::HealthReporter;
+
+/// What one port serves; each service is there or not.
+#[derive(Default)]
+pub(crate) struct PortServices {
+    pub session: Option<SessionServiceServer<SessionService>>,
+    pub player: Option<PlayerServiceServer<PlayerApi>>,
+    pub clock: Option<ClockServiceServer<ClockService>>,
+    pub matchmaking: Option<MatchmakingServiceServer<MatchmakingService>>,
+}
+
+/// A bound gRPC port, ready to serve.
+pub(crate) struct Port {
+    /// What the port is, for errors ("the public gRPC port").
+    label: &'static str,
+    listener: TcpListener,
+    names: Vec<&'static str>,
+    services: PortServices,
+}
+
+impl Port {
+    /// A port (`label`) on `listener` serving `services`, whose full names are `names`.
+    pub fn new(
+        label: &'static str,
+        listener: TcpListener,
+        names: Vec<&'static str>,
+        services: PortServices,
+    ) -> Port {
+        Port {
+            label,
+            listener,
+            names,
+            services,
+        }
+    }
+
+    /// Serves until `stopped` completes, then drains. Returns the port's health reporter (for
+    /// [`crate::health`]) and the serving future.
+    pub fn serve(
+        self,
+        stopped: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<(
+        crate::health::PortHealth,
+        impl Future<Output = anyhow::Result<()>> + Send,
+    )> {
+        let (reporter, health_service): (HealthReporter, _) =
+            tonic_health::server::health_reporter();
+        let reflection = reflection_service(&self.names)?;
+        let PortServices {
+            session,
+            player,
+            clock,
+            matchmaking,
+        } = self.services;
+        let router = tonic::transport::Server::builder()
+            // One span per RPC, child of the caller's trace context (W3C `traceparent`).
+            .layer(hidden_front_telemetry::GrpcServerLayer)
+            // Every error answer carries a reason and a bounded message, tonic's own included.
+            .layer(hidden_front_api_error::ErrorContractLayer)
+            .http2_keepalive_interval(Some(Duration::from_secs(20)))
+            .add_service(health_service)
+            .add_service(reflection)
+            .add_optional_service(session)
+            .add_optional_service(player)
+            .add_optional_service(clock)
+            .add_optional_service(matchmaking);
+        // Replies are small and latency-bound: never let Nagle's algorithm hold one back.
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        let health = crate::health::PortHealth {
+            reporter,
+            services: self.names,
+        };
+        let label = self.label;
+        let serving = async move {
+            router
+                .serve_with_incoming_shutdown(incoming, stopped)
+                .await
+                .with_context(|| format!("serving {label}"))
+        };
+        Ok((health, serving))
+    }
+}
+
+/// gRPC server reflection for one port: it lists `services` (the Hidden Front services that
+/// port serves), health and reflection itself, and nothing else, so a client is never shown
+/// methods that would answer UNIMPLEMENTED there. The types of every Hidden Front proto stay
+/// resolvable.
+fn reflection_service(
+    services: &[&'static str],
+) -> anyhow::Result<
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+> {
+    let builder = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(tonic_health::pb::health_server::SERVICE_NAME)
+        .with_service_name(tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME);
+    services
+        .iter()
+        .fold(builder, |builder, service| {
+            builder.with_service_name(*service)
+        })
+        .build_v1()
+        .context("building the reflection service")
+}

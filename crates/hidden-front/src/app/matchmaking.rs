@@ -1,0 +1,33 @@
+//! The matchmaking service of this process, on the process's Postgres (or in memory), calling
+//! the session at `session_url`.
+
+use crate::config::ServeArgs;
+use anyhow::Context;
+use hidden_front_matchmaking::store::MatchStore;
+use hidden_front_matchmaking::store::memory::MemoryMatchStore;
+use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
+use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService};
+use hidden_front_store::postgres::PostgresStore;
+use std::sync::Arc;
+
+/// The matchmaking service; its gRPC server and its background loops come from it.
+pub(crate) fn service(
+    args: &ServeArgs,
+    postgres: Option<&PostgresStore>,
+    session_url: &str,
+) -> anyhow::Result<MatchmakingService> {
+    let store: Arc<dyn MatchStore> = match postgres {
+        Some(postgres) => Arc::new(PostgresMatchStore::from_pool(postgres.pool().clone())),
+        None => Arc::new(MemoryMatchStore::new()),
+    };
+    let session = hidden_front_channel::session_client(session_url)
+        .with_context(|| format!("session URL {session_url:?}"))?;
+    Ok(MatchmakingService::new(
+        store,
+        session,
+        MatchmakingConfig {
+            invite_base_url: args.invite_base_url.clone(),
+            ..MatchmakingConfig::default()
+        },
+    ))
+}

@@ -1,0 +1,263 @@
+//! The Hidden Front application: every service this process runs, built from a [`ServeArgs`],
+//! with its listeners bound, run until a shutdown signal.
+//!
+//! [`Application::build`] does everything that can fail at start (the configuration's
+//! combinations, the database and its migrations, the token keys, binding every port) and then
+//! holds a process that has not yet served a request; [`Application::ports`] tells the caller
+//! which ports it got (ask for `127.0.0.1:0` and read them here); [`Application::run_until_stopped`]
+//! serves until the given future completes, then stops in order: the players' streams are told to
+//! reconnect elsewhere, the public ports drain, then the internal port (the gateway's last
+//! presence reports and commands still reach the session while its streams close).
+//!
+//! The binary's `serve` is this plus logging, the signal handling and a grace period; the tests
+//! start the same application in process.
+
+mod clock;
+mod gateway;
+mod grpc;
+mod matchmaking;
+mod roles;
+mod session;
+mod store;
+
+use crate::config::ServeArgs;
+use anyhow::Context;
+use grpc::{Port, PortServices};
+use hidden_front_gateway::Gateway;
+use roles::Roles;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// The addresses an application's listeners are bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ports {
+    /// The gRPC port (`--listen`): the player API when the gateway runs here, otherwise the
+    /// process's internal services.
+    pub grpc: SocketAddr,
+    /// The internal gRPC port (`--internal-listen`), open when the session and the gateway run
+    /// together: the session's, the clock's and matchmaking's APIs.
+    pub internal: Option<SocketAddr>,
+    /// The HTTP port of the gateway (`--http-listen`): the WebSocket API.
+    pub http: Option<SocketAddr>,
+    /// The metrics port (`--metrics-listen`).
+    pub metrics: SocketAddr,
+}
+
+/// What the application does once run, waiting on its stop signals.
+type Serving = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
+
+/// A built application: bound, configured, not yet serving.
+pub struct Application {
+    ports: Ports,
+    stop: watch::Sender<bool>,
+    gateway: Option<Gateway>,
+    serving: Serving,
+}
+
+/// Completes once `stop` says stopped (or its sender is gone).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+/// Binds `addr`, naming the flag in the error.
+async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr} ({flag})"))
+}
+
+impl Application {
+    /// Builds every service `args` names and binds their listeners.
+    pub async fn build(args: ServeArgs) -> anyhow::Result<Application> {
+        let roles = Roles::of(&args)?;
+        let metrics = crate::metrics_endpoint::install()?;
+        let stores = store::open(&args, roles).await?;
+
+        let internal_listener = match roles.internal_port() {
+            true => Some(bind(args.internal_listen, "--internal-listen").await?),
+            false => None,
+        };
+        let public_listener = bind(args.listen, "--listen").await?;
+        let grpc_addr = public_listener.local_addr()?;
+        let internal_addr = internal_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        // This process's own session (and matchmaking, beside it) answers here.
+        let own = format!("http://{}", internal_addr.unwrap_or(grpc_addr));
+        let session_url = args.session_url.clone().unwrap_or_else(|| own.clone());
+        let matchmaking_url = args
+            .matchmaking_url
+            .clone()
+            .or_else(|| roles.matchmaking.then(|| own.clone()));
+
+        let session = roles
+            .session
+            .then(|| session::server(&args, stores.games.clone()));
+        let matchmaking = roles
+            .matchmaking
+            .then(|| matchmaking::service(&args, stores.postgres.as_ref(), &session_url))
+            .transpose()?;
+        let (player, gateway) = roles
+            .gateway
+            .then(|| gateway::build(&args, &session_url, matchmaking_url.as_deref()))
+            .transpose()?
+            .unzip();
+        let (clock_api, clock) = roles
+            .clock
+            .then(|| clock::parts(&args, stores.games.clone(), &session_url))
+            .transpose()?
+            .unzip();
+
+        // Each service to its port.
+        let mut public = PortServices {
+            player,
+            ..PortServices::default()
+        };
+        let mut internal = PortServices::default();
+        let beside_session = match roles.internal_port() {
+            true => &mut internal,
+            false => &mut public,
+        };
+        beside_session.session = session;
+        beside_session.clock = clock_api;
+        beside_session.matchmaking = matchmaking
+            .as_ref()
+            .map(|m| m.server().max_decoding_message_size(args.max_message_bytes));
+
+        let http_listener = match gateway {
+            Some(_) => Some(bind(args.http_listen, "--http-listen").await?),
+            None => None,
+        };
+        let metrics_listener = bind(args.metrics_listen, "--metrics-listen").await?;
+        let ports = Ports {
+            grpc: grpc_addr,
+            internal: internal_addr,
+            http: http_listener
+                .as_ref()
+                .map(TcpListener::local_addr)
+                .transpose()?,
+            metrics: metrics_listener.local_addr()?,
+        };
+
+        // One signal stops the public ports; the internal one stops after they have drained.
+        let (stop, stop_rx) = watch::channel(false);
+        let (internal_stop, internal_stop_rx) = watch::channel(false);
+        let (public_names, internal_names) = roles.port_services();
+        let (public_health, public_grpc) =
+            Port::new("the gRPC port", public_listener, public_names, public)
+                .serve(stopped(stop_rx.clone()))?;
+        let (internal_health, internal_grpc) = internal_listener
+            .map(|listener| {
+                Port::new("the internal gRPC port", listener, internal_names, internal)
+                    .serve(stopped(internal_stop_rx))
+            })
+            .transpose()?
+            .unzip();
+        // SERVING only while the dependencies answer (checked now, then every few seconds).
+        let health = crate::health::start(
+            std::iter::once(public_health)
+                .chain(internal_health)
+                .collect(),
+            crate::health::Dependencies {
+                store: roles.needs_store().then(|| stores.games.clone()),
+                session_url: roles.gateway.then(|| session_url.clone()),
+            },
+        )
+        .await?;
+
+        let http = {
+            let gateway = gateway.clone();
+            let config = gateway::ws_config(&args);
+            let stop = stop_rx.clone();
+            async move {
+                let (Some(listener), Some(gateway)) = (http_listener, gateway) else {
+                    return Ok(());
+                };
+                hidden_front_gateway::ws::serve(listener, gateway, config, stopped(stop))
+                    .await
+                    .context("serving HTTP (the WebSocket API)")
+            }
+        };
+        let public = async move {
+            let result = tokio::try_join!(public_grpc, http);
+            let _ = internal_stop.send(true);
+            result.map(|_| ())
+        };
+        let internal = async move {
+            match internal_grpc {
+                Some(serving) => serving.await,
+                None => Ok(()),
+            }
+        };
+        let metrics =
+            crate::metrics_endpoint::serve(metrics_listener, metrics, stopped(stop_rx.clone()));
+        let clock = {
+            let stop = stop_rx.clone();
+            async move {
+                if let Some(clock) = clock {
+                    clock.run(stopped(stop)).await;
+                }
+                Ok::<(), anyhow::Error>(())
+            }
+        };
+        let serving = async move {
+            // Matchmaking's loops (pairing, the ended-games feed, computer seats) start with
+            // the serving and stop with the rest.
+            let loops = matchmaking
+                .map(|service| service.spawn_background(stop_rx))
+                .unwrap_or_default();
+            let result = tokio::try_join!(public, internal, metrics, clock);
+            for handle in loops {
+                let _ = handle.await;
+            }
+            health.abort();
+            result.map(|_| ())
+        };
+        Ok(Application {
+            ports,
+            stop,
+            gateway,
+            serving: Box::pin(serving),
+        })
+    }
+
+    /// Where the listeners are bound.
+    pub fn ports(&self) -> Ports {
+        self.ports
+    }
+
+    /// Serves until `shutdown` completes, then stops: every player stream is told to reconnect
+    /// elsewhere, the public ports drain, then the internal port. Returns when everything has
+    /// stopped, or at once with the error of a listener that failed.
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> anyhow::Result<()> {
+        let Application {
+            stop,
+            gateway,
+            mut serving,
+            ..
+        } = self;
+        let stopping = async move {
+            shutdown.await;
+            if let Some(gateway) = gateway {
+                gateway.shutdown();
+            }
+            let _ = stop.send(true);
+            stop
+        };
+        tokio::select! {
+            result = &mut serving => result,
+            stop = stopping => {
+                let result = serving.await;
+                drop(stop);
+                result
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The game store of this process: Postgres at `DATABASE_URL` (migrated at start unless told
+//! otherwise), or memory, said loudly, when no URL is given.
+
+use super::roles::Roles;
+use crate::config::ServeArgs;
+use crate::database;
+use hidden_front_store::GameStore;
+use hidden_front_store::memory::MemoryStore;
+use hidden_front_store::postgres::PostgresStore;
+use std::sync::Arc;
+
+/// The store every service of this process shares, and the Postgres behind it if there is one
+/// (matchmaking keeps its tables in the same database).
+pub(crate) struct Stores {
+    pub games: Arc<dyn GameStore>,
+    pub postgres: Option<PostgresStore>,
+}
+
+/// Opens the store `args` names. A process without the session, the clock or matchmaking (a
+/// gateway alone) gets an unused memory store and never touches a database.
+pub(crate) async fn open(args: &ServeArgs, roles: Roles) -> anyhow::Result<Stores> {
+    if !roles.needs_store() {
+        return Ok(memory());
+    }
+    let Some(url) = &args.database_url else {
+        eprintln!(
+            "WARNING: DATABASE_URL is not set: games are kept IN MEMORY ONLY. Nothing is durable; \
+             every game is lost when this process stops."
+        );
+        return Ok(memory());
+    };
+    let (store, target) = database::connect(url).await?;
+    if args.migrate_on_start {
+        for (version, description) in database::migrate(&store, &target).await? {
+            tracing::info!(version, description, "applied a migration");
+        }
+    }
+    tracing::info!(%target, "games are stored in Postgres");
+    Ok(Stores {
+        games: Arc::new(store.clone()),
+        postgres: Some(store),
+    })
+}
+
+fn memory() -> Stores {
+    Stores {
+        games: Arc::new(MemoryStore::new()),
+        postgres: None,
+    }
+}

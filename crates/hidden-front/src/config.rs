@@ -1,0 +1,173 @@
+//! The configuration of `hidden-front serve` and `hidden-front migrate`: every setting is a flag
+//! with an environment variable (the README's configuration table), so the same struct configures
+//! the binary, a Kubernetes pod and an in-process [`crate::app::Application`] in a test.
+
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+
+/// A service this binary can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServiceName {
+    /// Every service.
+    All,
+    /// The referee: game state, commands, the event log.
+    Session,
+    /// The public door: authentication, per-player filtered streams, presence.
+    Gateway,
+    /// Durable timers: fires deployment, move and reconnect deadlines back into the session.
+    Clock,
+    /// Pairing: queues, ratings, invites, games against the computer.
+    Matchmaking,
+}
+
+/// Arguments of `hidden-front serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Services to run, comma-separated.
+    #[arg(
+        long,
+        env = "HF_SERVICES",
+        value_delimiter = ',',
+        default_value = "all"
+    )]
+    pub services: Vec<ServiceName>,
+    /// Address for the gRPC port (`127.0.0.1:0` picks a free port; the chosen address is printed).
+    #[arg(long, env = "HF_LISTEN", default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+    /// Address of the internal gRPC port, used when the session and the gateway run in one
+    /// process: the session's API (full information, no player authentication) is then never
+    /// served on the public `--listen` port. A process without the gateway serves the session on
+    /// `--listen`.
+    #[arg(long, env = "HF_INTERNAL_LISTEN", default_value = "127.0.0.1:50052")]
+    pub internal_listen: SocketAddr,
+    /// Postgres URL. Without it games are kept in memory and lost when the process stops.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Apply pending migrations at start (otherwise run `hidden-front migrate` first).
+    #[arg(long, env = "HF_MIGRATE_ON_START", default_value_t = true, action = clap::ArgAction::Set)]
+    pub migrate_on_start: bool,
+    /// Largest gRPC message accepted, in bytes; larger ones are refused with OUT_OF_RANGE.
+    #[arg(long, env = "HF_MAX_MESSAGE_BYTES", default_value_t = 64 * 1024)]
+    pub max_message_bytes: usize,
+    /// Seconds a presence report holds: the lease this process's gateway gives its reports (it
+    /// renews them every third of it; at least 3 s), and the session's default for a report that
+    /// gives none. A player behind a gateway that dies counts as away once the lease lapses.
+    #[arg(long, env = "HF_PRESENCE_LEASE_SECONDS", default_value_t = 30)]
+    pub presence_lease_seconds: u64,
+    /// Log format.
+    #[arg(long, env = "HF_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Seconds to finish in-flight work after SIGTERM/SIGINT before exiting regardless.
+    #[arg(long, env = "HF_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
+    pub shutdown_grace_seconds: u64,
+    /// Where the gateway finds the session service (default: this process's own port).
+    #[arg(long, env = "HF_SESSION_URL")]
+    pub session_url: Option<String>,
+    /// HS256 secrets for player tokens, comma-separated (several allow rotation). Without any
+    /// secret or public key the gateway uses the development secret and says so loudly.
+    #[arg(
+        long,
+        env = "HF_JWT_SECRET",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub jwt_secret: Vec<String>,
+    /// Public keys for player tokens as `ALG:PATH` (e.g. `RS256:/keys/idp.pem`), comma-separated.
+    #[arg(long, env = "HF_JWT_PUBLIC_KEYS", value_delimiter = ',')]
+    pub jwt_public_keys: Vec<String>,
+    /// Required `iss` of player tokens.
+    #[arg(long, env = "HF_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Required `aud` of player tokens.
+    #[arg(long, env = "HF_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+    /// Accept guest tokens (`"guest": true`, as `hidden-front token` mints). Turn off in production.
+    #[arg(long, env = "HF_ALLOW_GUEST_TOKENS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub allow_guest_tokens: bool,
+    /// Open player streams one gateway process accepts at most.
+    #[arg(long, env = "HF_MAX_STREAMS", default_value_t = 50_000)]
+    pub max_streams: usize,
+    /// Events a player connection may fall behind (for 5 s) before it is cut off with a resume hint.
+    #[arg(long, env = "HF_STREAM_BUFFER", default_value_t = 256)]
+    pub stream_buffer: usize,
+    /// Milliseconds a connection may stay `--stream-buffer` events behind before it is cut off.
+    #[arg(long, env = "HF_STREAM_MAX_LAG_MS", default_value_t = 5000)]
+    pub stream_max_lag_ms: u64,
+    /// Player actions per second, sustained (a burst of twice as many is allowed).
+    #[arg(long, env = "HF_ACTIONS_PER_SECOND", default_value_t = 10)]
+    pub actions_per_second: u32,
+    /// Address of the HTTP listener (the WebSocket API, `GET /v1/ws`), opened when the gateway
+    /// runs (`127.0.0.1:0` picks a free port; the chosen address is printed).
+    #[arg(long, env = "HF_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
+    pub http_listen: SocketAddr,
+    /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
+    #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub ws_max_connections: usize,
+    /// This clock process's name in timer claims (default: a random one; the pod name is a good
+    /// choice).
+    #[arg(long, env = "HF_CLOCK_ID")]
+    pub clock_id: Option<String>,
+    /// Milliseconds between the clock's reads of newly due timers.
+    #[arg(long, env = "HF_CLOCK_POLL_MS", default_value_t = 200)]
+    pub clock_poll_ms: u64,
+    /// Seconds a clock's claim on a timer lasts past its deadline; a dead clock's timers go to
+    /// another clock process after this.
+    #[arg(long, env = "HF_CLOCK_LEASE_SECONDS", default_value_t = 5)]
+    pub clock_lease_seconds: u64,
+    /// Where the gateway finds the matchmaking service (default: this process's own, when it runs
+    /// here; otherwise the gateway's matchmaking operations answer UNAVAILABLE).
+    #[arg(long, env = "HF_MATCHMAKING_URL")]
+    pub matchmaking_url: Option<String>,
+    /// The base of invite links (the invite code is appended).
+    #[arg(
+        long,
+        env = "HF_INVITE_BASE_URL",
+        default_value = "https://hiddenfront.example/invite"
+    )]
+    pub invite_base_url: String,
+    /// Address of the metrics listener (Prometheus text on `GET /metrics`; `127.0.0.1:0` picks a
+    /// free port; the chosen address is printed).
+    #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
+    pub metrics_listen: SocketAddr,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Arguments of `hidden-front migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Postgres URL of the database to migrate.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+}
+
+/// A command line holding only the serve flags, for [`ServeArgs::from_flags`].
+#[derive(Debug, clap::Parser)]
+#[command(name = "serve")]
+struct ServeFlags {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+impl ServeArgs {
+    /// The configuration `hidden-front serve FLAGS...` would run with (flags first, then the
+    /// environment variables, then the defaults): how a test or an embedding program states a
+    /// configuration in the words of the README.
+    pub fn from_flags<I, T>(flags: I) -> Result<ServeArgs, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::Parser;
+        let argv = std::iter::once(std::ffi::OsString::from("serve"))
+            .chain(flags.into_iter().map(Into::into));
+        ServeFlags::try_parse_from(argv).map(|flags| flags.args)
+    }
+}

@@ -1,0 +1,149 @@
+//! The application started in process, the way the binary's `serve` starts it: built from its
+//! flags with every port at `127.0.0.1:0`, the real ports read back, each port serving what it
+//! should, then stopped by its shutdown future.
+
+use hidden_front::Application;
+use hidden_front::config::ServeArgs;
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+/// How long anything here may take before the test fails (a deadline, not a wait).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Every service on free ports, in memory whatever the environment says.
+fn one_box(extra: &[&str]) -> ServeArgs {
+    let mut flags = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--internal-listen",
+        "127.0.0.1:0",
+        "--http-listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ];
+    flags.extend_from_slice(extra);
+    let mut args = ServeArgs::from_flags(flags).expect("flags");
+    args.database_url = None;
+    args.session_url = None;
+    args.matchmaking_url = None;
+    args
+}
+
+async fn health(addr: SocketAddr, service: &str) -> Result<i32, tonic::Status> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = HealthClient::new(channel);
+    client
+        .check(HealthCheckRequest {
+            service: service.to_string(),
+        })
+        .await
+        .map(|answer| answer.into_inner().status)
+}
+
+/// `GET path` over plain HTTP/1.1, the whole answer as text.
+async fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answer");
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_one_box_application_serves_on_the_ports_it_reports_and_stops_on_request() {
+    let app = Application::build(one_box(&[])).await.expect("build");
+    let ports = app.ports();
+    let internal = ports.internal.expect("an internal port beside the gateway");
+    let http = ports.http.expect("an HTTP port for the gateway");
+    for addr in [ports.grpc, internal, http, ports.metrics] {
+        assert_ne!(addr.port(), 0, "{ports:?}");
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run_until_stopped(async move {
+        let _ = stopped.await;
+    }));
+
+    tokio::time::timeout(DEADLINE, async {
+        // The public port serves the player API and knows nothing of the session's.
+        assert_eq!(
+            health(ports.grpc, "hiddenfront.v1.PlayerService")
+                .await
+                .unwrap(),
+            ServingStatus::Serving as i32
+        );
+        let hidden = health(ports.grpc, "hiddenfront.v1.SessionService")
+            .await
+            .unwrap_err();
+        assert_eq!(hidden.code(), tonic::Code::NotFound, "{hidden:?}");
+        // The internal port serves the session, which creates games.
+        assert_eq!(
+            health(internal, "hiddenfront.v1.SessionService")
+                .await
+                .unwrap(),
+            ServingStatus::Serving as i32
+        );
+        let mut session = SessionServiceClient::connect(format!("http://{internal}"))
+            .await
+            .expect("connect");
+        let created = session
+            .create_game(pb::CreateGameRequest {
+                south_player: "app-ann".into(),
+                north_player: "app-bob".into(),
+                idempotency_key: "application-test".into(),
+                ..Default::default()
+            })
+            .await
+            .expect("CreateGame")
+            .into_inner();
+        assert!(!created.game_id.is_empty());
+        // The metrics port renders the process's recorder.
+        let metrics = http_get(ports.metrics, "/metrics").await;
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+        assert!(metrics.contains("hf_"), "{metrics}");
+    })
+    .await
+    .expect("the application answered in time");
+
+    stop.send(()).expect("the application is running");
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .expect("the application stopped in time")
+        .expect("the task")
+        .expect("a clean stop");
+    assert!(
+        tokio::net::TcpStream::connect(ports.grpc).await.is_err(),
+        "the gRPC port is closed after the stop"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_that_cannot_run_is_refused_by_name() {
+    let args = one_box(&["--services", "matchmaking"]);
+    let error = Application::build(args).await.err().expect("refused");
+    assert!(format!("{error:#}").contains("--session-url"), "{error:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_in_use_is_named_in_the_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut args = one_box(&[]);
+    args.http_listen = taken.local_addr().expect("addr");
+    let error = Application::build(args).await.err().expect("refused");
+    assert!(format!("{error:#}").contains("--http-listen"), "{error:#}");
+}
