@@ -1,15 +1,8 @@
 //! The terminal client's drawing (`hidden-front play`), checked on hand-built views: own pieces by
 //! code, the opponent's as `?`, the board turned for each seat, camps and HQs framed, the status
 //! lines, and odd server data drawn without a panic.
-//!
-//! The binary crate has no library, so the drawing module (which depends only on the protos) is
-//! compiled into this test directly.
 
-#[allow(dead_code)]
-#[path = "../src/play/board.rs"]
-mod board;
-
-use board::{Combat, LastMove, Square, describe_event, render};
+use hidden_front::play::board::{Combat, LastMove, Square, describe_event, render};
 use hidden_front_proto::v1 as pb;
 
 fn piece(square: &str, side: pb::Side, code: &str) -> pb::VisiblePiece {

@@ -2,11 +2,7 @@
 //! three-letter codes, the two-cell HQ as one framed square, the wall with its gates, the board
 //! turned for the north seat, and odd squares listed rather than dropped.
 
-#[allow(dead_code)]
-#[path = "../src/play/board.rs"]
-mod board;
-
-use board::{GunjinBoard, LastMove, describe_move, render};
+use hidden_front::play::board::{GunjinBoard, LastMove, describe_move, render};
 use hidden_front_proto::v1 as pb;
 
 fn piece(square: &str, side: pb::Side, code: &str) -> pb::VisiblePiece {

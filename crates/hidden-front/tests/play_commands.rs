@@ -1,10 +1,6 @@
 //! What a player may type into `hidden-front play`, parsed without a server.
 
-#[allow(dead_code)]
-#[path = "../src/play/commands.rs"]
-mod commands;
-
-use commands::{Input, parse};
+use hidden_front::play::commands::{Input, parse};
 
 fn mv(from: &str, to: &str) -> Input {
     Input::Move {
@@ -74,7 +70,7 @@ fn help_lists_every_command() {
         "A6 A7", "moves", "swap", "shuffle", "confirm", "draw", "accept", "decline", "resign",
         "board", "help", "quit",
     ] {
-        assert!(commands::HELP.contains(word), "{word}");
+        assert!(hidden_front::play::commands::HELP.contains(word), "{word}");
     }
 }
 

@@ -4,9 +4,6 @@
 //! hand-built views, without a server. It never trusts the server's data to be well formed: an
 //! unknown square, side or piece code is drawn as `?` or listed, never a panic, because a client
 //! that crashes on an odd message loses the player's game.
-//!
-//! This file depends on nothing but the generated protos, so tests can include it directly
-//! (`#[path]`), the binary crate having no library target.
 
 use hidden_front_proto::v1 as pb;
 use std::collections::BTreeMap;
