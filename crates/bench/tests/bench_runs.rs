@@ -1,37 +1,19 @@
 //! The load generator against a real spawned `hidden-front serve`: short runs that must play
 //! moves with no error and report every figure.
 //!
-//! The binary is found next to this test's executable (`target/<profile>/hidden-front`, else
-//! the other profile's), or at `HF_BENCH_BIN`. Build it first: `cargo build -p hidden-front`.
+//! The binary is the one the end-to-end tests use (next to this test's executable, refused
+//! when older than its sources), or `HF_BENCH_BIN`. Build it first: `cargo build -p hidden-front`.
 //! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 
 use hidden_front_bench::cli::{PlayArgs, StreamsArgs, TargetArgs, run_play, run_streams};
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
 use std::path::PathBuf;
 
+/// The binary under test: the end-to-end tests' own choice, which refuses a stale one.
 fn binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("HF_BENCH_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("the test's own path");
-    // target/<profile>/deps/<test> -> target/<profile>
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("a target/<profile>/deps path");
-    let target_dir = profile_dir.parent().expect("a target dir");
-    let candidates = [
-        profile_dir.join("hidden-front"),
-        target_dir.join("release/hidden-front"),
-        target_dir.join("debug/hidden-front"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.exists())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!("no hidden-front binary at {candidates:?}: run `cargo build -p hidden-front` first or set HF_BENCH_BIN")
-        })
+    std::env::var_os("HF_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(hidden_front_e2e::binary)
 }
 
 fn target(store: StoreKind) -> TargetArgs {

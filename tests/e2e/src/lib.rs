@@ -45,7 +45,7 @@ pub mod sweep;
 pub use client::Client;
 pub use database::{DEFAULT_DATABASE_URL, TestDatabase};
 pub use player::{Player, Turn, own_legal_moves, play, play_to_end};
-pub use server::Server;
+pub use server::{Server, binary};
 
 /// The generated gRPC types (`hiddenfront.v1`).
 pub use hidden_front_proto::v1 as pb;

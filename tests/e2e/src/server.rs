@@ -3,11 +3,11 @@
 use crate::client::{self, Client};
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How long a server may take from spawn to its "listening" line (it migrates first).
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -210,9 +210,10 @@ impl Drop for Server {
     }
 }
 
-/// The `hidden-front` binary: `HF_E2E_BIN`, or `target/<profile>/hidden-front` next to the
-/// test executable (`target/<profile>/deps/<test>`).
-fn binary() -> PathBuf {
+/// The `hidden-front` binary the tests run: `HF_E2E_BIN`, or `target/<profile>/hidden-front`
+/// next to the test executable (`target/<profile>/deps/<test>`), refused when it is older than
+/// any of its sources (a test must never pass or fail on stale code).
+pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("HF_E2E_BIN") {
         let path = PathBuf::from(path);
         assert!(
@@ -233,7 +234,91 @@ fn binary() -> PathBuf {
         "{} does not exist: run `cargo build -p hidden-front` first (or set HF_E2E_BIN)",
         path.display()
     );
+    if let Some(newer) = newer_source(&path) {
+        panic!(
+            "{} is older than {} (changed after the binary was built): these tests would run \
+             stale code. Run `cargo build -p hidden-front` first (or set HF_E2E_BIN).",
+            path.display(),
+            newer.display()
+        );
+    }
     path
+}
+
+/// The directories of the binary's crate and of every workspace crate it depends on (not
+/// test-support crates, whose changes do not rebuild it): the `[dependencies]` named
+/// `hidden-front-*` of each, followed through the root manifest's `path`s.
+fn binary_crates(root: &Path) -> Vec<PathBuf> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let path_of = |name: &str| -> Option<PathBuf> {
+        let line = manifest
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} = ")))?;
+        let path = line.split("path = \"").nth(1)?.split('"').next()?;
+        Some(root.join(path))
+    };
+    let mut found = vec![root.join("crates/hidden-front")];
+    let mut next = 0;
+    while let Some(krate) = found.get(next).cloned() {
+        next += 1;
+        let own = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap_or_default();
+        let dependencies = own
+            .split("\n[")
+            .find(|section| section.starts_with("dependencies]"))
+            .unwrap_or_default();
+        for line in dependencies.lines() {
+            let name = line.split(['.', ' ', '=']).next().unwrap_or_default();
+            if name.starts_with("hidden-front-")
+                && let Some(path) = path_of(name)
+                && !found.contains(&path)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A source of the binary changed after `binary` was built, if there is one: any file under the
+/// `src/` of a crate of the binary, its `build.rs`, the protos or the migrations (the last two
+/// are tracked by `crates/proto`'s and `crates/store`'s build scripts).
+/// Checked once per test process.
+fn newer_source(binary: &Path) -> Option<PathBuf> {
+    static NEWER: OnceLock<Option<PathBuf>> = OnceLock::new();
+    NEWER
+        .get_or_init(|| {
+            let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            // Only inputs whose change always rebuilds the binary: a manifest or `Cargo.lock`
+            // can change without touching it (a dev-dependency, a description), and would then
+            // refuse a binary that is current.
+            let mut inputs = vec![root.join("proto"), root.join("migrations")];
+            for krate in binary_crates(&root) {
+                inputs.extend(["src", "build.rs"].map(|p| krate.join(p)));
+            }
+            let mut newest: Option<(SystemTime, PathBuf)> = None;
+            while let Some(path) = inputs.pop() {
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    continue;
+                };
+                if meta.is_dir() {
+                    inputs.extend(
+                        std::fs::read_dir(&path)
+                            .into_iter()
+                            .flatten()
+                            .flatten()
+                            .map(|e| e.path()),
+                    );
+                } else if let Ok(modified) = meta.modified()
+                    && modified > built
+                    && newest.as_ref().is_none_or(|(at, _)| modified > *at)
+                {
+                    newest = Some((modified, path));
+                }
+            }
+            newest.map(|(_, path)| path)
+        })
+        .clone()
 }
 
 async fn spawn_and_wait(
@@ -390,5 +475,35 @@ fn spawn_blocking(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binary_crates;
+    use std::path::Path;
+
+    #[test]
+    fn the_binary_crates_are_its_workspace_dependencies_and_nothing_else() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let crates: Vec<String> = binary_crates(&root)
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        for expected in [
+            "crates/hidden-front",
+            "crates/rules",
+            "crates/store",
+            "services/session",
+            "services/gateway",
+        ] {
+            assert!(
+                crates.iter().any(|c| c == expected),
+                "{expected} in {crates:?}"
+            );
+        }
+        assert!(!crates.iter().any(|c| c.starts_with("tests")), "{crates:?}");
+        let unique: std::collections::BTreeSet<_> = crates.iter().collect();
+        assert_eq!(unique.len(), crates.len(), "{crates:?}");
     }
 }
