@@ -12,11 +12,12 @@ use crate::BenchError;
 use crate::connections::{Pool, code_name};
 use crate::report::{Latency, Load, latency_histogram};
 use crate::server::{FreshDatabase, redact};
+use parking_lot::Mutex;
 use serde::Serialize;
 use sqlx::{Connection, PgConnection};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic_health::pb::HealthCheckRequest;
@@ -222,12 +223,12 @@ pub async fn echo(callers: usize, seconds: u64) -> Result<EchoFigures, BenchErro
                             calls += 1;
                         }
                         Err(status) => {
-                            let mut errors = errors.lock().unwrap_or_else(|e| e.into_inner());
+                            let mut errors = errors.lock();
                             *errors.entry(code_name(&status)).or_default() += 1;
                         }
                     }
                 }
-                let mut histogram = histogram.lock().unwrap_or_else(|e| e.into_inner());
+                let mut histogram = histogram.lock();
                 let _ = histogram.add(&local);
                 calls
             })
@@ -240,8 +241,8 @@ pub async fn echo(callers: usize, seconds: u64) -> Result<EchoFigures, BenchErro
     let elapsed = start.elapsed().as_secs_f64();
     let _ = stop.send(());
     let _ = server.await;
-    let histogram = histogram.lock().unwrap_or_else(|e| e.into_inner());
-    let errors = errors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let histogram = histogram.lock();
+    let errors = errors.lock().clone();
     Ok(EchoFigures {
         callers,
         connections: pool.len(),

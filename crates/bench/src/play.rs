@@ -33,11 +33,12 @@ use crate::report::{Latency, Load, latency_histogram};
 use crate::rng::SeatRng;
 use crate::server::rss_bytes;
 use hdrhistogram::Histogram;
+use parking_lot::Mutex;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -182,7 +183,7 @@ struct Recorder {
 
 impl Run {
     fn record(&self, f: impl FnOnce(&mut Recorder)) {
-        let mut recorder = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recorder = self.recorder.lock();
         f(&mut recorder);
     }
 
@@ -222,8 +223,8 @@ struct GameShared {
 }
 
 impl GameShared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, GameClock> {
-        self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, GameClock> {
+        self.clock.lock()
     }
 
     /// A turn began at `at` with the game at version `seq`.
@@ -343,7 +344,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     let elapsed = end.saturating_duration_since(start).min(start.elapsed());
     let (streams_at_peak, rss_at_peak) = sampler.await.unwrap_or((0, None));
     let moves = run.moves.load(Ordering::Relaxed);
-    let recorder = run.recorder.lock().unwrap_or_else(|e| e.into_inner());
+    let recorder = run.recorder.lock();
     let bytes_per_stream = match (rss_before, rss_at_peak) {
         (Some(before), Some(peak)) if streams_at_peak > 0 => {
             Some((peak as f64 - before as f64) / streams_at_peak as f64)

@@ -4,11 +4,12 @@
 use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_store::{Timer, TimerStore};
+use parking_lot::Mutex;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
@@ -103,10 +104,6 @@ pub struct Clock {
 /// one in the heap twice; with the retries counted per timer.
 type Held = Arc<Mutex<HashMap<Timer, u32>>>;
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// How long until `at` (zero if it has passed).
 fn until(at: SystemTime) -> Duration {
     at.duration_since(SystemTime::now()).unwrap_or_default()
@@ -161,7 +158,7 @@ impl Clock {
                 {
                     Ok(claimed) => {
                         let full = claimed.len() >= self.config.batch;
-                        let mut held = lock(&held);
+                        let mut held = held.lock();
                         for timer in claimed {
                             if held.contains_key(&timer) {
                                 continue;
@@ -268,7 +265,7 @@ impl Clock {
                 FireOutcome::Retry { at, reason } => {
                     stats.retried.fetch_add(1, Ordering::Relaxed);
                     let attempts = {
-                        let mut held = lock(&held);
+                        let mut held = held.lock();
                         let attempts = held.entry(timer).or_insert(0);
                         *attempts += 1;
                         *attempts
@@ -285,7 +282,7 @@ impl Clock {
                         tracing::warn!(%error, "releasing a timer failed; its lease will lapse");
                     }
                     // Claimable again (by any clock process) from `at`.
-                    lock(&held).remove(&timer);
+                    held.lock().remove(&timer);
                 }
             }
         });
@@ -315,7 +312,7 @@ async fn complete_loop(
             // no-op in the session.
             tracing::warn!(%error, count = batch.len(), "deleting fired timers failed");
         }
-        let mut held = lock(&held);
+        let mut held = held.lock();
         let fired: HashSet<Timer> = batch.drain(..).collect();
         for timer in fired {
             held.remove(&timer);

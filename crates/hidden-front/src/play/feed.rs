@@ -9,6 +9,7 @@
 
 use super::{Client, explain};
 use hidden_front_proto::v1 as pb;
+use hidden_front_retry::Backoff;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::Code;
@@ -24,41 +25,11 @@ pub enum Feed {
     Fatal(String),
 }
 
-/// Delays between reconnection attempts: doubling from a quarter second up to a cap, so a
-/// restarting gateway is found again quickly but a dead one is not hammered.
-#[derive(Debug, Clone)]
-pub struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    /// The first delay.
-    const FIRST: Duration = Duration::from_millis(250);
-    /// The longest delay.
-    const MAX: Duration = Duration::from_secs(8);
-
-    /// A backoff at its first delay.
-    pub fn new() -> Backoff {
-        Backoff { next: Self::FIRST }
-    }
-
-    /// The delay to wait now; the following one is twice as long, up to the cap.
-    pub fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        self.next = (self.next * 2).min(Self::MAX);
-        delay
-    }
-
-    /// Back to the first delay, after the stream delivered again.
-    pub fn reset(&mut self) {
-        self.next = Self::FIRST;
-    }
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff::new()
-    }
+/// Delays between reconnection attempts: doubling from a quarter second up to 8 s, jittered, so
+/// a restarting gateway is found again quickly but a dead one is not hammered, and the players it
+/// dropped do not all come back in the same instant.
+fn backoff() -> Backoff {
+    Backoff::new(Duration::from_millis(250), Duration::from_secs(8)).jittered()
 }
 
 /// Whether a refusal will not change by asking again, so retrying would only hide it.
@@ -77,7 +48,7 @@ fn is_permanent(code: Code) -> bool {
 /// permanent error (sent as [`Feed::Fatal`]).
 pub async fn follow(mut client: Client, game_id: String, from_seq: u64, tx: mpsc::Sender<Feed>) {
     let mut next_seq = from_seq.max(1);
-    let mut backoff = Backoff::new();
+    let mut backoff = backoff();
     loop {
         let request = pb::SubscribeRequest {
             game_id: game_id.clone(),
@@ -143,22 +114,5 @@ pub async fn follow(mut client: Client, game_id: String, from_seq: u64, tx: mpsc
             return;
         }
         tokio::time::sleep(delay).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Backoff;
-    use std::time::Duration;
-
-    #[test]
-    fn backoff_doubles_up_to_its_cap_and_starts_over_after_a_reset() {
-        let mut backoff = Backoff::new();
-        let delays: Vec<u64> = (0..8)
-            .map(|_| backoff.next_delay().as_millis() as u64)
-            .collect();
-        assert_eq!(delays, [250, 500, 1000, 2000, 4000, 8000, 8000, 8000]);
-        backoff.reset();
-        assert_eq!(backoff.next_delay(), Duration::from_millis(250));
     }
 }
