@@ -4,6 +4,7 @@
 use crate::config::MatchmakingConfig;
 use crate::driver::{self, DriverStats};
 use crate::pairing::{pair_casual, pair_rated};
+use crate::policy;
 use crate::store::{
     ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
     MatchError, MatchStore, Queue, Ticket, TicketState,
@@ -399,8 +400,7 @@ impl MatchmakingService {
                 Ok(ended) => {
                     let now = self.inner.config.clock.now_ms();
                     let expires = now + ms_of(self.inner.config.requeue_ttl);
-                    let effect = store
-                        .handle_ended_game(&ended, now, expires)
+                    let effect = policy::handle_ended_game(&**store, &ended, now, expires)
                         .await
                         .map_err(match_error_status)?;
                     if !effect.already_handled
