@@ -19,7 +19,6 @@
 //! internal port; run [`MatchmakingService::spawn_background`].
 
 pub mod config;
-pub mod conformance;
 pub mod driver;
 pub mod glicko;
 pub mod pairing;

@@ -1,5 +1,6 @@
 //! Matchmaking's storage: one trait ([`MatchStore`]) with an in-memory and a Postgres
-//! implementation that pass one conformance suite (`crate::conformance`).
+//! implementation that pass one conformance suite (the `hidden-front-matchmaking-conformance`
+//! crate, run by `tests/memory_store.rs` and `tests/postgres_store.rs`).
 //!
 //! Everything that must happen once across processes happens in one store operation: pairing a
 //! queue (a ticket is paired by one process only), applying an ended game's plan (ratings move

@@ -1,11 +1,13 @@
-//! The conformance suite every [`MatchStore`] passes (memory and Postgres), so the one-box mode
-//! behaves like production. Each check is a `pub async fn` taking the store under test;
-//! [`match_store_tests!`](crate::match_store_tests) makes each its own `#[tokio::test]`.
+//! The conformance suite every [`MatchStore`] of `hidden-front-matchmaking` passes (memory and
+//! Postgres), so the one-box mode behaves like production. Each check is a `pub async fn` taking
+//! the store under test; [`match_store_tests!`](crate::match_store_tests) makes each its own
+//! `#[tokio::test]`. Test support only (`publish = false`, a dev-dependency of the service): the
+//! production library does not carry it.
 //! Checks never sleep to synchronise: racing tasks start at a barrier, waits are timeouts.
 
-use crate::glicko::Rating;
-use crate::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
-use crate::store::*;
+use hidden_front_matchmaking::glicko::Rating;
+use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
+use hidden_front_matchmaking::store::*;
 use hidden_front_rules::Side;
 use std::collections::HashSet;
 use std::future::Future;
@@ -31,7 +33,7 @@ macro_rules! match_store_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $check() {
                 $runner(stringify!($check), |store| {
-                    ::std::boxed::Box::pin($crate::conformance::$check(store))
+                    ::std::boxed::Box::pin($crate::$check(store))
                 })
                 .await;
             }
@@ -508,7 +510,8 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         }
     }
     assert_eq!(fresh, 1, "handled exactly once");
-    let (expected_a, expected_b) = crate::glicko::settle(Rating::default(), Rating::default(), 1.0);
+    let (expected_a, expected_b) =
+        hidden_front_matchmaking::glicko::settle(Rating::default(), Rating::default(), 1.0);
     let (ra, ga) = store.rating(&a).await.unwrap();
     let (rb, gb) = store.rating(&b).await.unwrap();
     assert_eq!((ga, gb), (1, 1));
