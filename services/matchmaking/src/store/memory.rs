@@ -1,9 +1,10 @@
-//! [`MatchStore`] in memory: the one-box mode and unit tests. A mutex-guarded state, the same
-//! contract as Postgres (the conformance suite runs on both). Nothing survives the process.
+//! [`MatchStore`] in memory: the one-box mode and unit tests. One state behind a
+//! `parking_lot::Mutex` (no poisoning: the project's lock policy), the same contract as Postgres
+//! (the conformance suite runs on both). Nothing survives the process.
 
 use super::*;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use tokio::sync::broadcast;
 
 #[derive(Default)]
@@ -40,8 +41,8 @@ impl MemoryMatchStore {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
     }
 }
 
