@@ -47,19 +47,20 @@ impl MemoryMatchStore {
 }
 
 impl State {
-    fn with_game(&self, mut ticket: Ticket) -> Ticket {
-        ticket.game_id = ticket
-            .match_id
+    /// The game of a match, once it has one (what Postgres joins in from `mm_matches`).
+    fn game_of(&self, match_id: Option<Uuid>) -> Option<Uuid> {
+        match_id
             .and_then(|m| self.matches.get(&m))
-            .and_then(|m| m.game_id);
+            .and_then(|m| m.game_id)
+    }
+
+    fn with_game(&self, mut ticket: Ticket) -> Ticket {
+        ticket.game_id = self.game_of(ticket.match_id);
         ticket
     }
 
     fn invite_with_game(&self, mut invite: Invite) -> Invite {
-        invite.game_id = invite
-            .match_id
-            .and_then(|m| self.matches.get(&m))
-            .and_then(|m| m.game_id);
+        invite.game_id = self.game_of(invite.match_id);
         invite
     }
 
