@@ -9,7 +9,8 @@
 //!   paired once (see [`store::postgres`]).
 //! - Invites (a short code and a link), games against the computer ([`driver`]: the seat is
 //!   played by `hidden-front-bot` from its own projection only), ratings settled once per rated
-//!   game from the session's ended-games feed.
+//!   game from the session's ended-games feed ([`policy`]: what a game's end changes, decided once
+//!   for both stores).
 //! - Lobby events (match found, ticket expired, seated again, invite expired) pushed on
 //!   `WatchPlayer`, from any process (Postgres LISTEN/NOTIFY), resumable by sequence number.
 //!
@@ -18,10 +19,10 @@
 //! internal port; run [`MatchmakingService::spawn_background`].
 
 pub mod config;
-pub mod conformance;
 pub mod driver;
 pub mod glicko;
 pub mod pairing;
+pub mod policy;
 mod service;
 pub mod store;
 

@@ -4,6 +4,7 @@
 use crate::config::MatchmakingConfig;
 use crate::driver::{self, DriverStats};
 use crate::pairing::{pair_casual, pair_rated};
+use crate::policy;
 use crate::store::{
     ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
     MatchError, MatchStore, Queue, Ticket, TicketState,
@@ -206,6 +207,16 @@ pub fn ended_game_from_proto(game: &pb::EndedGame) -> Result<EndedGame, String> 
     })
 }
 
+/// The game id of the session's answer to `CreateGame` (a malformed one is the session's fault).
+fn created_game_id(created: &pb::CreateGameResponse) -> Result<Uuid, Status> {
+    Uuid::parse_str(&created.game_id).map_err(|_| {
+        Status::from(ApiError::new(
+            Reason::Internal,
+            "the session answered a game id that is not a UUID",
+        ))
+    })
+}
+
 /// A random invite code.
 fn new_code() -> String {
     let bytes = Uuid::new_v4().into_bytes();
@@ -306,12 +317,7 @@ impl MatchmakingService {
             })
             .await?
             .into_inner();
-        let game_id = Uuid::parse_str(&created.game_id).map_err(|_| {
-            Status::from(ApiError::new(
-                Reason::Internal,
-                "the session answered a game id that is not a UUID",
-            ))
-        })?;
+        let game_id = created_game_id(&created)?;
         self.inner
             .store
             .complete_match(m.match_id, game_id, self.inner.config.clock.now_ms())
@@ -399,8 +405,7 @@ impl MatchmakingService {
                 Ok(ended) => {
                     let now = self.inner.config.clock.now_ms();
                     let expires = now + ms_of(self.inner.config.requeue_ttl);
-                    let effect = store
-                        .handle_ended_game(&ended, now, expires)
+                    let effect = policy::handle_ended_game(&**store, &ended, now, expires)
                         .await
                         .map_err(match_error_status)?;
                     if !effect.already_handled
@@ -784,12 +789,7 @@ impl MatchmakingApi for MatchmakingService {
             })
             .await?
             .into_inner();
-        let game_id = Uuid::parse_str(&created.game_id).map_err(|_| {
-            Status::from(ApiError::new(
-                Reason::Internal,
-                "the session answered a game id that is not a UUID",
-            ))
-        })?;
+        let game_id = created_game_id(&created)?;
         let (a, b) = Uuid::new_v4().as_u64_pair();
         let game = store
             .add_computer_game(ComputerGame {
@@ -949,6 +949,18 @@ mod tests {
         assert!(code_of("K7QX2O").is_err(), "O is not in the alphabet");
         let code = new_code();
         assert_eq!(code_of(&code).unwrap(), code);
+    }
+
+    #[test]
+    fn created_game_ids_must_be_uuids() {
+        let id = Uuid::now_v7();
+        let answer = |game_id: String| pb::CreateGameResponse {
+            game_id,
+            ..Default::default()
+        };
+        assert_eq!(created_game_id(&answer(id.to_string())).unwrap(), id);
+        let status = created_game_id(&answer("game-1".into())).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Internal);
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The matchmaking store conformance suite on the in-memory store.
 
-use hidden_front_matchmaking::conformance::Check;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
+use hidden_front_matchmaking_conformance::Check;
 use std::sync::Arc;
 
 async fn run(_name: &'static str, check: Check) {
     check(Arc::new(MemoryMatchStore::new())).await;
 }
 
-hidden_front_matchmaking::match_store_tests!(run);
+hidden_front_matchmaking_conformance::match_store_tests!(run);

@@ -4,8 +4,8 @@
 mod common;
 
 use common::TestDb;
-use hidden_front_matchmaking::conformance::Check;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
+use hidden_front_matchmaking_conformance::Check;
 use std::sync::Arc;
 
 async fn run(name: &'static str, check: Check) {
@@ -23,4 +23,4 @@ async fn run(name: &'static str, check: Check) {
     }
 }
 
-hidden_front_matchmaking::match_store_tests!(run);
+hidden_front_matchmaking_conformance::match_store_tests!(run);

@@ -1,10 +1,10 @@
-//! [`MatchStore`] in memory: the one-box mode and unit tests. A mutex-guarded state, the same
-//! contract as Postgres (the conformance suite runs on both). Nothing survives the process.
+//! [`MatchStore`] in memory: the one-box mode and unit tests. One state behind a
+//! `parking_lot::Mutex` (no poisoning: the project's lock policy), the same contract as Postgres
+//! (the conformance suite runs on both). Nothing survives the process.
 
 use super::*;
-use crate::glicko;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use tokio::sync::broadcast;
 
 #[derive(Default)]
@@ -41,31 +41,65 @@ impl MemoryMatchStore {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
     }
 }
 
 impl State {
-    fn with_game(&self, mut ticket: Ticket) -> Ticket {
-        ticket.game_id = ticket
-            .match_id
+    /// The game of a match, once it has one (what Postgres joins in from `mm_matches`).
+    fn game_of(&self, match_id: Option<Uuid>) -> Option<Uuid> {
+        match_id
             .and_then(|m| self.matches.get(&m))
-            .and_then(|m| m.game_id);
+            .and_then(|m| m.game_id)
+    }
+
+    fn with_game(&self, mut ticket: Ticket) -> Ticket {
+        ticket.game_id = self.game_of(ticket.match_id);
         ticket
     }
 
     fn invite_with_game(&self, mut invite: Invite) -> Invite {
-        invite.game_id = invite
-            .match_id
-            .and_then(|m| self.matches.get(&m))
-            .and_then(|m| m.game_id);
+        invite.game_id = self.game_of(invite.match_id);
         invite
     }
 
     fn push_event(&mut self, player: String, kind: LobbyEventKind) {
         let seq = self.lobby.last().map_or(1, |e| e.seq + 1);
         self.lobby.push(LobbyEvent { seq, player, kind });
+    }
+
+    fn rating_of(&self, player: &str) -> (Rating, u32) {
+        self.ratings
+            .get(player)
+            .copied()
+            .unwrap_or((Rating::default(), 0))
+    }
+
+    /// Writes an end-of-game plan as it is (the caller holds the lock: all of it or nothing).
+    fn persist(&mut self, plan: &EndOfGamePlan) {
+        for change in plan.ratings.iter().flatten() {
+            self.ratings
+                .insert(change.player.clone(), (change.rating, change.games));
+        }
+        for ticket in &plan.requeue {
+            // A ticket the player queued meanwhile in the same queue gives way to this one.
+            for other in self.tickets.values_mut() {
+                if other.player == ticket.player
+                    && other.queue == ticket.queue
+                    && other.state == TicketState::Waiting
+                {
+                    other.state = TicketState::Cancelled;
+                }
+            }
+            self.tickets.insert(
+                (ticket.player.clone(), ticket.ticket_id.clone()),
+                ticket.clone(),
+            );
+        }
+        for (player, kind) in &plan.events {
+            self.push_event(player.clone(), kind.clone());
+        }
     }
 }
 
@@ -346,110 +380,35 @@ impl MatchStore for MemoryMatchStore {
     }
 
     async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError> {
-        Ok(self
-            .lock()
-            .ratings
-            .get(player)
-            .copied()
-            .unwrap_or((Rating::default(), 0)))
+        Ok(self.lock().rating_of(player))
     }
 
-    async fn handle_ended_game(
+    async fn apply_ended_game(
         &self,
-        game: &EndedGame,
-        now_ms: u64,
-        requeue_expires_ms: u64,
-    ) -> Result<EndedEffect, MatchError> {
+        game_id: Uuid,
+        _now_ms: u64,
+        decide: EndPolicy<'_>,
+    ) -> Result<Option<EndOfGamePlan>, MatchError> {
         let mut state = self.lock();
-        if !state.ended.insert(game.game_id) {
-            return Ok(EndedEffect {
-                already_handled: true,
-                ..EndedEffect::default()
-            });
+        if !state.ended.insert(game_id) {
+            return Ok(None);
         }
-        let Some(m) = state
+        let held = state
             .matches
             .values()
-            .find(|m| m.game_id == Some(game.game_id))
-            .cloned()
-        else {
-            return Ok(EndedEffect::default());
-        };
-        let mut effect = EndedEffect::default();
-        if let (true, Some(score)) = (m.rated, south_score(&game.result)) {
-            let (south, south_games) = state
-                .ratings
-                .get(&m.south_player)
-                .copied()
-                .unwrap_or((Rating::default(), 0));
-            let (north, north_games) = state
-                .ratings
-                .get(&m.north_player)
-                .copied()
-                .unwrap_or((Rating::default(), 0));
-            let (s, n) = glicko::settle(south, north, score);
-            state
-                .ratings
-                .insert(m.south_player.clone(), (s, south_games + 1));
-            state
-                .ratings
-                .insert(m.north_player.clone(), (n, north_games + 1));
-            effect.ratings = Some((s, n));
-        }
-        if let (MatchKind::Queue, EndedResult::SeatLost(lost)) = (m.kind, &game.result) {
-            for side in Side::BOTH {
-                if lost.contains(&side) {
-                    continue;
-                }
-                let player = match side {
-                    Side::South => &m.south_player,
-                    Side::North => &m.north_player,
-                };
-                let rating = state.ratings.get(player).map_or(1500.0, |r| r.0.rating);
-                let ticket = Ticket {
-                    player: player.clone(),
-                    ticket_id: requeue_ticket_id(game.game_id),
-                    queue: Queue {
-                        rules: m.rules.clone(),
-                        time_control: m.time_control.clone(),
-                        rated: m.rated,
-                    },
-                    state: TicketState::Waiting,
-                    priority: true,
-                    rating,
-                    enqueued_ms: now_ms,
-                    expires_ms: requeue_expires_ms,
-                    match_id: None,
-                    game_id: None,
-                };
-                // A ticket the player queued meanwhile in the same queue gives way to this one.
-                for other in state.tickets.values_mut() {
-                    if other.player == ticket.player
-                        && other.queue == ticket.queue
-                        && other.state == TicketState::Waiting
-                    {
-                        other.state = TicketState::Cancelled;
-                    }
-                }
-                state.tickets.insert(
-                    (ticket.player.clone(), ticket.ticket_id.clone()),
-                    ticket.clone(),
-                );
-                state.push_event(
-                    ticket.player.clone(),
-                    LobbyEventKind::Requeued {
-                        ticket_id: ticket.ticket_id.clone(),
-                        cancelled_game_id: game.game_id,
-                    },
-                );
-                effect.requeued.push(ticket);
-            }
-        }
+            .find(|m| m.game_id == Some(game_id))
+            .map(|m| HeldMatch {
+                the_match: m.clone(),
+                south_rating: state.rating_of(&m.south_player),
+                north_rating: state.rating_of(&m.north_player),
+            });
+        let plan = decide(held.as_ref());
+        state.persist(&plan);
         drop(state);
-        for t in &effect.requeued {
-            let _ = self.wakeups.send(t.player.clone());
+        for (player, _) in &plan.events {
+            let _ = self.wakeups.send(player.clone());
         }
-        Ok(effect)
+        Ok(Some(plan))
     }
 
     async fn feed_cursor(&self) -> Result<u64, MatchError> {

@@ -1,9 +1,11 @@
 //! Matchmaking's storage: one trait ([`MatchStore`]) with an in-memory and a Postgres
-//! implementation that pass one conformance suite (`crate::conformance`).
+//! implementation that pass one conformance suite (the `hidden-front-matchmaking-conformance`
+//! crate, run by `tests/memory_store.rs` and `tests/postgres_store.rs`).
 //!
 //! Everything that must happen once across processes happens in one store operation: pairing a
-//! queue (a ticket is paired by one process only), settling an ended game (ratings move once),
-//! claiming a computer seat (one driver at a time, by lease).
+//! queue (a ticket is paired by one process only), applying an ended game's plan (ratings move
+//! once), claiming a computer seat (one driver at a time, by lease). What those operations decide
+//! (which tickets pair, what a game's end changes) is the caller's, passed in as a function.
 
 pub mod memory;
 pub mod postgres;
@@ -335,16 +337,47 @@ pub struct EndedGame {
     pub result: EndedResult,
 }
 
-/// What handling an ended game did.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct EndedEffect {
-    /// The game had been handled before (by this process or another): nothing was done now.
-    pub already_handled: bool,
-    /// New ratings (south, north), when the game was a rated queue match with a result.
-    pub ratings: Option<(Rating, Rating)>,
-    /// Priority tickets made for players whose opponent lost the seat.
-    pub requeued: Vec<Ticket>,
+/// What the store holds about a game matchmaking made, read for the end-of-game policy
+/// ([`crate::policy::on_game_ended`]) under the locks its write takes, so nothing it decides from
+/// changes before the plan is persisted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldMatch {
+    /// The match whose game ended.
+    pub the_match: Match,
+    /// South's rating and rated games settled (the default rating and 0 for a new player).
+    pub south_rating: (Rating, u32),
+    /// North's rating and rated games settled.
+    pub north_rating: (Rating, u32),
 }
+
+/// A player's rating as a settled game leaves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatingChange {
+    /// Whose.
+    pub player: String,
+    /// The new rating.
+    pub rating: Rating,
+    /// Rated games settled, this one included.
+    pub games: u32,
+}
+
+/// What a game's end changes, decided once by [`crate::policy::on_game_ended`]; a store persists
+/// it as it is, all or nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EndOfGamePlan {
+    /// South's and north's new ratings (in that order), when the game was rated with a result.
+    pub ratings: Option<[RatingChange; 2]>,
+    /// Priority tickets to store. Each replaces its player's waiting tickets in its queue: those
+    /// become cancelled.
+    pub requeue: Vec<Ticket>,
+    /// Lobby events to write: (player, what).
+    pub events: Vec<(String, LobbyEventKind)>,
+}
+
+/// The end-of-game policy as a store calls it, with what it holds about the game's match (`None`
+/// for a game matchmaking did not make). Like [`Pairer`], the decision is the caller's; the store
+/// only reads, locks and persists.
+pub type EndPolicy<'a> = &'a (dyn Fn(Option<&HeldMatch>) -> EndOfGamePlan + Send + Sync);
 
 /// A game with a computer seat, driven by one process at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,15 +452,16 @@ pub trait MatchStore: Send + Sync {
     async fn cancel_invite(&self, player: &str, code: &str) -> Result<Invite, MatchError>;
     /// A player's rating and rated games settled (the default rating for a new player).
     async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError>;
-    /// Handles an ended game once: a rated queue match with a result moves both ratings; a
-    /// queue match cancelled by a lost seat queues the other player(s) again with priority
-    /// (ticket id `requeue:<game id>`, expiring at `requeue_expires_ms`) and tells them.
-    async fn handle_ended_game(
+    /// Applies a game's end once: marks the game handled and, the first time, reads what it holds
+    /// about the game's match ([`HeldMatch`]), asks `decide` for the plan and persists it, all
+    /// atomically. Returns the plan persisted, or `None` when the game's end had been applied
+    /// before (by this process or another, even at the same moment): then nothing changes.
+    async fn apply_ended_game(
         &self,
-        game: &EndedGame,
+        game_id: Uuid,
         now_ms: u64,
-        requeue_expires_ms: u64,
-    ) -> Result<EndedEffect, MatchError>;
+        decide: EndPolicy<'_>,
+    ) -> Result<Option<EndOfGamePlan>, MatchError>;
     /// How far the ended-games feed has been read.
     async fn feed_cursor(&self) -> Result<u64, MatchError>;
     /// Moves the feed position forward (never back).
@@ -493,19 +527,4 @@ pub(crate) fn match_found_events(m: &Match, game_id: Uuid) -> [(String, LobbyEve
             },
         ),
     ]
-}
-
-/// South's score in an ended game, when it counts for ratings.
-pub(crate) fn south_score(result: &EndedResult) -> Option<f64> {
-    match result {
-        EndedResult::Won(Side::South) => Some(1.0),
-        EndedResult::Won(Side::North) => Some(0.0),
-        EndedResult::Drawn => Some(0.5),
-        EndedResult::SeatLost(_) => None,
-    }
-}
-
-/// The ticket id of a player seated again after `game_id` was cancelled.
-pub fn requeue_ticket_id(game_id: Uuid) -> String {
-    format!("requeue:{game_id}")
 }

@@ -5,16 +5,15 @@
 //!
 //! Races between processes: pairing takes a per-queue transaction-scoped advisory lock (a
 //! process that does not get it skips the queue this round) and locks the tickets it reads
-//! (`FOR UPDATE SKIP LOCKED`), so a ticket is paired once; an ended game is handled once through
-//! the primary key of `mm_ended_games`; computer seats are claimed with `FOR UPDATE SKIP LOCKED`
-//! and held by a lease.
+//! (`FOR UPDATE SKIP LOCKED`), so a ticket is paired once; an ended game is applied once through
+//! the primary key of `mm_ended_games`, its plan decided from rating rows locked in the same
+//! transaction; computer seats are claimed with `FOR UPDATE SKIP LOCKED` and held by a lease.
 
 use super::memory::{
     already_queued, cannot_cancel, cannot_cancel_invite, check_acceptable, checked_pairs,
     invite_match, not_found_invite, not_found_ticket,
 };
 use super::*;
-use crate::glicko;
 use sqlx::postgres::{PgListener, PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 use std::sync::Arc;
@@ -108,6 +107,17 @@ fn invite_from(row: &PgRow) -> Result<Invite, MatchError> {
     })
 }
 
+fn rating_from(row: &PgRow) -> Result<(Rating, u32), MatchError> {
+    Ok((
+        Rating {
+            rating: row.try_get("rating")?,
+            deviation: row.try_get("deviation")?,
+            volatility: row.try_get("volatility")?,
+        },
+        row.try_get::<i32, _>("games")? as u32,
+    ))
+}
+
 fn computer_from(row: &PgRow) -> Result<ComputerGame, MatchError> {
     let side: String = row.try_get("side")?;
     Ok(ComputerGame {
@@ -140,6 +150,33 @@ async fn push_event(
         .bind(player)
         .execute(&mut **tx)
         .await?;
+    Ok(())
+}
+
+/// Inserts a waiting ticket inside `tx`; a ticket with the same (player, ticket id) is kept as
+/// it is. A second waiting ticket of the player in the queue fails with a unique violation.
+async fn insert_ticket(
+    tx: &mut Transaction<'_, Postgres>,
+    ticket: &Ticket,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO mm_tickets (player, ticket_id, queue_key, rules, time_control, rated, \
+         state, priority, rating, enqueued_ms, expires_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'waiting', $7, $8, $9, $10) \
+         ON CONFLICT (player, ticket_id) DO NOTHING",
+    )
+    .bind(&ticket.player)
+    .bind(&ticket.ticket_id)
+    .bind(ticket.queue.key())
+    .bind(&ticket.queue.rules)
+    .bind(&ticket.queue.time_control)
+    .bind(ticket.queue.rated)
+    .bind(ticket.priority)
+    .bind(ticket.rating)
+    .bind(ms(ticket.enqueued_ms))
+    .bind(ms(ticket.expires_ms))
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -209,7 +246,29 @@ impl PostgresMatchStore {
         row.as_ref().map(invite_from).transpose()
     }
 
-    async fn rating_in(
+    /// Both players' ratings, their rows locked until the transaction ends (a new player's row is
+    /// made first, so there is a row to lock), in a fixed order so that two settlements sharing a
+    /// player cannot deadlock.
+    async fn ratings_locked(
+        tx: &mut Transaction<'_, Postgres>,
+        south: &str,
+        north: &str,
+    ) -> Result<((Rating, u32), (Rating, u32)), MatchError> {
+        let (first, second) = if south <= north {
+            (south, north)
+        } else {
+            (north, south)
+        };
+        let first_rating = Self::rating_locked(tx, first).await?;
+        let second_rating = Self::rating_locked(tx, second).await?;
+        Ok(if first == south {
+            (first_rating, second_rating)
+        } else {
+            (second_rating, first_rating)
+        })
+    }
+
+    async fn rating_locked(
         tx: &mut Transaction<'_, Postgres>,
         player: &str,
     ) -> Result<(Rating, u32), MatchError> {
@@ -230,14 +289,44 @@ impl PostgresMatchStore {
         .bind(player)
         .fetch_one(&mut **tx)
         .await?;
-        Ok((
-            Rating {
-                rating: row.try_get("rating")?,
-                deviation: row.try_get("deviation")?,
-                volatility: row.try_get("volatility")?,
-            },
-            row.try_get::<i32, _>("games")? as u32,
-        ))
+        rating_from(&row)
+    }
+
+    /// Writes an end-of-game plan as it is, inside `tx` (the rating rows it changes are locked).
+    async fn persist(
+        tx: &mut Transaction<'_, Postgres>,
+        plan: &EndOfGamePlan,
+        now_ms: u64,
+    ) -> Result<(), MatchError> {
+        for change in plan.ratings.iter().flatten() {
+            sqlx::query(
+                "UPDATE mm_ratings SET rating = $2, deviation = $3, volatility = $4, \
+                 games = $5 WHERE player = $1",
+            )
+            .bind(&change.player)
+            .bind(change.rating.rating)
+            .bind(change.rating.deviation)
+            .bind(change.rating.volatility)
+            .bind(change.games as i32)
+            .execute(&mut **tx)
+            .await?;
+        }
+        for ticket in &plan.requeue {
+            // A ticket the player queued meanwhile in the same queue gives way to this one.
+            sqlx::query(
+                "UPDATE mm_tickets SET state = 'cancelled' WHERE player = $1 \
+                 AND queue_key = $2 AND state = 'waiting'",
+            )
+            .bind(&ticket.player)
+            .bind(ticket.queue.key())
+            .execute(&mut **tx)
+            .await?;
+            insert_ticket(tx, ticket).await?;
+        }
+        for (player, kind) in &plan.events {
+            push_event(tx, player, kind, now_ms).await?;
+        }
+        Ok(())
     }
 }
 
@@ -265,24 +354,7 @@ async fn run_listener(mut listener: PgListener, wakeups: broadcast::Sender<Strin
 impl MatchStore for PostgresMatchStore {
     async fn enqueue(&self, ticket: Ticket) -> Result<Ticket, MatchError> {
         let mut tx = self.pool.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO mm_tickets (player, ticket_id, queue_key, rules, time_control, rated, \
-             state, priority, rating, enqueued_ms, expires_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'waiting', $7, $8, $9, $10) \
-             ON CONFLICT (player, ticket_id) DO NOTHING",
-        )
-        .bind(&ticket.player)
-        .bind(&ticket.ticket_id)
-        .bind(ticket.queue.key())
-        .bind(&ticket.queue.rules)
-        .bind(&ticket.queue.time_control)
-        .bind(ticket.queue.rated)
-        .bind(ticket.priority)
-        .bind(ticket.rating)
-        .bind(ms(ticket.enqueued_ms))
-        .bind(ms(ticket.expires_ms))
-        .execute(&mut *tx)
-        .await;
+        let inserted = insert_ticket(&mut tx, &ticket).await;
         match inserted {
             Ok(_) => {}
             Err(error) if is_unique_violation(&error) => {
@@ -695,151 +767,55 @@ impl MatchStore for PostgresMatchStore {
         .await?;
         match row {
             None => Ok((Rating::default(), 0)),
-            Some(row) => Ok((
-                Rating {
-                    rating: row.try_get("rating")?,
-                    deviation: row.try_get("deviation")?,
-                    volatility: row.try_get("volatility")?,
-                },
-                row.try_get::<i32, _>("games")? as u32,
-            )),
+            Some(row) => rating_from(&row),
         }
     }
 
-    async fn handle_ended_game(
+    async fn apply_ended_game(
         &self,
-        game: &EndedGame,
+        game_id: Uuid,
         now_ms: u64,
-        requeue_expires_ms: u64,
-    ) -> Result<EndedEffect, MatchError> {
+        decide: EndPolicy<'_>,
+    ) -> Result<Option<EndOfGamePlan>, MatchError> {
         let mut tx = self.pool.begin().await?;
+        // The primary key makes a racing handler of the same game wait here for this transaction,
+        // then find the row: a game's end is applied once.
         let fresh = sqlx::query(
             "INSERT INTO mm_ended_games (game_id, handled_ms) VALUES ($1, $2) \
              ON CONFLICT (game_id) DO NOTHING",
         )
-        .bind(game.game_id)
+        .bind(game_id)
         .bind(ms(now_ms))
         .execute(&mut *tx)
         .await?
         .rows_affected()
             == 1;
         if !fresh {
-            return Ok(EndedEffect {
-                already_handled: true,
-                ..EndedEffect::default()
-            });
+            return Ok(None);
         }
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE game_id = $1"
         )))
-        .bind(game.game_id)
+        .bind(game_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some(m) = row.as_ref().map(match_from).transpose()? else {
-            tx.commit().await?;
-            return Ok(EndedEffect::default());
-        };
-        let mut effect = EndedEffect::default();
-        if let (true, Some(score)) = (m.rated, south_score(&game.result)) {
-            // Lock in a fixed order so two settlements sharing a player cannot deadlock.
-            let (first, second) = if m.south_player <= m.north_player {
-                (&m.south_player, &m.north_player)
-            } else {
-                (&m.north_player, &m.south_player)
-            };
-            let first_rating = Self::rating_in(&mut tx, first).await?;
-            let second_rating = Self::rating_in(&mut tx, second).await?;
-            let ((south, south_games), (north, north_games)) = if first == &m.south_player {
-                (first_rating, second_rating)
-            } else {
-                (second_rating, first_rating)
-            };
-            let (s, n) = glicko::settle(south, north, score);
-            for (player, r, games) in [
-                (&m.south_player, s, south_games + 1),
-                (&m.north_player, n, north_games + 1),
-            ] {
-                sqlx::query(
-                    "UPDATE mm_ratings SET rating = $2, deviation = $3, volatility = $4, \
-                     games = $5 WHERE player = $1",
-                )
-                .bind(player)
-                .bind(r.rating)
-                .bind(r.deviation)
-                .bind(r.volatility)
-                .bind(games as i32)
-                .execute(&mut *tx)
-                .await?;
-            }
-            effect.ratings = Some((s, n));
-        }
-        if let (MatchKind::Queue, EndedResult::SeatLost(lost)) = (m.kind, &game.result) {
-            for side in Side::BOTH {
-                if lost.contains(&side) {
-                    continue;
-                }
-                let player = match side {
-                    Side::South => &m.south_player,
-                    Side::North => &m.north_player,
-                };
-                let rating: Option<f64> =
-                    sqlx::query_scalar("SELECT rating FROM mm_ratings WHERE player = $1")
-                        .bind(player)
-                        .fetch_optional(&mut *tx)
+        let held = match row.as_ref().map(match_from).transpose()? {
+            None => None,
+            Some(the_match) => {
+                let (south_rating, north_rating) =
+                    Self::ratings_locked(&mut tx, &the_match.south_player, &the_match.north_player)
                         .await?;
-                let queue = Queue {
-                    rules: m.rules.clone(),
-                    time_control: m.time_control.clone(),
-                    rated: m.rated,
-                };
-                // A ticket the player queued meanwhile in the same queue gives way to this one.
-                sqlx::query(
-                    "UPDATE mm_tickets SET state = 'cancelled' WHERE player = $1 \
-                     AND queue_key = $2 AND state = 'waiting'",
-                )
-                .bind(player)
-                .bind(queue.key())
-                .execute(&mut *tx)
-                .await?;
-                let ticket = Ticket {
-                    player: player.clone(),
-                    ticket_id: requeue_ticket_id(game.game_id),
-                    queue,
-                    state: TicketState::Waiting,
-                    priority: true,
-                    rating: rating.unwrap_or(1500.0),
-                    enqueued_ms: now_ms,
-                    expires_ms: requeue_expires_ms,
-                    match_id: None,
-                    game_id: None,
-                };
-                sqlx::query(
-                    "INSERT INTO mm_tickets (player, ticket_id, queue_key, rules, time_control, \
-                     rated, state, priority, rating, enqueued_ms, expires_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, 'waiting', true, $7, $8, $9) \
-                     ON CONFLICT (player, ticket_id) DO NOTHING",
-                )
-                .bind(&ticket.player)
-                .bind(&ticket.ticket_id)
-                .bind(ticket.queue.key())
-                .bind(&ticket.queue.rules)
-                .bind(&ticket.queue.time_control)
-                .bind(ticket.queue.rated)
-                .bind(ticket.rating)
-                .bind(ms(now_ms))
-                .bind(ms(requeue_expires_ms))
-                .execute(&mut *tx)
-                .await?;
-                let kind = LobbyEventKind::Requeued {
-                    ticket_id: ticket.ticket_id.clone(),
-                    cancelled_game_id: game.game_id,
-                };
-                push_event(&mut tx, player, &kind, now_ms).await?;
-                effect.requeued.push(ticket);
+                Some(HeldMatch {
+                    the_match,
+                    south_rating,
+                    north_rating,
+                })
             }
-        }
+        };
+        let plan = decide(held.as_ref());
+        Self::persist(&mut tx, &plan, now_ms).await?;
         tx.commit().await?;
-        Ok(effect)
+        Ok(Some(plan))
     }
 
     async fn feed_cursor(&self) -> Result<u64, MatchError> {

@@ -1,10 +1,13 @@
-//! The conformance suite every [`MatchStore`] passes (memory and Postgres), so the one-box mode
-//! behaves like production. Each check is a `pub async fn` taking the store under test;
-//! [`match_store_tests!`](crate::match_store_tests) makes each its own `#[tokio::test]`.
+//! The conformance suite every [`MatchStore`] of `hidden-front-matchmaking` passes (memory and
+//! Postgres), so the one-box mode behaves like production. Each check is a `pub async fn` taking
+//! the store under test; [`match_store_tests!`](crate::match_store_tests) makes each its own
+//! `#[tokio::test]`. Test support only (`publish = false`, a dev-dependency of the service): the
+//! production library does not carry it.
 //! Checks never sleep to synchronise: racing tasks start at a barrier, waits are timeouts.
 
-use crate::glicko::Rating;
-use crate::store::*;
+use hidden_front_matchmaking::glicko::Rating;
+use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
+use hidden_front_matchmaking::store::*;
 use hidden_front_rules::Side;
 use std::collections::HashSet;
 use std::future::Future;
@@ -30,7 +33,7 @@ macro_rules! match_store_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $check() {
                 $runner(stringify!($check), |store| {
-                    ::std::boxed::Box::pin($crate::conformance::$check(store))
+                    ::std::boxed::Box::pin($crate::$check(store))
                 })
                 .await;
             }
@@ -47,6 +50,7 @@ macro_rules! match_store_tests {
             invites_accept_cancel_expire,
             ended_games_are_handled_once,
             seat_lost_requeues_the_other_player,
+            ended_game_plans_are_persisted_as_given,
             computer_games_are_leased,
             feed_cursor_moves_forward_only,
             lobby_wakeups_arrive,
@@ -492,7 +496,9 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         let (store, ended, barrier) = (store.clone(), ended.clone(), barrier.clone());
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            store.handle_ended_game(&ended, 100, 1_000).await.unwrap()
+            handle_ended_game(&*store, &ended, 100, 1_000)
+                .await
+                .unwrap()
         }));
     }
     let mut fresh = 0;
@@ -504,7 +510,8 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         }
     }
     assert_eq!(fresh, 1, "handled exactly once");
-    let (expected_a, expected_b) = crate::glicko::settle(Rating::default(), Rating::default(), 1.0);
+    let (expected_a, expected_b) =
+        hidden_front_matchmaking::glicko::settle(Rating::default(), Rating::default(), 1.0);
     let (ra, ga) = store.rating(&a).await.unwrap();
     let (rb, gb) = store.rating(&b).await.unwrap();
     assert_eq!((ga, gb), (1, 1));
@@ -514,8 +521,7 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         game_id: Uuid::now_v7(),
         ..ended
     };
-    let effect = store
-        .handle_ended_game(&stranger, 100, 1_000)
+    let effect = handle_ended_game(&*store, &stranger, 100, 1_000)
         .await
         .unwrap();
     assert_eq!(effect, EndedEffect::default());
@@ -538,7 +544,9 @@ pub async fn seat_lost_requeues_the_other_player(store: Arc<dyn MatchStore>) {
         north_player: b.clone(),
         result: EndedResult::SeatLost(vec![Side::North]),
     };
-    let effect = store.handle_ended_game(&ended, 100, 5_000).await.unwrap();
+    let effect = handle_ended_game(&*store, &ended, 100, 5_000)
+        .await
+        .unwrap();
     assert!(effect.ratings.is_none());
     assert_eq!(effect.requeued.len(), 1);
     let id = requeue_ticket_id(game);
@@ -565,11 +573,99 @@ pub async fn seat_lost_requeues_the_other_player(store: Arc<dyn MatchStore>) {
         }));
     assert_eq!(store.rating(&a).await.unwrap().1, 0);
     assert!(
-        store
-            .handle_ended_game(&ended, 101, 5_000)
+        handle_ended_game(&*store, &ended, 101, 5_000)
             .await
             .unwrap()
             .already_handled
+    );
+}
+
+/// A store hands the end-of-game policy what it holds (the match, both stored ratings), writes
+/// the plan it gets back as it is, and never asks again for a game it applied; for a game
+/// matchmaking did not make it holds nothing.
+pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>) {
+    let (a, b) = (player("a"), player("b"));
+    let game = rated_game(&store, &a, &b).await;
+    let q = store.ticket(&a, "t").await.unwrap().unwrap().queue;
+    let rating = Rating {
+        rating: 1234.5,
+        deviation: 99.0,
+        volatility: 0.07,
+    };
+    let mut requeue = ticket(&b, "planned", &q, 100, 9_000);
+    requeue.priority = true;
+    let told = LobbyEventKind::InviteExpired {
+        code: "PLANNED".into(),
+    };
+    let plan = EndOfGamePlan {
+        ratings: Some([
+            RatingChange {
+                player: a.clone(),
+                rating,
+                games: 7,
+            },
+            RatingChange {
+                player: b.clone(),
+                rating: Rating::default(),
+                games: 3,
+            },
+        ]),
+        requeue: vec![requeue.clone()],
+        events: vec![(a.clone(), told.clone())],
+    };
+    let seen = std::sync::Mutex::new(None);
+    let decide = |held: Option<&HeldMatch>| {
+        *seen.lock().unwrap() = Some(held.cloned());
+        plan.clone()
+    };
+    let applied = store.apply_ended_game(game, 100, &decide).await.unwrap();
+    assert_eq!(applied, Some(plan.clone()));
+    let held = seen
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the policy was asked")
+        .expect("the store holds the match");
+    assert_eq!(held.the_match.game_id, Some(game));
+    assert_eq!(
+        (
+            held.the_match.south_player.as_str(),
+            held.the_match.north_player.as_str()
+        ),
+        (a.as_str(), b.as_str())
+    );
+    assert_eq!(held.south_rating, (Rating::default(), 0));
+    assert_eq!(held.north_rating, (Rating::default(), 0));
+    assert_eq!(store.rating(&a).await.unwrap(), (rating, 7));
+    assert_eq!(store.rating(&b).await.unwrap(), (Rating::default(), 3));
+    assert_eq!(store.ticket(&b, "planned").await.unwrap(), Some(requeue));
+    let events = store.lobby_events(&a, 0, 10).await.unwrap();
+    assert!(events.iter().any(|e| e.kind == told), "{events:?}");
+    let asked_again = std::sync::atomic::AtomicBool::new(false);
+    let again = |_: Option<&HeldMatch>| {
+        asked_again.store(true, std::sync::atomic::Ordering::SeqCst);
+        EndOfGamePlan::default()
+    };
+    assert_eq!(
+        store.apply_ended_game(game, 101, &again).await.unwrap(),
+        None
+    );
+    assert!(!asked_again.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(
+        store.rating(&a).await.unwrap(),
+        (rating, 7),
+        "nothing moved"
+    );
+    let stranger = |held: Option<&HeldMatch>| {
+        assert!(held.is_none(), "{held:?}");
+        EndOfGamePlan::default()
+    };
+    assert_eq!(
+        store
+            .apply_ended_game(Uuid::now_v7(), 102, &stranger)
+            .await
+            .unwrap(),
+        Some(EndOfGamePlan::default())
     );
 }
 
