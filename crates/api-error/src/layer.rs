@@ -8,52 +8,23 @@
 //! with [`ApiError`](crate::ApiError) and need no rewriting.
 
 use crate::{MAX_MESSAGE_BYTES, ensure_reason, has_reason};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use tonic::{Code, Status};
-use tower_layer::Layer;
-use tower_service::Service;
+use tower::util::MapResponseLayer;
 
-/// For `tonic::transport::Server::builder().layer(...)`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ErrorContractLayer;
+/// The response rewrite of [`ErrorContractLayer`].
+pub type HoldToContract =
+    fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
 
-impl<S> Layer<S> for ErrorContractLayer {
-    type Service = ErrorContractService<S>;
+/// For `tonic::transport::Server::builder().layer(error_contract_layer())`: a map over every
+/// response (tower's own), so the only code here is the rewrite.
+pub type ErrorContractLayer = MapResponseLayer<HoldToContract>;
 
-    fn layer(&self, inner: S) -> Self::Service {
-        ErrorContractService { inner }
-    }
-}
-
-/// The service [`ErrorContractLayer`] wraps around a server's routes.
-#[derive(Debug, Clone)]
-pub struct ErrorContractService<S> {
-    inner: S,
-}
-
-impl<S, B, R> Service<http::Request<B>> for ErrorContractService<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let future = self.inner.call(request);
-        Box::pin(async move {
-            let mut response = future.await?;
-            hold_to_contract(response.headers_mut());
-            Ok(response)
-        })
-    }
+/// The layer that holds every answer of a server to the error contract.
+pub fn error_contract_layer() -> ErrorContractLayer {
+    MapResponseLayer::new(|mut response: http::Response<tonic::body::Body>| {
+        hold_to_contract(response.headers_mut());
+        response
+    })
 }
 
 /// Rewrites a trailers-only error status in `headers` that lacks a reason or is too long.

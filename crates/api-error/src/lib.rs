@@ -23,7 +23,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 pub mod layer;
 pub mod text;
 
-pub use layer::ErrorContractLayer;
+pub use layer::{ErrorContractLayer, HoldToContract, error_contract_layer};
 
 /// `ErrorInfo.domain` of every reason this project answers.
 pub const DOMAIN: &str = "hiddenfront";

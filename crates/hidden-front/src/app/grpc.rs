@@ -71,7 +71,7 @@ impl Port {
             // One span per RPC, child of the caller's trace context (W3C `traceparent`).
             .layer(hidden_front_telemetry::GrpcServerLayer)
             // Every error answer carries a reason and a bounded message, tonic's own included.
-            .layer(hidden_front_api_error::ErrorContractLayer)
+            .layer(hidden_front_api_error::error_contract_layer())
             .http2_keepalive_interval(Some(Duration::from_secs(20)))
             .add_service(health_service)
             .add_service(reflection)
