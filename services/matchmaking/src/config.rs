@@ -1,43 +1,9 @@
 //! The matchmaking service's settings; tests shorten the timings.
 
 use crate::pairing::RatingWindow;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use hidden_front_time::WallClock;
+use std::time::Duration;
 use uuid::Uuid;
-
-/// Where matchmaking reads the time (milliseconds since the Unix epoch): the system clock in
-/// production; tests substitute a clock they move by hand, so windows widen and tickets expire
-/// without waiting. Computer-seat leases always use the system clock (they are shared with other
-/// processes).
-#[derive(Clone)]
-pub struct MatchmakingClock(Arc<dyn Fn() -> u64 + Send + Sync>);
-
-impl MatchmakingClock {
-    /// The system's wall clock.
-    pub fn system() -> MatchmakingClock {
-        MatchmakingClock(Arc::new(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64)
-        }))
-    }
-
-    /// A clock reading `now_ms` (for tests).
-    pub fn from_fn(now_ms: impl Fn() -> u64 + Send + Sync + 'static) -> MatchmakingClock {
-        MatchmakingClock(Arc::new(now_ms))
-    }
-
-    /// Milliseconds since the Unix epoch now.
-    pub fn now_ms(&self) -> u64 {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for MatchmakingClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MatchmakingClock")
-    }
-}
 
 /// Settings of the matchmaking service.
 #[derive(Debug, Clone)]
@@ -66,8 +32,9 @@ pub struct MatchmakingConfig {
     pub computer_scan_interval: Duration,
     /// A match whose game was not created after this long is retried (a process died meanwhile).
     pub pending_match_retry: Duration,
-    /// The clock of tickets, invites and pairing windows.
-    pub clock: MatchmakingClock,
+    /// The clock of tickets, invites and pairing windows (tests move it by hand). Computer-seat
+    /// leases always use the system clock: they are shared with other processes.
+    pub clock: WallClock,
 }
 
 impl Default for MatchmakingConfig {
@@ -85,7 +52,7 @@ impl Default for MatchmakingConfig {
             computer_lease: Duration::from_secs(15),
             computer_scan_interval: Duration::from_secs(2),
             pending_match_retry: Duration::from_secs(5),
-            clock: MatchmakingClock::system(),
+            clock: WallClock::system(),
         }
     }
 }

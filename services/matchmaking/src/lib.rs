@@ -26,7 +26,7 @@ pub mod policy;
 mod service;
 pub mod store;
 
-pub use config::{MatchmakingClock, MatchmakingConfig};
+pub use config::MatchmakingConfig;
 pub use service::{
     COMPUTER_PLAYER, MatchmakingService, SessionClient, ended_game_from_proto,
     lobby_event_to_proto, match_error_status, now_ms,

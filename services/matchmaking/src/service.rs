@@ -20,7 +20,7 @@ use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_rules::{Rules, Side};
 use hidden_front_wire as wire;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
@@ -39,11 +39,10 @@ const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// Invite code length.
 const CODE_LEN: usize = 6;
 
-/// Milliseconds since the Unix epoch now.
+/// Milliseconds since the Unix epoch now, by the system's clock (computer-seat leases, shared
+/// with other processes, never use a test's clock).
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    hidden_front_time::unix_ms(SystemTime::now())
 }
 
 fn ms_of(duration: Duration) -> u64 {
@@ -320,7 +319,7 @@ impl MatchmakingService {
         let game_id = created_game_id(&created)?;
         self.inner
             .store
-            .complete_match(m.match_id, game_id, self.inner.config.clock.now_ms())
+            .complete_match(m.match_id, game_id, self.inner.config.clock.now_unix_ms())
             .await
             .map_err(match_error_status)?;
         Ok(game_id)
@@ -330,7 +329,7 @@ impl MatchmakingService {
     /// left without a game, count the waiting tickets.
     pub async fn pairing_round(&self) -> Result<usize, MatchError> {
         let store = &self.inner.store;
-        let now = self.inner.config.clock.now_ms();
+        let now = self.inner.config.clock.now_unix_ms();
         store.expire(now).await?;
         let mut made = 0;
         for queue in store.waiting_queues().await? {
@@ -403,7 +402,7 @@ impl MatchmakingService {
         for game in &games {
             match ended_game_from_proto(game) {
                 Ok(ended) => {
-                    let now = self.inner.config.clock.now_ms();
+                    let now = self.inner.config.clock.now_unix_ms();
                     let expires = now + ms_of(self.inner.config.requeue_ttl);
                     let effect = policy::handle_ended_game(&**store, &ended, now, expires)
                         .await
@@ -572,7 +571,7 @@ impl MatchmakingApi for MatchmakingService {
             }));
         }
         let (rating, _) = store.rating(&r.player).await.map_err(match_error_status)?;
-        let now = self.inner.config.clock.now_ms();
+        let now = self.inner.config.clock.now_unix_ms();
         let ticket = store
             .enqueue(Ticket {
                 player: r.player,
@@ -648,7 +647,8 @@ impl MatchmakingApi for MatchmakingService {
         check_id("invite_id", &r.invite_id)?;
         let rules = parse_rules("rules", &r.rules)?;
         let time_control = parse_time_control("time_control", &r.time_control, "relaxed")?;
-        let expires_ms = self.inner.config.clock.now_ms() + ms_of(self.inner.config.invite_ttl);
+        let expires_ms =
+            self.inner.config.clock.now_unix_ms() + ms_of(self.inner.config.invite_ttl);
         // A drawn code may be taken: draw again (31^6 codes make a second clash rare).
         for _ in 0..8 {
             let invite = Invite {
@@ -690,7 +690,7 @@ impl MatchmakingApi for MatchmakingService {
         let m = self
             .inner
             .store
-            .accept_invite(&code, &r.player, self.inner.config.clock.now_ms())
+            .accept_invite(&code, &r.player, self.inner.config.clock.now_unix_ms())
             .await
             .map_err(match_error_status)?;
         let game_id = match m.game_id {

@@ -4,11 +4,12 @@
 mod common;
 
 use common::*;
-use hidden_front_matchmaking::{MatchmakingClock, MatchmakingConfig, SessionClient};
+use hidden_front_matchmaking::{MatchmakingConfig, SessionClient};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_session::SessionClock;
 use hidden_front_store::{TimerKind, TimerStore};
+use hidden_front_time::WallClock;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -381,7 +382,10 @@ async fn rated_pairing_respects_the_window_and_widens_it_with_waiting() {
         },
         clock: {
             let clock_ms = clock_ms.clone();
-            MatchmakingClock::from_fn(move || clock_ms.load(Ordering::SeqCst))
+            WallClock::from_fn(move || {
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_millis(clock_ms.load(Ordering::SeqCst))
+            })
         },
         ..fast_config()
     };
