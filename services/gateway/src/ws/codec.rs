@@ -461,6 +461,34 @@ mod tests {
         }
     }
 
+    #[test]
+    fn each_action_op_decodes_into_the_action_of_its_name() {
+        use crate::action::ActionMessage;
+
+        let mut actions = 0;
+        for (name, _) in OPS {
+            let text = format!(r#"{{"id": 1, "type": "{name}", "request": {{}}}}"#);
+            // `auth` and `unsubscribe` do not take an empty request; neither is an action.
+            let Ok((_, request)) = decode_message(&text) else {
+                continue;
+            };
+            let action = match request {
+                Request::Reshuffle(r) => r.into_request(),
+                Request::Swap(r) => r.into_request(),
+                Request::Deploy(r) => r.into_request(),
+                Request::Confirm(r) => r.into_request(),
+                Request::Play(r) => r.into_request(),
+                Request::ProposeDraw(r) => r.into_request(),
+                Request::RespondDraw(r) => r.into_request(),
+                Request::Concede(r) => r.into_request(),
+                _ => continue,
+            };
+            assert_eq!(action.action.name(), name, "the log name is the op");
+            actions += 1;
+        }
+        assert_eq!(actions, 8, "every player action is a WebSocket op");
+    }
+
     /// Property tests of [`decode_message`]: whatever a client sends, the answer is a decoded
     /// request or an error that says what is wrong, under the id the message carried (if any),
     /// and never a panic.

@@ -6,9 +6,7 @@
 use super::codec::{Request, decode_message, too_big};
 use super::connection::{Conn, Outbound};
 use super::messages::result_text;
-use crate::gateway::Action;
 use hidden_front_api_error::{ApiError, Reason};
-use hidden_front_proto::v1 as pb;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::task::JoinSet;
@@ -82,43 +80,14 @@ impl Conn {
                 Ok(result_text(id, &gateway.list_my_games(player, r).await?))
             }
             Request::LegalMoves(r) => Ok(result_text(id, &gateway.legal_moves(player, r).await?)),
-            Request::Reshuffle(r) => {
-                let result = Some(gateway.act(player, r.context, Action::Reshuffle).await?);
-                Ok(result_text(id, &pb::ReshuffleResponse { result }))
-            }
-            Request::Swap(r) => {
-                let action = Action::Swap(r.square_a, r.square_b);
-                let result = Some(gateway.act(player, r.context, action).await?);
-                Ok(result_text(id, &pb::SwapResponse { result }))
-            }
-            Request::Deploy(r) => {
-                let action = Action::Deploy(r.placements);
-                let result = Some(gateway.act(player, r.context, action).await?);
-                Ok(result_text(id, &pb::DeployResponse { result }))
-            }
-            Request::Confirm(r) => {
-                let result = Some(gateway.act(player, r.context, Action::Confirm).await?);
-                Ok(result_text(id, &pb::ConfirmResponse { result }))
-            }
-            Request::Play(r) => {
-                let action = Action::Play(r.r#move);
-                let result = Some(gateway.act(player, r.context, action).await?);
-                Ok(result_text(id, &pb::PlayResponse { result }))
-            }
-            Request::ProposeDraw(r) => {
-                let action = Action::ProposeDraw;
-                let result = Some(gateway.act(player, r.context, action).await?);
-                Ok(result_text(id, &pb::ProposeDrawResponse { result }))
-            }
-            Request::RespondDraw(r) => {
-                let action = Action::RespondDraw(r.accept);
-                let result = Some(gateway.act(player, r.context, action).await?);
-                Ok(result_text(id, &pb::RespondDrawResponse { result }))
-            }
-            Request::Concede(r) => {
-                let result = Some(gateway.act(player, r.context, Action::Concede).await?);
-                Ok(result_text(id, &pb::ConcedeResponse { result }))
-            }
+            Request::Reshuffle(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::Swap(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::Deploy(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::Confirm(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::Play(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::ProposeDraw(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::RespondDraw(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
+            Request::Concede(r) => Ok(result_text(id, &gateway.perform(player, r).await?)),
             Request::FindMatch(r) => Ok(result_text(id, &gateway.find_match(player, r).await?)),
             Request::CancelMatch(r) => Ok(result_text(id, &gateway.cancel_match(player, r).await?)),
             Request::CreateInvite(r) => {
