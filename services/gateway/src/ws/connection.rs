@@ -8,10 +8,11 @@ use super::closing::Closing;
 use super::messages::{ErrorMessage, result_text, to_text};
 use crate::auth::Player;
 use crate::gateway::Gateway;
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::SendTimeoutError;
 use tokio::sync::{mpsc, watch};
@@ -160,7 +161,7 @@ impl Conn {
 
     /// Aborts every forwarder; the entries stay for the writer's resume hints.
     pub(super) fn stop_forwarders(&self) {
-        let subs = self.subs.lock().expect("subscription lock");
+        let subs = self.subs.lock();
         for sub in subs.map.values() {
             if let Some(task) = &sub.task {
                 task.abort();
@@ -170,7 +171,7 @@ impl Conn {
 
     /// `(subscription id, resume_from_seq)` of every subscription.
     pub(super) fn resume_hints(&self) -> Vec<(Value, u64)> {
-        let subs = self.subs.lock().expect("subscription lock");
+        let subs = self.subs.lock();
         let mut hints: Vec<(Value, u64)> = subs
             .map
             .values()

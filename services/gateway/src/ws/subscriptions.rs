@@ -46,7 +46,7 @@ impl Conn {
     ) -> Result<(String, u64, Arc<SubCell>), Status> {
         let key = id.to_string();
         let cell = Arc::new(SubCell::new(first_seq));
-        let mut subs = self.subs.lock().expect("subscription lock");
+        let mut subs = self.subs.lock();
         if subs.map.contains_key(&key) {
             return Err(ApiError::new(
                 Reason::SubscriptionExists,
@@ -109,7 +109,7 @@ impl Conn {
         {
             return;
         }
-        let mut subs = self.subs.lock().expect("subscription lock");
+        let mut subs = self.subs.lock();
         // Checked under the lock that `stop_forwarders` takes after the close began: a forwarder
         // is either started before it (and stopped by it) or not at all.
         if self.closing.borrow().is_some() {
@@ -183,7 +183,7 @@ impl Conn {
 
     /// Removes subscription `key` if it is still the one with `token`; whether it was.
     pub(super) fn remove_sub(&self, key: &str, token: u64) -> bool {
-        let mut subs = self.subs.lock().expect("subscription lock");
+        let mut subs = self.subs.lock();
         if subs.map.get(key).is_some_and(|sub| sub.token == token) {
             subs.map.remove(key);
             true
@@ -258,12 +258,7 @@ impl Conn {
     /// `unsubscribe`: stops the forwarder; events still queued for it are not written.
     pub(super) async fn unsubscribe(&self, id: &Value, request: UnsubscribeRequest) {
         let key = request.subscription.to_string();
-        let removed = self
-            .subs
-            .lock()
-            .expect("subscription lock")
-            .map
-            .remove(&key);
+        let removed = self.subs.lock().map.remove(&key);
         match removed {
             Some(sub) => {
                 sub.cell.cancelled.store(true, Ordering::Relaxed);

@@ -211,7 +211,7 @@ async fn connection(
     {
         writer.abort();
     }
-    conn.subs.lock().expect("subscription lock").map.clear();
+    conn.subs.lock().map.clear();
 }
 
 /// Resolves once the connection is closing (the guard `wait_for` returns is not `Send`).

@@ -198,7 +198,7 @@ mod tests {
         let writer = tokio::spawn(write_loop(Arc::clone(&conn), sink, queue));
         let id = Value::from("g");
         let cell = Arc::new(SubCell::new(1));
-        conn.subs.lock().unwrap().map.insert(
+        conn.subs.lock().map.insert(
             id.to_string(),
             Sub {
                 token: 1,
