@@ -1,6 +1,7 @@
 //! The gateway's operations, independent of the transport: the gRPC `PlayerService` and the
 //! WebSocket API both call these, so both have the same semantics.
 
+use crate::action::{ActionMessage, ActionRequest, PlayerAction};
 use crate::auth::{Authenticator, Player};
 use crate::hub::{Hubs, Seats};
 use crate::limits::{RateLimiter, StreamCap};
@@ -55,27 +56,6 @@ impl Default for GatewayConfig {
             matchmaking: None,
         }
     }
-}
-
-/// A player's action in a game.
-#[derive(Debug, Clone)]
-pub enum Action {
-    /// A fresh random draft.
-    Reshuffle,
-    /// Exchange two pieces of the draft.
-    Swap(String, String),
-    /// A whole deployment.
-    Deploy(Vec<pb::Placement>),
-    /// Lock in the draft.
-    Confirm,
-    /// A move.
-    Play(Option<pb::Move>),
-    /// Offer a draw.
-    ProposeDraw,
-    /// Answer the opponent's offer.
-    RespondDraw(bool),
-    /// Resign.
-    Concede,
 }
 
 /// The public door: authenticates, checks seats, forwards to the session, streams views.
@@ -426,13 +406,25 @@ impl Gateway {
         })
     }
 
-    /// Performs an action in the player's own seat.
+    /// Performs the action of one action RPC's request `message` in the player's own seat and
+    /// answers with that RPC's response: what both faces call.
+    pub async fn perform<M: ActionMessage>(
+        &self,
+        player: &Player,
+        message: M,
+    ) -> Result<M::Response, Status> {
+        Ok(M::respond(self.act(player, message.into_request()).await?))
+    }
+
+    /// Performs an action in the player's own seat: the one place that maps each
+    /// [`PlayerAction`] to its session call and the session's answer to the player's.
     pub async fn act(
         &self,
         player: &Player,
-        context: Option<pb::ActionContext>,
-        action: Action,
+        request: ActionRequest,
     ) -> Result<pb::ActionResult, Status> {
+        let ActionRequest { context, action } = request;
+        let name = action.name();
         self.inner.rate.check(&player.id)?;
         let context = context.ok_or_else(|| Status::from(ApiError::missing_field("context")))?;
         let game_id = parse_game_id("context.game_id", &context.game_id)?;
@@ -451,11 +443,11 @@ impl Gateway {
         });
         let mut session = self.inner.session.clone();
         let result = match action {
-            Action::Reshuffle => session
+            PlayerAction::Reshuffle => session
                 .reshuffle_deployment(pb::ReshuffleDeploymentRequest { context: ctx })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::Swap(square_a, square_b) => session
+            PlayerAction::Swap { square_a, square_b } => session
                 .swap_pieces(pb::SwapPiecesRequest {
                     context: ctx,
                     square_a,
@@ -463,7 +455,7 @@ impl Gateway {
                 })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::Deploy(placements) => session
+            PlayerAction::Deploy { placements } => session
                 .set_deployment(pb::SetDeploymentRequest {
                     context: ctx,
                     deployment: Some(pb::Deployment {
@@ -473,39 +465,41 @@ impl Gateway {
                 })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::Confirm => session
+            PlayerAction::Confirm => session
                 .confirm_deployment(pb::ConfirmDeploymentRequest { context: ctx })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::Play(mv) => session
+            PlayerAction::Play(mv) => session
                 .submit_move(pb::SubmitMoveRequest {
                     context: ctx,
                     r#move: mv,
                 })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::ProposeDraw => session
+            PlayerAction::ProposeDraw => session
                 .offer_draw(pb::OfferDrawRequest { context: ctx })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::RespondDraw(accept) => session
+            PlayerAction::RespondDraw { accept } => session
                 .answer_draw(pb::AnswerDrawRequest {
                     context: ctx,
                     accept,
                 })
                 .await
                 .map(|r| r.into_inner().result),
-            Action::Concede => session
+            PlayerAction::Concede => session
                 .resign(pb::ResignRequest { context: ctx })
                 .await
                 .map(|r| r.into_inner().result),
         };
-        let result = result.map_err(upstream_status)?.ok_or_else(|| {
-            Status::from(ApiError::new(
-                Reason::SessionUnavailable,
-                "the session answered without a result",
-            ))
-        })?;
+        let result = result
+            .map_err(|s| upstream_status(s, name))?
+            .ok_or_else(|| {
+                Status::from(ApiError::new(
+                    Reason::SessionUnavailable,
+                    "the session answered without a result",
+                ))
+            })?;
         Ok(pb::ActionResult {
             version: result.version,
             events: result.events,
@@ -516,10 +510,10 @@ impl Gateway {
 
 /// A session error as the player sees it. The session's messages are written for the acting
 /// seat already (they never name a hidden kind); internal failures lose their details here.
-fn upstream_status(status: Status) -> Status {
+fn upstream_status(status: Status, action: &'static str) -> Status {
     match status.code() {
         Code::Internal | Code::Unknown | Code::DataLoss => {
-            tracing::error!(error = %status, "session failure");
+            tracing::error!(action, error = %status, "session failure");
             ApiError::new(
                 Reason::SessionUnavailable,
                 "the game service failed; retry with the same idempotency key",

@@ -11,9 +11,11 @@
 
 use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
+use hidden_front_retry::Backoff;
 use hidden_front_rules::{Event, Game, Reveal, Rules, reveal};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tonic::{Code, Status};
@@ -78,7 +80,7 @@ impl Drop for GameHub {
 impl GameHub {
     /// Up to `max` events from `from_seq` on (fewer, or none, if the log is shorter).
     pub(crate) fn entries(&self, from_seq: u64, max: usize) -> Result<Vec<Arc<LogEntry>>, Status> {
-        let state = self.shared.state.lock().expect("hub lock");
+        let state = self.shared.state.lock();
         if let Some(status) = &state.failed {
             return Err(status.clone());
         }
@@ -92,13 +94,13 @@ impl GameHub {
 
     /// The log's length now and whether the game has ended.
     pub(crate) fn head(&self) -> (u64, bool) {
-        let state = self.shared.state.lock().expect("hub lock");
+        let state = self.shared.state.lock();
         (state.log.len() as u64, state.ended)
     }
 
     /// What the ended game reveals to everyone; `None` until the log holds its end.
     pub(crate) fn reveal(&self) -> Option<Arc<Reveal>> {
-        self.shared.state.lock().expect("hub lock").reveal.clone()
+        self.shared.state.lock().reveal.clone()
     }
 
     /// A receiver that changes whenever the log grows (or the hub fails).
@@ -129,7 +131,7 @@ impl Hubs {
 
     /// Who sits where in the game (`NOT_FOUND` for an unknown game).
     pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Seats, Status> {
-        if let Some(seats) = self.seats.lock().expect("seat cache").get(&game_id) {
+        if let Some(seats) = self.seats.lock().get(&game_id) {
             return Ok(seats.clone());
         }
         let view = self.spectator_view(game_id).await?;
@@ -141,7 +143,7 @@ impl Hubs {
             north_player: view.north_player,
             rules,
         };
-        let mut cache = self.seats.lock().expect("seat cache");
+        let mut cache = self.seats.lock();
         if cache.len() >= SEAT_CACHE_LIMIT {
             cache.clear();
         }
@@ -174,7 +176,7 @@ impl Hubs {
     /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
     /// yet.
     pub(crate) fn hub(&self, game_id: Uuid, rules: Rules) -> Arc<GameHub> {
-        let mut hubs = self.hubs.lock().expect("hub map");
+        let mut hubs = self.hubs.lock();
         if let Some(hub) = hubs.get(&game_id).and_then(Weak::upgrade) {
             return hub;
         }
@@ -198,17 +200,24 @@ impl Hubs {
     pub(crate) fn followed(&self) -> usize {
         self.hubs
             .lock()
-            .expect("hub map")
             .values()
             .filter(|h| h.strong_count() > 0)
             .count()
     }
 }
 
+/// The first wait before following a game again after its upstream stream broke; it doubles
+/// after each failure (with jitter, so the gateways that lost one session process do not all
+/// come back at once) up to [`RETRY_MAX`], and starts over once an event arrives.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest wait between two attempts to follow a game.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
 /// Follows the game's log upstream until it ends, reconnecting (from the next sequence number)
 /// whenever the session stream breaks.
 async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared: Arc<Shared>) {
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX).jittered();
     // Where the game stands now: everything up to here is backfill, not live traffic. If the
     // session cannot say, every event counts as live (the cautious choice for slow clients).
     if let Ok(view) = session
@@ -219,10 +228,10 @@ async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared:
         .await
         && let Some(game) = view.into_inner().game
     {
-        shared.state.lock().expect("hub lock").backfill_until = game.version;
+        shared.state.lock().backfill_until = game.version;
     }
     loop {
-        let next = shared.state.lock().expect("hub lock").log.len() as u64 + 1;
+        let next = shared.state.lock().log.len() as u64 + 1;
         let request = pb::WatchGameRequest {
             game_id: game_id.to_string(),
             from_seq: next,
@@ -233,7 +242,7 @@ async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared:
                 loop {
                     match stream.message().await {
                         Ok(Some(item)) => {
-                            backoff = Duration::from_millis(50);
+                            backoff.reset();
                             match append(&shared, &rules, item) {
                                 Ok(true) => return,
                                 Ok(false) => {}
@@ -251,7 +260,7 @@ async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared:
                         }
                     }
                 }
-                if shared.state.lock().expect("hub lock").ended {
+                if shared.state.lock().ended {
                     return;
                 }
             }
@@ -263,13 +272,12 @@ async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared:
                 tracing::warn!(%game_id, error = %status, "cannot follow game; retrying");
             }
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        backoff.wait().await;
     }
 }
 
 fn fail(shared: &Shared, status: Status) {
-    shared.state.lock().expect("hub lock").failed = Some(status);
+    shared.state.lock().failed = Some(status);
     // Wake the waiting connections so they see the failure.
     shared.head.send_modify(|_| {});
 }
@@ -286,7 +294,7 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
     })?;
     let ended = matches!(event, Event::Ended { .. });
     {
-        let mut state = shared.state.lock().expect("hub lock");
+        let mut state = shared.state.lock();
         let entry = Arc::new(LogEntry {
             seq,
             event,

@@ -11,10 +11,14 @@
 //! - Matchmaking: finding a match, invites, games against the computer, ratings and the lobby
 //!   stream, forwarded to the matchmaking service for the authenticated player (optional).
 //! - Presence: seated players' connections are reported to the session with a lease.
+//! - [`PlayerAction`]: the eight player actions in one table, converted once from the proto
+//!   request messages both faces receive ([`ActionMessage`]) and mapped once to the session
+//!   calls ([`Gateway::act`]).
 //! - [`PlayerApi`]: the gRPC face (`hiddenfront.v1.PlayerService`).
 //! - [`ws`]: the WebSocket face (`GET /v1/ws`): the same operations and the same proto messages,
 //!   as proto3 JSON.
 
+mod action;
 pub mod auth;
 mod gateway;
 mod hub;
@@ -23,7 +27,6 @@ mod presence;
 mod service;
 pub mod ws;
 
-pub use gateway::{
-    Action, COMPUTER_PLAYER, Gateway, GatewayConfig, MatchmakingClient, SessionClient,
-};
+pub use action::{ActionMessage, ActionRequest, PlayerAction};
+pub use gateway::{COMPUTER_PLAYER, Gateway, GatewayConfig, MatchmakingClient, SessionClient};
 pub use service::PlayerApi;

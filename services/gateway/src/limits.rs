@@ -1,50 +1,72 @@
-//! Limits that keep one client from hurting the others: a per-player action rate (token bucket)
-//! and a cap on open streams per gateway process.
+//! Limits that keep one client from hurting the others: a per-player action rate (GCRA, through
+//! `governor`'s keyed limiter) and a cap on open streams per gateway process.
 
+use governor::Quota;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
 use hidden_front_api_error::{ApiError, Reason};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 
-/// A token bucket per player: `burst` actions at once, refilled at `per_second`.
-pub(crate) struct RateLimiter {
-    burst: f64,
-    per_second: f64,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+/// Fewest checks between two sweeps of idle players' keys.
+const MIN_SWEEP_INTERVAL: usize = 1024;
+
+/// The per-player action rate: `burst` actions at once, refilled continuously at `per_second`
+/// (GCRA, the same schedule as a token bucket of `burst` tokens refilled at `per_second`).
+///
+/// Memory is bounded by dropping idle players' keys: a key whose bucket has refilled (the player
+/// has not acted for about `burst / per_second` seconds, 2 s by default) is indistinguishable
+/// from a new one and is dropped by a sweep (`retain_recent` + `shrink_to_fit`). A sweep runs
+/// once every `max(1024, keys left by the previous sweep)` checks, so each check pays O(1)
+/// amortized for it, and the map holds at most the players who acted in the last
+/// `burst / per_second` seconds plus the keys added since the last sweep: fewer than twice the
+/// players active in that window, plus 1024. A sweep never forgets a player who is still
+/// limited (their bucket is not full), so it cannot lift a refusal.
+pub(crate) struct RateLimiter<C: Clock = DefaultClock> {
+    limiter: governor::RateLimiter<
+        String,
+        DefaultKeyedStateStore<String>,
+        C,
+        NoOpMiddleware<C::Instant>,
+    >,
+    per_second: NonZeroU32,
+    /// Checks since the last sweep.
+    checks: AtomicUsize,
+    /// Checks after which the next sweep runs.
+    sweep_after: AtomicUsize,
 }
 
-/// Buckets kept at most; idle full buckets are dropped past it.
-const MAX_BUCKETS: usize = 200_000;
-
 impl RateLimiter {
-    /// A limiter allowing `burst` actions at once and `per_second` sustained.
+    /// A limiter allowing `burst` actions at once and `per_second` sustained (each at least 1).
     pub(crate) fn new(burst: u32, per_second: u32) -> RateLimiter {
+        RateLimiter::with_clock(burst, per_second, DefaultClock::default())
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    /// The same limiter reading time from `clock` (tests move a fake clock by hand).
+    pub(crate) fn with_clock(burst: u32, per_second: u32, clock: C) -> RateLimiter<C> {
+        let per_second = NonZeroU32::new(per_second).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::per_second(per_second).allow_burst(burst);
         RateLimiter {
-            burst: f64::from(burst.max(1)),
-            per_second: f64::from(per_second.max(1)),
-            buckets: Mutex::new(HashMap::new()),
+            limiter: governor::RateLimiter::new(quota, DefaultKeyedStateStore::default(), clock),
+            per_second,
+            checks: AtomicUsize::new(0),
+            sweep_after: AtomicUsize::new(MIN_SWEEP_INTERVAL),
         }
     }
 
-    /// Takes one token for `player`, or refuses with `RESOURCE_EXHAUSTED`.
+    /// Takes one action of `player`'s allowance, or refuses with `RESOURCE_EXHAUSTED`
+    /// (`RATE_LIMITED`).
     pub(crate) fn check(&self, player: &str) -> Result<(), Status> {
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().expect("rate limiter lock");
-        if buckets.len() >= MAX_BUCKETS {
-            let (burst, rate) = (self.burst, self.per_second);
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
-            });
-        }
-        let (tokens, at) = buckets
-            .entry(player.to_string())
-            .or_insert((self.burst, now));
-        *tokens =
-            (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
-        *at = now;
-        if *tokens < 1.0 {
+        let allowed = self.limiter.check_key(&player.to_string()).is_ok();
+        self.maybe_sweep();
+        if !allowed {
             return Err(ApiError::new(
                 Reason::RateLimited,
                 format!(
@@ -54,8 +76,32 @@ impl RateLimiter {
             )
             .into());
         }
-        *tokens -= 1.0;
         Ok(())
+    }
+
+    /// Drops idle players' keys once enough checks have passed since the last sweep. Two
+    /// threads may both sweep at the threshold; that is harmless (the map is concurrent).
+    fn maybe_sweep(&self) {
+        let checks = self.checks.fetch_add(1, Ordering::Relaxed) + 1;
+        if checks < self.sweep_after.load(Ordering::Relaxed)
+            || self
+                .checks
+                .compare_exchange(checks, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        self.limiter.retain_recent();
+        self.limiter.shrink_to_fit();
+        let left = self.limiter.len();
+        self.sweep_after
+            .store(left.max(MIN_SWEEP_INTERVAL), Ordering::Relaxed);
+    }
+
+    /// Players with a key now.
+    #[cfg(test)]
+    fn keys(&self) -> usize {
+        self.limiter.len()
     }
 }
 
@@ -99,15 +145,83 @@ impl StreamCap {
 mod tests {
     use super::*;
 
+    use governor::clock::FakeRelativeClock;
+    use hidden_front_api_error::ErrorSummary;
+    use std::time::Duration;
+
     #[test]
     fn the_bucket_allows_a_burst_then_refuses() {
-        let limiter = RateLimiter::new(3, 1);
+        let limiter = RateLimiter::with_clock(3, 1, FakeRelativeClock::default());
         for _ in 0..3 {
             assert!(limiter.check("ann").is_ok());
         }
         let refused = limiter.check("ann").unwrap_err();
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(ErrorSummary::of(&refused).reason, "RATE_LIMITED");
+        assert_eq!(
+            refused.message(),
+            "too many requests: at most 1 per second; slow down and retry"
+        );
         assert!(limiter.check("bob").is_ok(), "buckets are per player");
+    }
+
+    #[test]
+    fn the_bucket_refills_at_the_sustained_rate_up_to_the_burst() {
+        let clock = FakeRelativeClock::default();
+        let limiter = RateLimiter::with_clock(3, 2, clock.clone());
+        for _ in 0..3 {
+            limiter.check("ann").unwrap();
+        }
+        assert!(limiter.check("ann").is_err());
+        // One action every 500 ms.
+        clock.advance(Duration::from_millis(499));
+        assert!(limiter.check("ann").is_err(), "not yet refilled");
+        clock.advance(Duration::from_millis(1));
+        assert!(limiter.check("ann").is_ok(), "one action refilled");
+        assert!(limiter.check("ann").is_err());
+        // A long rest refills the burst, not more.
+        clock.advance(Duration::from_secs(60));
+        for _ in 0..3 {
+            limiter.check("ann").unwrap();
+        }
+        assert!(limiter.check("ann").is_err(), "never more than the burst");
+    }
+
+    #[test]
+    fn zero_settings_mean_one() {
+        let limiter = RateLimiter::with_clock(0, 0, FakeRelativeClock::default());
+        assert!(limiter.check("ann").is_ok());
+        let refused = limiter.check("ann").unwrap_err();
+        assert!(refused.message().contains("at most 1 per second"));
+    }
+
+    #[test]
+    fn idle_players_are_forgotten_and_limited_ones_are_not() {
+        let clock = FakeRelativeClock::default();
+        let limiter = RateLimiter::with_clock(2, 1, clock.clone());
+        limiter.check("hot").unwrap();
+        limiter.check("hot").unwrap();
+        let players = 3 * MIN_SWEEP_INTERVAL;
+        for i in 0..players {
+            limiter.check(&format!("p{i}")).unwrap();
+        }
+        // Sweeps ran, but nobody was idle yet: every key is still there, "hot" still limited.
+        assert_eq!(limiter.keys(), players + 1);
+        assert!(
+            limiter.check("hot").is_err(),
+            "a sweep does not lift a refusal"
+        );
+        // Past the refill time every bucket is full again: the next sweep drops them all.
+        clock.advance(Duration::from_secs(3));
+        for _ in 0..=players {
+            limiter.check("ann").unwrap();
+            clock.advance(Duration::from_secs(1));
+        }
+        assert!(
+            limiter.keys() <= MIN_SWEEP_INTERVAL,
+            "{} keys after the idle ones were swept",
+            limiter.keys()
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@
 use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::Side;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -35,7 +36,7 @@ pub(crate) struct PresenceGuard {
 
 impl Drop for PresenceGuard {
     fn drop(&mut self) {
-        let seats = self.presence.inner.seats.lock().expect("presence lock");
+        let seats = self.presence.inner.seats.lock();
         if let Some(count) = seats.get(&self.seat) {
             count.send_modify(|c| *c = c.saturating_sub(1));
         }
@@ -58,7 +59,7 @@ impl Presence {
     /// Records one more connection of `side` in `game_id`.
     pub(crate) fn connect(&self, game_id: Uuid, side: Side) -> PresenceGuard {
         let seat = (game_id, side);
-        let mut seats = self.inner.seats.lock().expect("presence lock");
+        let mut seats = self.inner.seats.lock();
         match seats.get(&seat) {
             Some(count) if !count.is_closed() => count.send_modify(|c| *c += 1),
             _ => {
@@ -103,7 +104,7 @@ async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiv
         // connection that arrived between the count reaching zero and here raised it again:
         // then keep reporting instead.
         let forgotten = {
-            let mut seats = presence.inner.seats.lock().expect("presence lock");
+            let mut seats = presence.inner.seats.lock();
             let idle = seats.get(&seat).is_some_and(|c| *c.borrow() == 0);
             if idle {
                 seats.remove(&seat);

@@ -1,7 +1,8 @@
 //! The gRPC `PlayerService`: authentication from the `authorization` metadata, then the
 //! transport-independent [`Gateway`] operations.
 
-use crate::gateway::{Action, Gateway};
+use crate::action::ActionMessage;
+use crate::gateway::Gateway;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::PlayerService;
 use tokio_stream::wrappers::ReceiverStream;
@@ -25,14 +26,15 @@ impl PlayerApi {
             .authenticate_headers(values.iter().map(|value| value.as_bytes()))
     }
 
-    async fn act<T>(
+    /// One action RPC: the player from the metadata, then the action the message asks for.
+    async fn act<M: ActionMessage>(
         &self,
-        request: Request<T>,
-        split: impl FnOnce(T) -> (Option<pb::ActionContext>, Action),
-    ) -> Result<pb::ActionResult, Status> {
+        request: Request<M>,
+    ) -> Result<Response<M::Response>, Status> {
         let player = self.player(&request)?;
-        let (context, action) = split(request.into_inner());
-        self.gateway.act(&player, context, action).await
+        Ok(Response::new(
+            self.gateway.perform(&player, request.into_inner()).await?,
+        ))
     }
 }
 
@@ -78,60 +80,35 @@ impl PlayerService for PlayerApi {
         &self,
         request: Request<pb::ReshuffleRequest>,
     ) -> Result<Response<pb::ReshuffleResponse>, Status> {
-        let result = self
-            .act(request, |r| (r.context, Action::Reshuffle))
-            .await?;
-        Ok(Response::new(pb::ReshuffleResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn swap(
         &self,
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
-        let result = self
-            .act(request, |r| {
-                (r.context, Action::Swap(r.square_a, r.square_b))
-            })
-            .await?;
-        Ok(Response::new(pb::SwapResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn deploy(
         &self,
         request: Request<pb::DeployRequest>,
     ) -> Result<Response<pb::DeployResponse>, Status> {
-        let result = self
-            .act(request, |r| (r.context, Action::Deploy(r.placements)))
-            .await?;
-        Ok(Response::new(pb::DeployResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn confirm(
         &self,
         request: Request<pb::ConfirmRequest>,
     ) -> Result<Response<pb::ConfirmResponse>, Status> {
-        let result = self.act(request, |r| (r.context, Action::Confirm)).await?;
-        Ok(Response::new(pb::ConfirmResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn play(
         &self,
         request: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
-        let result = self
-            .act(request, |r| (r.context, Action::Play(r.r#move)))
-            .await?;
-        Ok(Response::new(pb::PlayResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn legal_moves(
@@ -150,34 +127,21 @@ impl PlayerService for PlayerApi {
         &self,
         request: Request<pb::ProposeDrawRequest>,
     ) -> Result<Response<pb::ProposeDrawResponse>, Status> {
-        let result = self
-            .act(request, |r| (r.context, Action::ProposeDraw))
-            .await?;
-        Ok(Response::new(pb::ProposeDrawResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn respond_draw(
         &self,
         request: Request<pb::RespondDrawRequest>,
     ) -> Result<Response<pb::RespondDrawResponse>, Status> {
-        let result = self
-            .act(request, |r| (r.context, Action::RespondDraw(r.accept)))
-            .await?;
-        Ok(Response::new(pb::RespondDrawResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn concede(
         &self,
         request: Request<pb::ConcedeRequest>,
     ) -> Result<Response<pb::ConcedeResponse>, Status> {
-        let result = self.act(request, |r| (r.context, Action::Concede)).await?;
-        Ok(Response::new(pb::ConcedeResponse {
-            result: Some(result),
-        }))
+        self.act(request).await
     }
 
     async fn find_match(
