@@ -22,8 +22,8 @@
 
 use crate::timers::deadline_after;
 use crate::{
-    CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, StoredEvent, TimeControl,
-    Timer, TimerChange, TimerKind, TimerSlot, TurnTimerChange,
+    Append, CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, StoredEvent,
+    TimeControl, Timer, TimerChange, TimerKind, TimerSlot, TurnTimerChange,
 };
 use hidden_front_rules::{Command, Event, Game, GameRng, Phase, Rules, Side};
 use std::collections::HashSet;
@@ -1297,18 +1297,18 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
         now + Duration::from_secs(30),
     );
     let refused = store
-        .append_armed(
-            id,
-            2,
-            &more,
-            &next,
-            None,
-            &TimerChange {
+        .append_armed(Append {
+            game_id: id,
+            expected_version: 2,
+            events: &more,
+            game: &next,
+            command: None,
+            timers: &TimerChange {
                 turn: Some(TurnTimerChange::Arm(mv)),
                 ..TimerChange::none()
             },
-            None,
-        )
+            trace_parent: None,
+        })
         .await;
     assert!(
         matches!(refused, Err(StoreError::VersionConflict { .. })),
@@ -1328,19 +1328,19 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
         now + Duration::from_secs(60),
     );
     let version = store
-        .append_armed(
-            id,
-            3,
-            &more,
-            &next,
-            None,
-            &TimerChange {
+        .append_armed(Append {
+            game_id: id,
+            expected_version: 3,
+            events: &more,
+            game: &next,
+            command: None,
+            timers: &TimerChange {
                 turn: Some(TurnTimerChange::Arm(mv)),
                 reconnect: vec![away],
                 ..TimerChange::none()
             },
-            None,
-        )
+            trace_parent: None,
+        })
         .await
         .unwrap();
     assert_eq!(version, 4);
@@ -1352,18 +1352,18 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
     // A retag keeps the deadline and moves the fence.
     let (next2, more2) = reshuffle(&next, 2);
     store
-        .append_armed(
-            id,
-            4,
-            &more2,
-            &next2,
-            None,
-            &TimerChange {
+        .append_armed(Append {
+            game_id: id,
+            expected_version: 4,
+            events: &more2,
+            game: &next2,
+            command: None,
+            timers: &TimerChange {
                 turn: Some(TurnTimerChange::Retag { armed_version: 5 }),
                 ..TimerChange::none()
             },
-            None,
-        )
+            trace_parent: None,
+        })
         .await
         .unwrap();
     let turn = store.timers_of(id).await.unwrap()[0];
@@ -1396,18 +1396,18 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
     // Clearing removes all.
     let (next3, more3) = reshuffle(&next2, 3);
     store
-        .append_armed(
-            id,
-            5,
-            &more3,
-            &next3,
-            None,
-            &TimerChange {
+        .append_armed(Append {
+            game_id: id,
+            expected_version: 5,
+            events: &more3,
+            game: &next3,
+            command: None,
+            timers: &TimerChange {
                 clear_all: true,
                 ..TimerChange::none()
             },
-            None,
-        )
+            trace_parent: None,
+        })
         .await
         .unwrap();
     assert!(store.timers_of(id).await.unwrap().is_empty());

@@ -5,7 +5,7 @@
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
     StoreError, StoredEvent,
 };
 use async_trait::async_trait;
@@ -219,16 +219,16 @@ impl GameStore for MemoryStore {
         }))
     }
 
-    async fn append_armed(
-        &self,
-        game_id: Uuid,
-        expected_version: u64,
-        events: &[Event],
-        game: &Game,
-        command: Option<CommandRecord<'_>>,
-        timers: &TimerChange,
-        trace_parent: Option<&str>,
-    ) -> Result<u64, StoreError> {
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
+        let Append {
+            game_id,
+            expected_version,
+            events,
+            game,
+            command,
+            timers,
+            trace_parent,
+        } = append;
         let version = {
             let mut state = self.state();
             let stored = state

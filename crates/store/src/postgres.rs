@@ -17,7 +17,7 @@
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
     StoreError, StoredEvent, TimeControl,
 };
 use async_trait::async_trait;
@@ -768,17 +768,17 @@ impl GameStore for PostgresStore {
         }))
     }
 
-    #[tracing::instrument(name = "store.append", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, expected_version = expected_version, event_count = events.len(), version = tracing::field::Empty))]
-    async fn append_armed(
-        &self,
-        game_id: Uuid,
-        expected_version: u64,
-        events: &[Event],
-        game: &Game,
-        command: Option<CommandRecord<'_>>,
-        timers: &TimerChange,
-        trace_parent: Option<&str>,
-    ) -> Result<u64, StoreError> {
+    #[tracing::instrument(name = "store.append", level = "info", skip_all, fields(db.system = "postgresql", game_id = %append.game_id, expected_version = append.expected_version, event_count = append.events.len(), version = tracing::field::Empty))]
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
+        let Append {
+            game_id,
+            expected_version,
+            events,
+            game,
+            command,
+            timers,
+            trace_parent,
+        } = append;
         let new_version = expected_version.saturating_add(events.len() as u64);
         let snapshot = encode_json(game_id, "engine state", game)?;
         let phase = phase_text(game_id, game.phase())?;

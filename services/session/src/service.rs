@@ -15,8 +15,8 @@ use hidden_front_rules::{
 };
 use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{
-    CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, TimeControl, Timer,
-    TimerKind, TimerSlot,
+    Append, CommandRecord, GameMeta, GameRecord, GameStore, Presence, StoreError, TimeControl,
+    Timer, TimerKind, TimerSlot,
 };
 use hidden_front_wire as wire;
 use prost::Message;
@@ -342,18 +342,18 @@ impl SessionService {
             let timer_change = self.timer_change(&record, &game, &events).await?;
             match self
                 .store
-                .append_armed(
-                    ctx.game_id,
-                    record.version,
-                    &events,
-                    &game,
-                    Some(CommandRecord {
+                .append_armed(Append {
+                    game_id: ctx.game_id,
+                    expected_version: record.version,
+                    events: &events,
+                    game: &game,
+                    command: Some(CommandRecord {
                         key: &ctx.key,
                         response: &bytes,
                     }),
-                    &timer_change,
-                    hidden_front_telemetry::current_traceparent().as_deref(),
-                )
+                    timers: &timer_change,
+                    trace_parent: hidden_front_telemetry::current_traceparent().as_deref(),
+                })
                 .await
             {
                 Ok(version) => {
