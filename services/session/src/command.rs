@@ -4,7 +4,8 @@
 //! version race reloads and judges again (up to [`MAX_ATTEMPTS`]); a retry of an applied command
 //! gets its first answer, found when the engine refuses it or when the store meets its key.
 
-use crate::counters::{count_phase_change, outcome_of};
+use crate::actions::{Action, PlayerRequest};
+use crate::counters::{count_phase_change, is_refusal, outcome_of};
 use crate::errors::{game_error_status, store_error_status};
 use crate::request::{Context, parse_context};
 use crate::service::SessionService;
@@ -12,11 +13,12 @@ use crate::timers;
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
-use hidden_front_rules::{Command, Event, Game, GameRng, Rules, Side, Viewer, project, reveal};
+use hidden_front_rules::{Command, Event, Game, GameRng, Viewer, project, reveal};
 use hidden_front_store::{Append, CommandRecord, GameRecord, StoreError};
 use hidden_front_wire as wire;
 use prost::Message;
-use tonic::Status;
+use std::time::Instant;
+use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 /// How many times a command is judged again after losing a race to another replica.
@@ -258,28 +260,42 @@ impl SessionService {
         }
     }
 
-    /// Runs a player's command of `kind` (a label value of [`names::COMMAND_KINDS`]) and counts
-    /// its outcome.
-    pub(crate) async fn command(
+    /// The one path of every player action: reads the request's action from the table
+    /// ([`crate::actions`]), parses its context, runs the engine command through [`Self::execute`]
+    /// and counts the outcome by the action's kind (moves also by result and latency).
+    pub(crate) async fn act<R: PlayerRequest>(
         &self,
-        kind: &'static str,
-        context: Option<pb::CommandContext>,
-        make: impl Fn(&GameRecord, Side) -> Result<Command, Status>,
-    ) -> Result<pb::CommandResult, Status> {
+        request: Request<R>,
+    ) -> Result<Response<R::Response>, Status> {
+        let started = Instant::now();
+        let (context, action) = request.into_inner().into_action()?;
         let result = match parse_context(context) {
             Ok(ctx) => {
                 let side = ctx.side;
-                self.execute(&ctx, |record| make(record, side)).await
+                self.execute(&ctx, |record| action.command(record.game.rules(), side))
+                    .await
             }
             Err(status) => Err(status),
         };
-        metrics::counter!(names::COMMANDS_TOTAL, names::KIND => kind, names::OUTCOME => outcome_of(&result))
+        metrics::counter!(names::COMMANDS_TOTAL, names::KIND => action.kind(), names::OUTCOME => outcome_of(&result))
             .increment(1);
-        result
+        if let Action::Move(_) = action {
+            count_move(started, &result);
+        }
+        result.map(|result| Response::new(R::respond(result)))
     }
+}
 
-    /// The rules the game is played under (how its squares and moves parse).
-    pub(crate) fn rules_of(record: &GameRecord) -> Rules {
-        *record.game.rules()
+/// Counts a move's latency and, unless it was a replayed answer or a failure, its result.
+fn count_move(started: Instant, result: &Result<pb::CommandResult, Status>) {
+    metrics::histogram!(names::MOVE_DURATION_SECONDS).record(started.elapsed().as_secs_f64());
+    match result {
+        Ok(answer) if !answer.replayed => {
+            metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::OK).increment(1);
+        }
+        Err(status) if is_refusal(status) => {
+            metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::REFUSED).increment(1);
+        }
+        _ => {}
     }
 }

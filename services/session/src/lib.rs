@@ -22,6 +22,7 @@
 //! latency. The games-by-phase gauge is kept from this process's own command outcomes: games
 //! created or advanced by other replicas, and games older than this process, are not in it.
 
+mod actions;
 mod cache;
 mod command;
 mod config;
