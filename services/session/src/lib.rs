@@ -38,6 +38,7 @@ mod service;
 mod timers;
 mod watch;
 
+pub use cache::CACHED_GAME_BYTES;
 pub use config::{SessionClock, SessionConfig};
 pub use errors::{game_error_status, store_error_status};
 pub use service::SessionService;
