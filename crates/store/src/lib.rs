@@ -1,7 +1,8 @@
 //! Game storage: every game is an append-only log of engine events plus a snapshot of the engine
 //! state at the latest version, kept either in Postgres ([`postgres::PostgresStore`]) or in memory
 //! ([`memory::MemoryStore`], the one-box default and a test aid). Both implement [`GameStore`] and
-//! pass the same conformance suite ([`conformance`]).
+//! pass the same conformance suite (the `hidden-front-store-conformance` crate, run by this
+//! crate's tests; it is test support, not part of this library).
 //!
 //! The contract every implementation keeps:
 //! - **Optimistic concurrency.** [`GameStore::append`] writes only if the game is still at the
@@ -21,7 +22,6 @@
 //!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
 //!   version must match.
 
-pub mod conformance;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;
