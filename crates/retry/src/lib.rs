@@ -14,7 +14,7 @@ use std::time::Duration;
 ///
 /// It never runs out: a long-lived loop keeps retrying at the cap until it succeeds, then
 /// calls [`Backoff::reset`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Backoff {
     builder: ExponentialBuilder,
     delays: ExponentialBackoff,
@@ -85,14 +85,18 @@ mod tests {
     #[test]
     fn never_runs_out() {
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(4));
-        assert!(millis(&mut backoff, 10_000).iter().all(|&d| d == 4 || d < 4));
+        assert!(
+            millis(&mut backoff, 10_000)
+                .iter()
+                .all(|&d| d == 4 || d < 4)
+        );
         assert_eq!(backoff.next_delay(), Duration::from_millis(4));
     }
 
     #[test]
     fn jitter_stays_between_the_delay_and_twice_it() {
-        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(400))
-            .jittered();
+        let mut backoff =
+            Backoff::new(Duration::from_millis(100), Duration::from_millis(400)).jittered();
         for (i, delay) in millis(&mut backoff, 50).into_iter().enumerate() {
             let base = [100u128, 200, 400].get(i).copied().unwrap_or(400);
             assert!(
