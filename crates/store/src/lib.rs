@@ -22,6 +22,7 @@
 //!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
 //!   version must match.
 
+pub mod listen;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;

@@ -105,13 +105,7 @@ impl PostgresStore {
     /// A store over an existing pool (tests, or a process sharing one pool between services).
     /// The LISTEN connection is opened separately, with the pool's connect options.
     pub fn from_pool(pool: PgPool) -> PostgresStore {
-        let listen_pool = PgPoolOptions::new()
-            .max_connections(1)
-            .min_connections(0)
-            .max_lifetime(None)
-            .idle_timeout(None)
-            .acquire_timeout(DEFAULT_CONNECT_TIMEOUT)
-            .connect_lazy_with((*pool.connect_options()).clone());
+        let listen_pool = crate::listen::dedicated_pool(&pool);
         PostgresStore {
             inner: Arc::new(Inner {
                 pool,

@@ -1,24 +1,20 @@
-//! Change notification across processes: one LISTEN connection per store on [`CHANNEL`] feeds
-//! the in-process [`Notifier`]; after a lost connection every watched game's version is read
-//! again, since notifications sent meanwhile are gone.
+//! Change notification across processes: one LISTEN connection per store on [`CHANNEL`]
+//! ([`crate::listen`], which reconnects it) feeds the in-process [`Notifier`]; after a lost
+//! connection every watched game's version is read again, since notifications sent meanwhile
+//! are gone.
 
 use super::codec::from_db;
 use super::games::version_of;
 use super::{CHANNEL, PostgresStore};
 use crate::StoreError;
+use crate::listen::{Heard, Listen};
 use crate::notifier::Notifier;
 use sqlx::Row;
-use sqlx::postgres::{PgListener, PgPool};
+use sqlx::postgres::PgPool;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
-
-/// First wait before the LISTEN task reconnects; it doubles up to [`MAX_BACKOFF`].
-const MIN_BACKOFF: Duration = Duration::from_millis(50);
-/// Longest wait between the LISTEN task's reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Aborts the LISTEN task when the store goes away.
 #[derive(Debug)]
@@ -38,10 +34,9 @@ pub(super) async fn ensure_listening(store: &PostgresStore) -> Result<(), StoreE
         .inner
         .listener
         .get_or_try_init(|| async {
-            let listener = open_listener(&store.inner.listen_pool).await?;
+            let listen = Listen::connect(&store.inner.listen_pool, &[CHANNEL]).await?;
             let task = tokio::spawn(run_listener(
-                listener,
-                store.inner.listen_pool.clone(),
+                listen,
                 store.inner.pool.clone(),
                 Arc::clone(&store.inner.notifier),
             ));
@@ -69,67 +64,24 @@ pub(super) async fn watch(
     Ok(receiver)
 }
 
-/// Opens a LISTEN connection on [`CHANNEL`].
-async fn open_listener(listen_pool: &PgPool) -> Result<PgListener, StoreError> {
-    let mut listener = PgListener::connect_with(listen_pool).await?;
-    listener.listen(CHANNEL).await?;
-    Ok(listener)
-}
-
 /// Feeds NOTIFY payloads into the notifier, forever. Notifications sent while the connection is
-/// down are lost, so after every reconnection it re-reads the versions of all watched games.
-async fn run_listener(
-    listener: PgListener,
-    listen_pool: PgPool,
-    pool: PgPool,
-    notifier: Arc<Notifier>,
-) {
-    let mut backoff = MIN_BACKOFF;
-    let mut current = Some(listener);
+/// down are lost, so after every reconnection it re-reads the versions of all watched games (and
+/// if that fails, drops the connection and tries again after the next reconnection).
+async fn run_listener(mut listen: Listen, pool: PgPool, notifier: Arc<Notifier>) {
     loop {
-        let mut listener = match current.take() {
-            Some(listener) => listener,
-            None => match open_listener(&listen_pool).await {
-                Ok(listener) => {
-                    if resync(&pool, &notifier).await.is_err() {
-                        backoff = wait(backoff).await;
-                        continue;
-                    }
-                    listener
+        match listen.next().await {
+            Heard::Notification(notification) => {
+                if let Some((game_id, version)) = parse_payload(notification.payload()) {
+                    notifier.notify(game_id, version);
                 }
-                Err(_) => {
-                    backoff = wait(backoff).await;
-                    continue;
+            }
+            Heard::MayHaveMissed => {
+                if resync(&pool, &notifier).await.is_err() {
+                    listen.reconnect();
                 }
-            },
-        };
-        loop {
-            match listener.try_recv().await {
-                Ok(Some(notification)) => {
-                    backoff = MIN_BACKOFF;
-                    if let Some((game_id, version)) = parse_payload(notification.payload()) {
-                        notifier.notify(game_id, version);
-                    }
-                }
-                // The connection was lost and is back (sqlx reconnects and re-LISTENs eagerly):
-                // catch up on what was missed meanwhile, or start over if that fails.
-                Ok(None) => {
-                    if resync(&pool, &notifier).await.is_err() {
-                        break;
-                    }
-                }
-                Err(_) => break,
             }
         }
-        drop(listener);
-        backoff = wait(backoff).await;
     }
-}
-
-/// Waits `backoff` (a reconnection delay, not synchronisation) and returns the next one.
-async fn wait(backoff: Duration) -> Duration {
-    tokio::time::sleep(backoff).await;
-    (backoff * 2).min(MAX_BACKOFF)
 }
 
 /// Re-reads the versions of every watched game and notifies them.
