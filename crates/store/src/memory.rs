@@ -10,8 +10,8 @@ use crate::{
 };
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -155,10 +155,10 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    /// The state, even after a panic elsewhere poisoned the lock: operations change nothing until
-    /// all their checks passed, so the data is still consistent.
+    /// The state (a `parking_lot` lock, never poisoned: operations change nothing until all
+    /// their checks passed, so a panic elsewhere leaves the data consistent).
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 }
 
