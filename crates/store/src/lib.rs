@@ -1,7 +1,8 @@
 //! Game storage: every game is an append-only log of engine events plus a snapshot of the engine
 //! state at the latest version, kept either in Postgres ([`postgres::PostgresStore`]) or in memory
 //! ([`memory::MemoryStore`], the one-box default and a test aid). Both implement [`GameStore`] and
-//! pass the same conformance suite ([`conformance`]).
+//! pass the same conformance suite (the `hidden-front-store-conformance` crate, run by this
+//! crate's tests; it is test support, not part of this library).
 //!
 //! The contract every implementation keeps:
 //! - **Optimistic concurrency.** [`GameStore::append`] writes only if the game is still at the
@@ -21,7 +22,7 @@
 //!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
 //!   version must match.
 
-pub mod conformance;
+pub mod listen;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;
@@ -169,6 +170,28 @@ pub struct CommandRecord<'a> {
     pub response: &'a [u8],
 }
 
+/// One append to a game's log, as [`GameStore::append_armed`] takes it: everything that must be
+/// written in one transaction, named, so callers cannot swap two versions or two options.
+#[derive(Debug, Clone, Copy)]
+pub struct Append<'a> {
+    /// The game.
+    pub game_id: Uuid,
+    /// The version the events were judged against: the append writes only if the game is still
+    /// there (the optimistic-concurrency guard).
+    pub expected_version: u64,
+    /// The new events; they get seqs `expected_version + 1 ..`.
+    pub events: &'a [Event],
+    /// The engine state after the events: the new snapshot.
+    pub game: &'a Game,
+    /// The command's idempotency key and answer, stored with the events, if it has one.
+    pub command: Option<CommandRecord<'a>>,
+    /// The timers the append arms, retags or clears, in the same transaction.
+    pub timers: &'a TimerChange,
+    /// The W3C `traceparent` of the command, stored with each event so whoever delivers them
+    /// continues its trace.
+    pub trace_parent: Option<&'a str>,
+}
+
 /// Why a store operation failed.
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -271,33 +294,23 @@ pub trait GameStore: TimerStore {
         game: &Game,
         command: Option<CommandRecord<'_>>,
     ) -> Result<u64, StoreError> {
-        self.append_armed(
+        self.append_armed(Append {
             game_id,
             expected_version,
             events,
             game,
             command,
-            &TimerChange::none(),
-            None,
-        )
+            timers: &TimerChange::none(),
+            trace_parent: None,
+        })
         .await
     }
 
     /// [`GameStore::append`], changing the game's timers in the same transaction: a command is
     /// acknowledged only once the deadline it starts is durable. An append that ends the game
-    /// also puts it in the feed of ended games. `trace_parent` (a W3C `traceparent`) is stored
-    /// with each event.
-    #[allow(clippy::too_many_arguments)]
-    async fn append_armed(
-        &self,
-        game_id: Uuid,
-        expected_version: u64,
-        events: &[Event],
-        game: &Game,
-        command: Option<CommandRecord<'_>>,
-        timers: &TimerChange,
-        trace_parent: Option<&str>,
-    ) -> Result<u64, StoreError>;
+    /// also puts it in the feed of ended games. The request's `trace_parent` (a W3C
+    /// `traceparent`) is stored with each event.
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError>;
 
     /// Games that ended after feed position `after_cursor`, in feed order, at most `limit`.
     async fn ended_games(

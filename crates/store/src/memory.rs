@@ -5,13 +5,13 @@
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
     StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -155,10 +155,10 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    /// The state, even after a panic elsewhere poisoned the lock: operations change nothing until
-    /// all their checks passed, so the data is still consistent.
+    /// The state (a `parking_lot` lock, never poisoned: operations change nothing until all
+    /// their checks passed, so a panic elsewhere leaves the data consistent).
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 }
 
@@ -219,16 +219,16 @@ impl GameStore for MemoryStore {
         }))
     }
 
-    async fn append_armed(
-        &self,
-        game_id: Uuid,
-        expected_version: u64,
-        events: &[Event],
-        game: &Game,
-        command: Option<CommandRecord<'_>>,
-        timers: &TimerChange,
-        trace_parent: Option<&str>,
-    ) -> Result<u64, StoreError> {
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
+        let Append {
+            game_id,
+            expected_version,
+            events,
+            game,
+            command,
+            timers,
+            trace_parent,
+        } = append;
         let version = {
             let mut state = self.state();
             let stored = state

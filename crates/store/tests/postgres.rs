@@ -7,12 +7,12 @@
 //! every test here fails with a message saying so; none is skipped.
 
 use hidden_front_rules::Side;
-use hidden_front_store::conformance::{
+use hidden_front_store::postgres::PostgresStore;
+use hidden_front_store::{GameStore, StoreError};
+use hidden_front_store_conformance::{
     Check, WAKE_DEADLINE, assert_log_is_whole, create_game, must_load, player, race_appends_across,
     reshuffle, within,
 };
-use hidden_front_store::postgres::PostgresStore;
-use hidden_front_store::{GameStore, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::str::FromStr;
@@ -115,7 +115,7 @@ async fn run(name: &'static str, check: Check) {
     }
 }
 
-hidden_front_store::conformance_tests!(run);
+hidden_front_store_conformance::conformance_tests!(run);
 
 /// Two stores (two pools, two LISTEN connections: two processes) on one database: a watcher on
 /// one is woken by appends through the other, and writers racing through both on several games

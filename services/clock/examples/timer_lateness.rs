@@ -125,7 +125,7 @@ async fn main() {
             let memory = store.clone();
             for i in 0..count {
                 let (meta, game, events) =
-                    hidden_front_store::conformance::new_game(i as u64, "s", "n");
+                    hidden_front_store_conformance::new_game(i as u64, "s", "n");
                 let meta = hidden_front_store::GameMeta {
                     game_id: ids[i],
                     ..meta

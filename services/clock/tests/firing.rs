@@ -6,11 +6,11 @@
 use async_trait::async_trait;
 use hidden_front_clock::{Clock, ClockConfig, FireOutcome, TimerTarget};
 use hidden_front_rules::Side;
-use hidden_front_store::conformance::{create_game, player};
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
 use hidden_front_store::timers::deadline_after;
 use hidden_front_store::{GameStore, Timer, TimerKind, TimerStore};
+use hidden_front_store_conformance::{create_game, player};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};

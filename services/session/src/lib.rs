@@ -22,10 +22,23 @@
 //! latency. The games-by-phase gauge is kept from this process's own command outcomes: games
 //! created or advanced by other replicas, and games older than this process, are not in it.
 
+mod actions;
+mod cache;
+mod command;
+mod config;
+mod counters;
+mod create;
 mod errors;
+mod fire;
 mod metered;
+mod presence;
+mod queries;
+mod request;
 mod service;
 mod timers;
+mod watch;
 
+pub use cache::CACHED_GAME_BYTES;
+pub use config::{SessionClock, SessionConfig};
 pub use errors::{game_error_status, store_error_status};
-pub use service::{SessionClock, SessionConfig, SessionService};
+pub use service::SessionService;

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::{
-    CommandRecord, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
-    StoreError, StoredEvent, Timer, TimerChange, TimerSlot, TimerStore,
+    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -58,29 +58,9 @@ impl GameStore for MeteredStore {
         counted("load", self.inner.load(game_id).await)
     }
 
-    async fn append_armed(
-        &self,
-        game_id: Uuid,
-        expected_version: u64,
-        events: &[Event],
-        game: &Game,
-        command: Option<CommandRecord<'_>>,
-        timers: &TimerChange,
-        trace_parent: Option<&str>,
-    ) -> Result<u64, StoreError> {
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
         let started = Instant::now();
-        let result = self
-            .inner
-            .append_armed(
-                game_id,
-                expected_version,
-                events,
-                game,
-                command,
-                timers,
-                trace_parent,
-            )
-            .await;
+        let result = self.inner.append_armed(append).await;
         metrics::histogram!(names::STORE_APPEND_DURATION_SECONDS)
             .record(started.elapsed().as_secs_f64());
         counted("append", result)

@@ -1,0 +1,221 @@
+//! [`PostgresStore`]: games in Postgres, shared by every replica of every service.
+//!
+//! Schema (`migrations/0001_games.sql`): `games` holds one snapshot row per game with its
+//! `version`; `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
+//! each applied command's answer by `(game_id, idempotency_key)`; `game_creations` maps creation
+//! keys to games; `presence` holds gateways' leased connection reports.
+//!
+//! An append is one transaction guarded by the version (`UPDATE games ... WHERE version =
+//! expected`), so two replicas racing on a game cannot both win; the loser gets
+//! [`StoreError::VersionConflict`] and re-judges. Commits announce themselves with
+//! `pg_notify('hf_game_events', '<game_id>:<version>')`; one LISTEN connection per store feeds
+//! the in-process [`Notifier`], so watchers wake for appends made by any process.
+//!
+//! Queries are plain `sqlx::query` strings (no compile-time checked macros), so building needs no
+//! database and no `.sqlx/` cache; the conformance suite checks them against a real Postgres.
+//!
+//! One module per part of the schema: `games` (creation, snapshots, a player's games),
+//! `appends` (the guarded append and the log), `timers`, `presence`, `ended` (the feed of ended
+//! games), `watch` (LISTEN/NOTIFY), with the column conversions in `codec`; this file holds the
+//! connection, the migrations and the trait implementation, which only delegates.
+
+mod appends;
+mod codec;
+mod ended;
+mod games;
+mod presence;
+mod timers;
+mod watch;
+
+use crate::notifier::Notifier;
+use crate::timers::Timer;
+use crate::{
+    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
+    StoreError, StoredEvent,
+};
+use async_trait::async_trait;
+use hidden_front_rules::{Event, Game, Side};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{OnceCell, watch as watch_channel};
+use uuid::Uuid;
+use watch::ListenerTask;
+
+/// The embedded migrations (`migrations/` at the workspace root), so the one binary can run
+/// `hidden-front migrate` without the files beside it, and tests can migrate fresh databases.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// The NOTIFY channel announcing committed appends; payload `<game_id>:<version>`.
+pub const CHANNEL: &str = "hf_game_events";
+
+/// Default pool size of [`PostgresStore::connect`]: enough for a busy session replica, small
+/// enough that a dozen replicas fit under Postgres' default 100 connections.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+/// How long [`PostgresStore::connect`] (and every later checkout) waits for a connection before
+/// failing, so an unreachable database is an error, not a hang.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Games in Postgres. Cheap to clone (all clones share one pool, one notifier and one LISTEN
+/// connection); the LISTEN task stops when the last clone is dropped or [`PostgresStore::close`]
+/// is called.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: PgPool,
+    /// A pool of one connection, for the LISTEN connection only, so it never takes a connection
+    /// from (or is recycled by) the main pool.
+    listen_pool: PgPool,
+    notifier: Arc<Notifier>,
+    /// The LISTEN task, started by the first [`GameStore::watch`].
+    listener: OnceCell<ListenerTask>,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (a `postgres://` URL) with a pool of
+    /// [`DEFAULT_MAX_CONNECTIONS`] and a [`DEFAULT_CONNECT_TIMEOUT`]. Does not migrate: call
+    /// [`PostgresStore::migrate`] (or `hidden-front migrate`) first.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        PostgresStore::connect_with(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// [`PostgresStore::connect`] with a chosen pool size (the LISTEN connection comes on top).
+    pub async fn connect_with(
+        url: &str,
+        max_connections: u32,
+    ) -> Result<PostgresStore, StoreError> {
+        let mut options = PgConnectOptions::from_str(url)?;
+        if options.get_application_name().is_none() {
+            options = options.application_name("hidden-front");
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(DEFAULT_CONNECT_TIMEOUT)
+            .connect_with(options)
+            .await?;
+        Ok(PostgresStore::from_pool(pool))
+    }
+
+    /// A store over an existing pool (tests, or a process sharing one pool between services).
+    /// The LISTEN connection is opened separately, with the pool's connect options.
+    pub fn from_pool(pool: PgPool) -> PostgresStore {
+        let listen_pool = crate::listen::dedicated_pool(&pool);
+        PostgresStore {
+            inner: Arc::new(Inner {
+                pool,
+                listen_pool,
+                notifier: Arc::new(Notifier::new()),
+                listener: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// Applies the embedded migrations that the database lacks (sqlx takes an advisory lock, so
+    /// replicas starting together do not collide).
+    #[tracing::instrument(name = "store.migrate", skip_all, fields(db.system = "postgresql"))]
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.inner.pool).await?;
+        Ok(())
+    }
+
+    /// The pool, for other tables of the same database (timers, outbox) and for health checks.
+    pub fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+
+    /// Stops the LISTEN task and closes both pools, waiting for checked-out connections to come
+    /// back: for a graceful shutdown. Every clone of this store is unusable afterwards.
+    pub async fn close(&self) {
+        if let Some(task) = self.inner.listener.get() {
+            task.0.abort();
+        }
+        self.inner.listen_pool.close().await;
+        self.inner.pool.close().await;
+    }
+}
+
+#[async_trait]
+impl GameStore for PostgresStore {
+    async fn create_armed(
+        &self,
+        creation_key: &str,
+        meta: &GameMeta,
+        events: &[Event],
+        game: &Game,
+        timers: &[Timer],
+    ) -> Result<Created, StoreError> {
+        games::create_armed(self, creation_key, meta, events, game, timers).await
+    }
+
+    async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
+        games::load(self, game_id).await
+    }
+
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
+        appends::append_armed(self, append).await
+    }
+
+    async fn command_response(
+        &self,
+        game_id: Uuid,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        appends::command_response(self, game_id, key).await
+    }
+
+    async fn events(
+        &self,
+        game_id: Uuid,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        appends::events(self, game_id, from_seq, limit).await
+    }
+
+    async fn watch(&self, game_id: Uuid) -> Result<watch_channel::Receiver<u64>, StoreError> {
+        watch::watch(self, game_id).await
+    }
+
+    async fn report_presence(
+        &self,
+        game_id: Uuid,
+        side: Side,
+        gateway_id: &str,
+        connected: bool,
+        now: SystemTime,
+        lease_until: SystemTime,
+    ) -> Result<Presence, StoreError> {
+        presence::report_presence(self, game_id, side, gateway_id, connected, now, lease_until)
+            .await
+    }
+
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
+        presence::presence(self, game_id, now).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        games::ping(self).await
+    }
+
+    async fn games_of_player(
+        &self,
+        player: &str,
+        limit: usize,
+    ) -> Result<Vec<GameSummary>, StoreError> {
+        games::games_of_player(self, player, limit).await
+    }
+
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError> {
+        ended::ended_games(self, after_cursor, limit).await
+    }
+}

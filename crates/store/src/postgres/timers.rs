@@ -1,0 +1,210 @@
+//! The `game_timers` table: arming and retagging slots (also inside an append's transaction),
+//! and the clock's side of [`TimerStore`]: claims with leases (`FOR UPDATE SKIP LOCKED`, so
+//! several clocks share the rows), releases and batched deletes of fired timers.
+
+use super::PostgresStore;
+use super::codec::{from_db, is_foreign_key_violation, side_text, to_db, to_limit};
+use crate::StoreError;
+use crate::timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
+use async_trait::async_trait;
+use hidden_front_rules::Side;
+use sqlx::postgres::PgRow;
+use sqlx::types::time::OffsetDateTime;
+use sqlx::{PgConnection, Row};
+use std::time::{Duration, SystemTime};
+use uuid::Uuid;
+
+/// Arms a timer's slot, replacing what was there and dropping any claim on it.
+pub(super) async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Result<(), StoreError> {
+    let result = sqlx::query(
+        "INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (game_id, slot) DO UPDATE SET kind = EXCLUDED.kind, side = EXCLUDED.side, \
+           armed_version = EXCLUDED.armed_version, fire_at = EXCLUDED.fire_at, \
+           claimed_by = NULL, claimed_until = NULL, armed_at = now()",
+    )
+    .bind(timer.game_id)
+    .bind(timer.slot().name())
+    .bind(timer.kind.name())
+    .bind(side_text(timer.side))
+    .bind(to_db(timer.armed_version))
+    .bind(OffsetDateTime::from(timer.fire_at))
+    .execute(conn)
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(error) if is_foreign_key_violation(&error) => Err(StoreError::NotFound(timer.game_id)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Writes an append's timer changes (inside its transaction).
+pub(super) async fn apply_timer_change(
+    conn: &mut PgConnection,
+    game_id: Uuid,
+    change: &TimerChange,
+) -> Result<(), StoreError> {
+    if change.clear_all {
+        sqlx::query("DELETE FROM game_timers WHERE game_id = $1")
+            .bind(game_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    match change.turn {
+        Some(TurnTimerChange::Arm(timer)) => upsert_timer(&mut *conn, &timer).await?,
+        Some(TurnTimerChange::Retag { armed_version }) => {
+            sqlx::query(
+                "UPDATE game_timers SET armed_version = $2, claimed_by = NULL, claimed_until = NULL \
+                 WHERE game_id = $1 AND slot = 'turn'",
+            )
+            .bind(game_id)
+            .bind(to_db(armed_version))
+            .execute(&mut *conn)
+            .await?;
+        }
+        None => {}
+    }
+    for timer in &change.reconnect {
+        upsert_timer(&mut *conn, timer).await?;
+    }
+    Ok(())
+}
+
+/// A `game_timers` row as a [`Timer`].
+fn timer_of(row: &PgRow) -> Result<Timer, StoreError> {
+    let game_id: Uuid = row.try_get("game_id")?;
+    let corrupt = |what: &str, value: String| StoreError::Corrupt {
+        game_id,
+        reason: format!("timer {what} {value:?} is unknown"),
+    };
+    let kind: String = row.try_get("kind")?;
+    let kind = TimerKind::from_name(&kind).ok_or_else(|| corrupt("kind", kind.clone()))?;
+    let side: String = row.try_get("side")?;
+    let side = match side.as_str() {
+        "south" => Side::South,
+        "north" => Side::North,
+        _ => return Err(corrupt("side", side)),
+    };
+    let fire_at: OffsetDateTime = row.try_get("fire_at")?;
+    Ok(Timer {
+        game_id,
+        kind,
+        side,
+        armed_version: from_db(game_id, "armed version", row.try_get("armed_version")?)?,
+        fire_at: fire_at.into(),
+    })
+}
+
+#[async_trait]
+impl TimerStore for PostgresStore {
+    #[tracing::instrument(name = "store.arm_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %timer.game_id))]
+    async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        let mut conn = self.inner.pool.acquire().await?;
+        upsert_timer(&mut conn, timer).await
+    }
+
+    #[tracing::instrument(name = "store.cancel_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
+    async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
+        let deleted = sqlx::query("DELETE FROM game_timers WHERE game_id = $1 AND slot = $2")
+            .bind(game_id)
+            .bind(slot.name())
+            .execute(&self.inner.pool)
+            .await?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+
+    #[tracing::instrument(name = "store.timers_of", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
+    async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT game_id, kind, side, armed_version, fire_at FROM game_timers \
+             WHERE game_id = $1 ORDER BY fire_at, slot",
+        )
+        .bind(game_id)
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.iter().map(timer_of).collect()
+    }
+
+    #[tracing::instrument(name = "store.claim_due", level = "debug", skip_all, fields(db.system = "postgresql", limit = limit))]
+    async fn claim_due(
+        &self,
+        owner: &str,
+        horizon: SystemTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Timer>, StoreError> {
+        // Rows another claimer is locking right now are skipped, not waited for: several clock
+        // processes claim disjoint sets.
+        let rows = sqlx::query(
+            "UPDATE game_timers t \
+             SET claimed_by = $1, claimed_until = greatest(t.fire_at, now()) + $3 * interval '1 millisecond' \
+             FROM (SELECT game_id, slot FROM game_timers \
+                   WHERE fire_at <= $2 AND (claimed_until IS NULL OR claimed_until < now()) \
+                   ORDER BY fire_at LIMIT $4 FOR UPDATE SKIP LOCKED) due \
+             WHERE t.game_id = due.game_id AND t.slot = due.slot \
+             RETURNING t.game_id, t.kind, t.side, t.armed_version, t.fire_at",
+        )
+        .bind(owner)
+        .bind(OffsetDateTime::from(horizon))
+        .bind(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX))
+        .bind(to_limit(limit))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        let mut timers = rows.iter().map(timer_of).collect::<Result<Vec<_>, _>>()?;
+        timers.sort_by_key(|t| t.fire_at);
+        Ok(timers)
+    }
+
+    #[tracing::instrument(name = "store.release_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %timer.game_id))]
+    async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE game_timers SET claimed_until = $5 \
+             WHERE game_id = $1 AND slot = $2 AND armed_version = $3 AND fire_at = $4",
+        )
+        .bind(timer.game_id)
+        .bind(timer.slot().name())
+        .bind(to_db(timer.armed_version))
+        .bind(OffsetDateTime::from(timer.fire_at))
+        .bind(OffsetDateTime::from(retry_at))
+        .execute(&self.inner.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store.complete_timers", level = "debug", skip_all, fields(db.system = "postgresql", count = timers.len()))]
+    async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
+        if timers.is_empty() {
+            return Ok(0);
+        }
+        let game_ids: Vec<Uuid> = timers.iter().map(|t| t.game_id).collect();
+        let slots: Vec<&str> = timers.iter().map(|t| t.slot().name()).collect();
+        let versions: Vec<i64> = timers.iter().map(|t| to_db(t.armed_version)).collect();
+        let fire_ats: Vec<OffsetDateTime> = timers
+            .iter()
+            .map(|t| OffsetDateTime::from(t.fire_at))
+            .collect();
+        let deleted = sqlx::query(
+            "DELETE FROM game_timers t \
+             USING UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::timestamptz[]) \
+               AS f (game_id, slot, armed_version, fire_at) \
+             WHERE t.game_id = f.game_id AND t.slot = f.slot \
+               AND t.armed_version = f.armed_version AND t.fire_at = f.fire_at",
+        )
+        .bind(game_ids)
+        .bind(slots)
+        .bind(versions)
+        .bind(fire_ats)
+        .execute(&self.inner.pool)
+        .await?
+        .rows_affected();
+        Ok(deleted)
+    }
+
+    async fn armed_timer_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM game_timers")
+            .fetch_one(&self.inner.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+}

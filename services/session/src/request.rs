@@ -1,0 +1,103 @@
+//! Parsing and validation of request fields shared by several calls: game ids, the command
+//! context (seat and idempotency key), players, time controls. Every check names the field that
+//! is wrong, so a caller's mistake is an `INVALID_ARGUMENT` and never reaches the store.
+
+use crate::errors::{check_text, invalid_field, missing_field, wire_status};
+use hidden_front_api_error::quote;
+use hidden_front_api_error::text::TextKind;
+use hidden_front_proto::v1 as pb;
+use hidden_front_rules::Side;
+use hidden_front_store::TimeControl;
+use hidden_front_wire as wire;
+use tonic::Status;
+use uuid::Uuid;
+
+/// A parsed [`pb::CommandContext`]: the game, the acting seat, the idempotency key (prefixed
+/// with the seat, so the two players' keys never collide) and the optional expected version.
+pub(crate) struct Context {
+    pub(crate) game_id: Uuid,
+    pub(crate) side: Side,
+    pub(crate) key: String,
+    pub(crate) expected_version: Option<u64>,
+}
+
+/// A game id field (`field` names it in the refusal).
+pub(crate) fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
+    wire::game_id_from_proto(field, text).map_err(wire_status)
+}
+
+pub(crate) fn parse_context(context: Option<pb::CommandContext>) -> Result<Context, Status> {
+    let context = context.ok_or_else(|| missing_field("context"))?;
+    let game_id = parse_game_id("context.game_id", &context.game_id)?;
+    let side = wire::side_from_proto("context.side", context.side).map_err(wire_status)?;
+    if context.idempotency_key.is_empty() {
+        return Err(invalid_field(
+            "context.idempotency_key",
+            "is required: a unique key per command makes retries safe",
+        ));
+    }
+    check_text(
+        "context.idempotency_key",
+        &context.idempotency_key,
+        TextKind::Key,
+    )?;
+    Ok(Context {
+        game_id,
+        side,
+        key: format!("{}:{}", side.name(), context.idempotency_key),
+        expected_version: context.expected_version,
+    })
+}
+
+/// The time control of a new game (none: the online rules).
+pub(crate) fn time_control_from_proto(tc: Option<pb::TimeControl>) -> Result<TimeControl, Status> {
+    let Some(tc) = tc else {
+        return Ok(TimeControl::online());
+    };
+    match tc.name.as_str() {
+        "" | "online" => Ok(TimeControl::online()),
+        "relaxed" => Ok(TimeControl::relaxed()),
+        "custom" => {
+            for (field, value) in [
+                ("time_control.deployment_seconds", tc.deployment_seconds),
+                ("time_control.move_seconds", tc.move_seconds),
+                ("time_control.reconnect_seconds", tc.reconnect_seconds),
+            ] {
+                if !(1..=86_400).contains(&value) {
+                    return Err(invalid_field(
+                        field,
+                        format!("must be between 1 and 86400 seconds, got {value}"),
+                    ));
+                }
+            }
+            Ok(TimeControl {
+                name: "custom".into(),
+                deployment_seconds: tc.deployment_seconds,
+                move_seconds: tc.move_seconds,
+                reconnect_seconds: tc.reconnect_seconds,
+            })
+        }
+        other => Err(invalid_field(
+            "time_control.name",
+            format!("{} is not one of online, relaxed, custom", quote(other)),
+        )),
+    }
+}
+
+/// The wire form of a time control.
+pub(crate) fn time_control_to_proto(tc: &TimeControl) -> pb::TimeControl {
+    pb::TimeControl {
+        name: tc.name.clone(),
+        deployment_seconds: tc.deployment_seconds,
+        move_seconds: tc.move_seconds,
+        reconnect_seconds: tc.reconnect_seconds,
+    }
+}
+
+/// A player id field: required, and within the shared text rules.
+pub(crate) fn validate_player(field: &str, player: &str) -> Result<(), Status> {
+    if player.trim().is_empty() {
+        return Err(missing_field(field));
+    }
+    check_text(field, player, TextKind::Id)
+}
