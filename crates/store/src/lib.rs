@@ -22,7 +22,9 @@
 //!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
 //!   version must match.
 
-pub mod listen;
+/// The LISTEN/NOTIFY helper the Postgres store follows appends with (its own crate, which
+/// matchmaking uses too).
+pub use hidden_front_pg_listen as listen;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;

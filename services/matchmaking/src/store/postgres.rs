@@ -14,10 +14,10 @@ use super::memory::{
     invite_match, not_found_invite, not_found_ticket,
 };
 use super::*;
-use sqlx::postgres::{PgListener, PgPool, PgRow};
+use hidden_front_pg_listen::{Heard, Listen, dedicated_pool};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::{OnceCell, broadcast};
 
 /// The notification channel of lobby events; the payload is the player id.
@@ -203,10 +203,9 @@ impl PostgresMatchStore {
     async fn ensure_listening(&self) -> Result<(), MatchError> {
         self.listener
             .get_or_try_init(|| async {
-                let mut listener = PgListener::connect_with(&self.pool).await?;
-                listener.listen(LOBBY_CHANNEL).await?;
+                let listen = Listen::connect(&dedicated_pool(&self.pool), &[LOBBY_CHANNEL]).await?;
                 let wakeups = self.wakeups.clone();
-                Ok::<_, MatchError>(ListenerTask(tokio::spawn(run_listener(listener, wakeups))))
+                Ok::<_, MatchError>(ListenerTask(tokio::spawn(run_listener(listen, wakeups))))
             })
             .await?;
         Ok(())
@@ -330,23 +329,15 @@ impl PostgresMatchStore {
     }
 }
 
-async fn run_listener(mut listener: PgListener, wakeups: broadcast::Sender<String>) {
+/// Passes each lobby notification on as a wakeup (its payload, the player id), and an empty
+/// wakeup, which every stream takes as its own, whenever notifications may have been missed.
+async fn run_listener(mut listen: Listen, wakeups: broadcast::Sender<String>) {
     loop {
-        match listener.try_recv().await {
-            Ok(Some(notification)) => {
-                let _ = wakeups.send(notification.payload().to_owned());
-            }
-            // The connection was lost (notifications may have been missed): wake every stream
-            // to read again; the next try_recv reconnects.
-            Ok(None) => {
-                let _ = wakeups.send(String::new());
-            }
-            Err(error) => {
-                tracing::warn!(%error, "matchmaking LISTEN connection failed; retrying");
-                let _ = wakeups.send(String::new());
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
+        let wakeup = match listen.next().await {
+            Heard::Notification(notification) => notification.payload().to_owned(),
+            Heard::MayHaveMissed => String::new(),
+        };
+        let _ = wakeups.send(wakeup);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The LISTEN/NOTIFY helper (`hidden_front_store::listen`) against a real Postgres: it hears its
+//! The LISTEN/NOTIFY helper (`hidden_front_pg_listen`) against a real Postgres: it hears its
 //! channels (and only those), and after its connection is killed or dropped it comes back,
 //! says that notifications may have been missed, and hears again.
 //!
@@ -6,7 +6,7 @@
 //! test here fails saying so. Channels carry a fresh name per test, so no database of their own
 //! is needed.
 
-use hidden_front_store::listen::{Heard, Listen, dedicated_pool};
+use hidden_front_pg_listen::{Heard, Listen, dedicated_pool};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;

@@ -1,6 +1,7 @@
 //! The one LISTEN/NOTIFY helper of Hidden Front: a LISTEN connection on given channels that
 //! stays up. Whoever follows Postgres notifications (the game store's watchers, matchmaking's
-//! lobby) needs the same three things, written once here:
+//! lobby: neither depends on the other, hence a crate of its own) needs the same three things,
+//! written once here:
 //!
 //! - a connection of its own, so the LISTEN never takes (or is recycled by) a pool connection
 //!   ([`dedicated_pool`]);
