@@ -7,7 +7,6 @@ use common::*;
 use hidden_front_matchmaking::{MatchmakingConfig, SessionClient};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
-use hidden_front_session::SessionClock;
 use hidden_front_store::{TimerKind, TimerStore};
 use hidden_front_time::WallClock;
 use std::collections::HashMap;
@@ -884,7 +883,7 @@ async fn a_player_whose_opponent_lost_the_seat_is_seated_again_ahead_of_newcomer
     let offset_ms = Arc::new(AtomicU64::new(0));
     let clock = {
         let offset_ms = offset_ms.clone();
-        SessionClock::from_fn(move || {
+        WallClock::from_fn(move || {
             SystemTime::now() + Duration::from_millis(offset_ms.load(Ordering::SeqCst))
         })
     };

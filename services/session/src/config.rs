@@ -1,7 +1,7 @@
-//! The session's settings and its clock: plain values, so tests build them directly.
+//! The session's settings: plain values, so tests build them directly.
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use hidden_front_time::WallClock;
+use std::time::Duration;
 
 /// Settings of the session service.
 #[derive(Debug, Clone)]
@@ -12,8 +12,8 @@ pub struct SessionConfig {
     /// cached game takes about 1 KiB ([`crate::CACHED_GAME_BYTES`]; up to 1.5 KiB with the
     /// longest player ids), so the default holds about 10 MiB.
     pub cache_capacity: usize,
-    /// The session's clock: the only clock deadlines are judged by.
-    pub clock: SessionClock,
+    /// The session's clock: the only clock deadlines are judged by (tests move it by hand).
+    pub clock: WallClock,
 }
 
 impl Default for SessionConfig {
@@ -21,35 +21,7 @@ impl Default for SessionConfig {
         SessionConfig {
             default_presence_lease: Duration::from_secs(30),
             cache_capacity: 10_000,
-            clock: SessionClock::system(),
+            clock: WallClock::system(),
         }
-    }
-}
-
-/// Where the session reads the time: the system clock in production; tests substitute a clock
-/// they move by hand, so deadlines can pass without waiting for them.
-#[derive(Clone)]
-pub struct SessionClock(Arc<dyn Fn() -> SystemTime + Send + Sync>);
-
-impl SessionClock {
-    /// The system's wall clock.
-    pub fn system() -> SessionClock {
-        SessionClock(Arc::new(SystemTime::now))
-    }
-
-    /// A clock reading `now` (for tests).
-    pub fn from_fn(now: impl Fn() -> SystemTime + Send + Sync + 'static) -> SessionClock {
-        SessionClock(Arc::new(now))
-    }
-
-    /// The time now.
-    pub fn now(&self) -> SystemTime {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for SessionClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionClock")
     }
 }

@@ -39,6 +39,6 @@ mod timers;
 mod watch;
 
 pub use cache::CACHED_GAME_BYTES;
-pub use config::{SessionClock, SessionConfig};
+pub use config::SessionConfig;
 pub use errors::{game_error_status, store_error_status};
 pub use service::SessionService;

@@ -5,10 +5,11 @@
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as _;
 use hidden_front_rules::Side;
-use hidden_front_session::{SessionClock, SessionConfig, SessionService};
+use hidden_front_session::{SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::{Timer, TimerKind, TimerSlot, TimerStore};
-use std::sync::{Arc, Mutex};
+use hidden_front_time::ManualClock;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tonic::{Code, Request};
 
@@ -70,28 +71,12 @@ async fn start_play(s: &SessionService, game: &str) -> u64 {
     version
 }
 
-/// The session's clock in these tests: it moves only when a test moves it.
-#[derive(Clone)]
-struct ManualClock(Arc<Mutex<SystemTime>>);
-
-impl ManualClock {
-    fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-    fn now(&self) -> SystemTime {
-        *self.0.lock().unwrap()
-    }
-}
-
 /// A session on a memory store with a hand-moved clock.
 fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
     let store = Arc::new(MemoryStore::new());
-    let clock = ManualClock(Arc::new(Mutex::new(
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
-    )));
-    let reading = clock.clone();
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let config = SessionConfig {
-        clock: SessionClock::from_fn(move || reading.now()),
+        clock: clock.wall_clock(),
         ..SessionConfig::default()
     };
     (SessionService::new(store.clone(), config), store, clock)

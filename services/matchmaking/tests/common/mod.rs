@@ -9,8 +9,9 @@ use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService, SessionCli
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
-use hidden_front_session::{SessionClock, SessionConfig, SessionService};
+use hidden_front_session::{SessionConfig, SessionService};
 use hidden_front_store::postgres::PostgresStore;
+use hidden_front_time::WallClock;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::str::FromStr;
@@ -111,15 +112,12 @@ pub fn channel(addr: std::net::SocketAddr) -> Channel {
 
 /// A session service on Postgres (`db`), served on loopback; its client.
 pub async fn session_on(db: &TestDb) -> SessionClient {
-    session_with_clock(db, SessionClock::system()).await.0
+    session_with_clock(db, WallClock::system()).await.0
 }
 
 /// A session service on Postgres (`db`) judging deadlines by `clock`, served on loopback; its
 /// client and its store (to read the timers it armed).
-pub async fn session_with_clock(
-    db: &TestDb,
-    clock: SessionClock,
-) -> (SessionClient, PostgresStore) {
+pub async fn session_with_clock(db: &TestDb, clock: WallClock) -> (SessionClient, PostgresStore) {
     let store = PostgresStore::from_pool(db.pool(4).await);
     let config = SessionConfig {
         clock,
