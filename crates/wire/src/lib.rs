@@ -1,6 +1,6 @@
 //! Conversions between the engine (`hidden-front-rules`) and the wire (`hidden-front-proto`).
 //!
-//! Inbound, every conversion validates and fails with a [`WireError`] that names the field and
+//! Inbound, every conversion validates and fails with a [`FieldError`] that names the field and
 //! what was wrong with it. Outbound, only *views* are converted: [`game_view`] takes a
 //! [`GameView`] and [`game_event`] a [`ViewEvent`], both produced by the engine's view functions,
 //! so nothing converted here can carry a kind the receiver may not know.
@@ -19,9 +19,9 @@ use hidden_front_rules::{
 };
 use thiserror::Error;
 
-/// An inbound value that does not make sense; the message names the field.
+/// A field of an inbound message whose value does not make sense; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum WireError {
+pub enum FieldError {
     /// A required field is missing or empty.
     #[error("{0} is required")]
     Missing(&'static str),
@@ -35,25 +35,25 @@ pub enum WireError {
     },
 }
 
-impl From<WireError> for ApiError {
-    fn from(error: WireError) -> ApiError {
+impl From<FieldError> for ApiError {
+    fn from(error: FieldError) -> ApiError {
         match error {
-            WireError::Missing(field) => ApiError::missing_field(field),
-            WireError::Invalid { field, reason } if reason == "is required" => {
+            FieldError::Missing(field) => ApiError::missing_field(field),
+            FieldError::Invalid { field, reason } if reason == "is required" => {
                 ApiError::missing_field(field)
             }
-            WireError::Invalid { field, reason } => ApiError::invalid_field(field, reason),
+            FieldError::Invalid { field, reason } => ApiError::invalid_field(field, reason),
         }
     }
 }
 
-impl WireError {
+impl FieldError {
     /// The field at fault (`move.from`, `event.moved.combat.defender_piece`), so a caller can
     /// report it apart from the message.
     pub fn field(&self) -> &str {
         match self {
-            WireError::Missing(field) => field,
-            WireError::Invalid { field, .. } => field,
+            FieldError::Missing(field) => field,
+            FieldError::Invalid { field, .. } => field,
         }
     }
 }
@@ -62,8 +62,8 @@ impl WireError {
 /// up (and is not echoed back in full).
 const MAX_NAME_LEN: usize = 256;
 
-fn invalid(field: impl Into<String>, reason: impl Into<String>) -> WireError {
-    WireError::Invalid {
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> FieldError {
+    FieldError::Invalid {
         field: field.into(),
         reason: reason.into(),
     }
@@ -71,7 +71,7 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> WireError {
 
 /// Reads a game id (a UUID) of `field`; empty is refused as missing. The one parser of game
 /// ids, so every service names a bad one the same way.
-pub fn game_id_from_proto(field: &str, text: &str) -> Result<uuid::Uuid, WireError> {
+pub fn game_id_from_proto(field: &str, text: &str) -> Result<uuid::Uuid, FieldError> {
     if text.is_empty() {
         return Err(invalid(field, "is required"));
     }
@@ -93,7 +93,7 @@ pub fn opt_side_to_proto(side: Option<Side>) -> i32 {
 }
 
 /// Reads a side field; unspecified or unknown values are refused.
-pub fn side_from_proto(field: &str, value: i32) -> Result<Side, WireError> {
+pub fn side_from_proto(field: &str, value: i32) -> Result<Side, FieldError> {
     match pb::Side::try_from(value) {
         Ok(pb::Side::South) => Ok(Side::South),
         Ok(pb::Side::North) => Ok(Side::North),
@@ -102,7 +102,7 @@ pub fn side_from_proto(field: &str, value: i32) -> Result<Side, WireError> {
 }
 
 /// Reads a viewer field.
-pub fn viewer_from_proto(field: &str, value: i32) -> Result<Viewer, WireError> {
+pub fn viewer_from_proto(field: &str, value: i32) -> Result<Viewer, FieldError> {
     match pb::Viewer::try_from(value) {
         Ok(pb::Viewer::South) => Ok(Viewer::South),
         Ok(pb::Viewer::North) => Ok(Viewer::North),
@@ -156,7 +156,7 @@ pub fn outcome_to_proto(outcome: Outcome) -> pb::Outcome {
 }
 
 /// Reads a node name (`A1`, case-insensitive) of the rules' board.
-pub fn square_from_proto(rules: &Rules, field: &str, name: &str) -> Result<Node, WireError> {
+pub fn square_from_proto(rules: &Rules, field: &str, name: &str) -> Result<Node, FieldError> {
     if name.is_empty() {
         return Err(invalid(field, "a square name is required, e.g. \"A6\""));
     }
@@ -172,13 +172,13 @@ pub fn square_from_proto(rules: &Rules, field: &str, name: &str) -> Result<Node,
 }
 
 /// Reads a move.
-pub fn move_from_proto(rules: &Rules, mv: Option<&pb::Move>) -> Result<Move, WireError> {
-    let mv = mv.ok_or(WireError::Missing("move"))?;
+pub fn move_from_proto(rules: &Rules, mv: Option<&pb::Move>) -> Result<Move, FieldError> {
+    let mv = mv.ok_or(FieldError::Missing("move"))?;
     move_at(rules, "move", mv)
 }
 
 /// Reads the move in field `field`.
-fn move_at(rules: &Rules, field: &str, mv: &pb::Move) -> Result<Move, WireError> {
+fn move_at(rules: &Rules, field: &str, mv: &pb::Move) -> Result<Move, FieldError> {
     Ok(Move {
         from: square_from_proto(rules, &format!("{field}.from"), &mv.from)?,
         to: square_from_proto(rules, &format!("{field}.to"), &mv.to)?,
@@ -187,7 +187,7 @@ fn move_at(rules: &Rules, field: &str, mv: &pb::Move) -> Result<Move, WireError>
 
 /// Reads a rule-set name (`hidden-front+flag-reveal`), with the engine's explanation of a name
 /// it does not know.
-pub fn rules_from_proto(field: &str, name: &str) -> Result<Rules, WireError> {
+pub fn rules_from_proto(field: &str, name: &str) -> Result<Rules, FieldError> {
     if name.len() > MAX_NAME_LEN {
         return Err(invalid(
             field,
@@ -198,7 +198,7 @@ pub fn rules_from_proto(field: &str, name: &str) -> Result<Rules, WireError> {
 }
 
 /// Reads a piece code (`9`, `B`, `GEN`) of the rules' family.
-fn kind_from_proto(rules: &Rules, field: &str, code: &str) -> Result<PieceKind, WireError> {
+fn kind_from_proto(rules: &Rules, field: &str, code: &str) -> Result<PieceKind, FieldError> {
     if code.len() > MAX_NAME_LEN {
         return Err(invalid(
             field,
@@ -228,7 +228,7 @@ pub fn deployment_from_proto(
     rules: &Rules,
     side: Side,
     placements: &[pb::Placement],
-) -> Result<Deployment, WireError> {
+) -> Result<Deployment, FieldError> {
     placements_at(rules, "", side, placements)
 }
 
@@ -239,7 +239,7 @@ fn placements_at(
     prefix: &str,
     side: Side,
     placements: &[pb::Placement],
-) -> Result<Deployment, WireError> {
+) -> Result<Deployment, FieldError> {
     let max = rules.topology().node_count as usize;
     if placements.len() > max {
         return Err(invalid(
@@ -501,7 +501,7 @@ pub fn engine_event_to_proto(
 ///
 /// The defender of a fight is always an enemy piece (the engine refuses a move onto an own
 /// piece), so its side is the mover's opponent and is not on the wire.
-pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<Event, WireError> {
+pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<Event, FieldError> {
     use pb::game_event::Event as E;
     let Some(body) = &event.event else {
         return Err(invalid(
@@ -625,7 +625,7 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
 }
 
 /// Reads a piece id (a `uint32` on the wire, a byte in the engine).
-fn piece_id_from_proto(field: &str, id: u32) -> Result<PieceId, WireError> {
+fn piece_id_from_proto(field: &str, id: u32) -> Result<PieceId, FieldError> {
     u8::try_from(id)
         .map(PieceId)
         .map_err(|_| invalid(field, format!("{id} is not a piece id (0..=255)")))
@@ -636,7 +636,7 @@ fn deployment_at(
     rules: &Rules,
     field: &str,
     deployment: Option<&pb::Deployment>,
-) -> Result<Deployment, WireError> {
+) -> Result<Deployment, FieldError> {
     let deployment = deployment.ok_or_else(|| invalid(field, "is required"))?;
     let side = side_from_proto(&format!("{field}.side"), deployment.side)?;
     placements_at(rules, &format!("{field}."), side, &deployment.placements)
@@ -647,7 +647,7 @@ fn pieces_at(
     rules: &Rules,
     field: &str,
     pieces: &[pb::VisiblePiece],
-) -> Result<Vec<(Node, Piece)>, WireError> {
+) -> Result<Vec<(Node, Piece)>, FieldError> {
     let max = 2 * rules.pieces_per_side();
     if pieces.len() > max {
         return Err(invalid(
@@ -678,7 +678,7 @@ fn flag_reveal_from_proto(
     rules: &Rules,
     field: &str,
     reveal: &pb::FlagReveal,
-) -> Result<FlagReveal, WireError> {
+) -> Result<FlagReveal, FieldError> {
     let side = side_from_proto(&format!("{field}.side"), reveal.side)?;
     if reveal.flags.len() > rules.pieces_per_side() {
         return Err(invalid(
@@ -708,7 +708,7 @@ fn flag_reveal_from_proto(
 }
 
 /// Reads an outcome: a winner (`SIDE_UNSPECIFIED` for none) and a reason.
-fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outcome, WireError> {
+fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outcome, FieldError> {
     let outcome = outcome.ok_or_else(|| invalid(field, "is required"))?;
     let winner = match pb::Side::try_from(outcome.winner) {
         Ok(pb::Side::Unspecified) => None,

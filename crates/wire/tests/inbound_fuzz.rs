@@ -12,7 +12,7 @@ use hidden_front_proto::v1 as pb;
 use hidden_front_rules::Reveal;
 use hidden_front_rules::{Event, Rules, Side, Viewer};
 use hidden_front_wire::{
-    WireError, deployment_from_proto, deployment_to_proto, engine_event_from_proto,
+    FieldError, deployment_from_proto, deployment_to_proto, engine_event_from_proto,
     engine_event_to_proto, move_from_proto, move_to_proto, rules_from_proto, side_from_proto,
     side_to_proto, square_from_proto, viewer_from_proto, viewer_to_proto,
 };
@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 const CASES: u32 = 2_000;
 
 /// A refusal must name `field` (or a field inside it) and say so in its message.
-fn names_field(error: &WireError, field: &str) -> Result<(), TestCaseError> {
+fn names_field(error: &FieldError, field: &str) -> Result<(), TestCaseError> {
     prop_assert!(
         error.field().starts_with(field),
         "{error} names {:?}, not {field:?}",

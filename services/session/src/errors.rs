@@ -6,7 +6,7 @@
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_rules::GameError;
 use hidden_front_store::StoreError;
-use hidden_front_wire::WireError;
+use hidden_front_wire::FieldError;
 use tonic::Status;
 
 /// The reason for a refused engine command.
@@ -92,7 +92,7 @@ pub fn store_error_status(error: &StoreError) -> Status {
 }
 
 /// The status for a malformed request field.
-pub(crate) fn wire_status(error: WireError) -> Status {
+pub(crate) fn wire_status(error: FieldError) -> Status {
     ApiError::from(error).into()
 }
 
