@@ -198,18 +198,15 @@ impl Beliefs {
         defender_survives: bool,
     ) {
         let judge = self.judge;
-        let allowed = self
-            .mobile_kinds()
-            .iter()
-            .filter(|&k| {
-                let (a, d, _) = judge.judge(k, mine);
-                (a, d) == (attacker_survives, defender_survives)
-            })
-            .fold(0, |m, k| m | bit(k));
+        let allowed = consistent(
+            self.mobile_kinds(),
+            (attacker_survives, defender_survives),
+            |k| judge.judge(k, mine),
+        );
         if let Some(piece) = self.slot(id) {
             piece.moved = true;
         }
-        self.restrict(id, KindSet(allowed));
+        self.restrict(id, allowed);
         self.set_alive(id, attacker_survives);
     }
 
@@ -222,15 +219,12 @@ impl Beliefs {
         defender_survives: bool,
     ) {
         let judge = self.judge;
-        let allowed = self
-            .all_kinds()
-            .iter()
-            .filter(|&k| {
-                let (a, d, _) = judge.judge(mine, k);
-                (a, d) == (attacker_survives, defender_survives)
-            })
-            .fold(0, |m, k| m | bit(k));
-        self.restrict(id, KindSet(allowed));
+        let allowed = consistent(
+            self.all_kinds(),
+            (attacker_survives, defender_survives),
+            |k| judge.judge(mine, k),
+        );
+        self.restrict(id, allowed);
         self.set_alive(id, defender_survives);
     }
 
@@ -353,6 +347,24 @@ fn start_kinds(rules: &Rules, topo: &Topology, side: Side, node: Node, all: Kind
         set &= !bit(junqi::BOMB);
     }
     if set == 0 { all } else { KindSet(set) }
+}
+
+/// The kinds of `candidates` for which `fight` (the judge's verdict with the unknown piece of
+/// that kind) gives the survivals that were `seen`: (attacker survives, defender survives).
+fn consistent(
+    candidates: KindSet,
+    seen: (bool, bool),
+    fight: impl Fn(PieceKind) -> (bool, bool, bool),
+) -> KindSet {
+    KindSet(
+        candidates
+            .iter()
+            .filter(|&k| {
+                let (a, d, _) = fight(k);
+                (a, d) == seen
+            })
+            .fold(0, |m, k| m | bit(k)),
+    )
 }
 
 #[cfg(test)]
