@@ -85,11 +85,7 @@ mod tests {
     #[test]
     fn never_runs_out() {
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(4));
-        assert!(
-            millis(&mut backoff, 10_000)
-                .iter()
-                .all(|&d| d == 4 || d < 4)
-        );
+        assert!(millis(&mut backoff, 10_000).iter().all(|&d| d <= 4));
         assert_eq!(backoff.next_delay(), Duration::from_millis(4));
     }
 
