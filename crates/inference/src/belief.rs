@@ -91,6 +91,10 @@ pub struct Beliefs {
     index: [Option<u8>; 256],
     /// Whether the opponent started with its whole army: then counting arguments are sound.
     complete: bool,
+    /// Every kind of the rule set (computed once: asked on every observation).
+    all: KindSet,
+    /// The kinds that can move.
+    mobile: KindSet,
 }
 
 impl Beliefs {
@@ -102,28 +106,25 @@ impl Beliefs {
             pieces: Vec::new(),
             index: [None; 256],
             complete: false,
+            all: KindSet(rules.kinds().iter().fold(0, |m, (k, _, _)| m | bit(*k))),
+            mobile: KindSet(
+                rules
+                    .kinds()
+                    .iter()
+                    .filter(|(k, _, _)| rules.kind_moves(*k))
+                    .fold(0, |m, (k, _, _)| m | bit(*k)),
+            ),
         }
     }
 
     /// Every kind of the rule set.
     pub fn all_kinds(&self) -> KindSet {
-        KindSet(
-            self.rules
-                .kinds()
-                .iter()
-                .fold(0, |m, (k, _, _)| m | bit(*k)),
-        )
+        self.all
     }
 
     /// The kinds that can move.
     pub fn mobile_kinds(&self) -> KindSet {
-        KindSet(
-            self.rules
-                .kinds()
-                .iter()
-                .filter(|(k, _, _)| self.rules.kind_moves(*k))
-                .fold(0, |m, (k, _, _)| m | bit(*k)),
-        )
+        self.mobile
     }
 
     /// Starts over with the opponent's pieces as play starts: `side` is the opponent, `pieces`
@@ -169,7 +170,10 @@ impl Beliefs {
     pub fn restrict(&mut self, id: PieceId, allowed: KindSet) {
         let mobile = self.mobile_kinds();
         let all = self.all_kinds();
+        let allowed = KindSet(allowed.0 & all.0);
+        let mut changed = false;
         if let Some(piece) = self.slot(id) {
+            let before = piece.possible;
             let narrowed = KindSet(piece.possible.0 & allowed.0);
             piece.possible = if !narrowed.is_empty() {
                 narrowed
@@ -185,8 +189,12 @@ impl Beliefs {
             if piece.possible.is_empty() {
                 piece.possible = all;
             }
+            changed = piece.possible != before;
         }
-        self.propagate();
+        // Counting was at its fixed point before; only a change can move it.
+        if changed {
+            self.propagate();
+        }
     }
 
     /// Piece `id` moved from `from` to `to`: it is no immobile kind (mine, flag), and in Junqi
