@@ -223,10 +223,18 @@ fn the_wasm_build_agrees_with_the_native_engine() {
     });
     // Node works while the native digests are computed here.
     let child = run_node(&dir, &request);
-    let native_digests: Vec<String> = DIGESTS
-        .iter()
-        .map(|&(seed, games)| hidden_front_web_engine::agreement_digest(seed, games))
-        .collect();
+    let native_digests: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = DIGESTS
+            .iter()
+            .map(|&(seed, games)| {
+                s.spawn(move || hidden_front_web_engine::agreement_digest(seed, games))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a native digest"))
+            .collect()
+    });
     let got = answer(child);
     let stale = "(a stale package? rebuild it with scripts/build-wasm)";
 
