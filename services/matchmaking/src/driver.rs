@@ -6,7 +6,9 @@
 //! (`SetDeployment` + `ConfirmDeployment`, fixed idempotency keys) and, when the game is at the
 //! version it has observed and it is its turn, picks from `ListLegalMoves` and submits with the
 //! key `bot:<version>` and that expected version: a duplicate driver's move is a replay or an
-//! `ABORTED`, never a second move.
+//! `ABORTED`, never a second move. While it holds the game it reports the computer's seat as
+//! connected (`ReportPresence`, leased like a gateway's report), so the online rules' reconnect
+//! deadline never ends a game because the computer "stayed away".
 
 use crate::service::{SessionClient, now_ms};
 use crate::store::{ComputerGame, MatchStore};
@@ -42,8 +44,10 @@ pub async fn drive(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let game_id = game.game_id;
+    let mut presence = session.clone();
     let renew = async {
         loop {
+            report_presence(&mut presence, &game, &owner, lease).await;
             tokio::time::sleep(lease / 3).await;
             match store
                 .renew_computer_lease(game_id, &owner, now_ms() + lease.as_millis() as u64)
@@ -71,6 +75,31 @@ pub async fn drive(
                 tracing::warn!(%game_id, %error, "could not give up a computer game's lease");
             }
         }
+    }
+}
+
+/// Tells the session that the computer's seat is connected, for as long as this driver holds the
+/// game: the seat is played from here, not through a gateway, and the online rules end a game
+/// whose player stays away (the reconnect deadline). The report is leased like a gateway's, so a
+/// driver that dies stops vouching for the seat when its lease runs out, and the next driver
+/// reports again. A failed report is logged and retried with the next renewal.
+async fn report_presence(
+    session: &mut SessionClient,
+    game: &ComputerGame,
+    owner: &str,
+    lease: Duration,
+) {
+    let reported = session
+        .report_presence(pb::ReportPresenceRequest {
+            game_id: game.game_id.to_string(),
+            side: wire::side_to_proto(game.side) as i32,
+            connected: true,
+            gateway_id: owner.to_owned(),
+            lease_seconds: u32::try_from(lease.as_secs().clamp(1, 3600)).unwrap_or(3600),
+        })
+        .await;
+    if let Err(status) = reported {
+        tracing::warn!(game_id = %game.game_id, %status, "could not report the computer seat as connected");
     }
 }
 

@@ -701,6 +701,29 @@ async fn a_computer_game_is_played_to_its_end_without_an_illegal_move() {
     let mut session = session_on(&db).await;
     let mut mm = matchmaking(&db, session.clone(), fast_config()).await;
     let (game, mut events) = start_computer_game(&mut mm.client, &mut session).await;
+    // The computer's seat counts as connected (its driver reports it), so the reconnect
+    // deadline of the online rules never ends the game for it.
+    tokio::time::timeout(DEADLINE, async {
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            let view = session
+                .get_game(pb::GetGameRequest {
+                    game_id: game.clone(),
+                    viewer: pb::Viewer::Spectator as i32,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .game
+                .unwrap();
+            if view.north_connected {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the computer's seat is reported connected");
     let (ended, human_moves) =
         play_south_randomly(&mut session, &mut events, &game, &mut Lcg(7), || false).await;
     assert!(ended.expect("the game ended").outcome.is_some());
