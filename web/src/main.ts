@@ -20,6 +20,8 @@ interface Screen {
   root: HTMLElement;
   start(): HTMLElement;
   destroy(): void;
+  /** Draws again in place (after a language change). */
+  rerender(): void;
 }
 
 class App {
@@ -136,7 +138,10 @@ class App {
           setLanguage(lang);
           local.setItem("hf.lang", lang);
           document.documentElement.lang = lang;
-          this.route(true);
+          this.renderHeader();
+          this.renderStatus();
+          if (this.screen) this.screen.rerender();
+          else this.route(true);
         },
       },
       LANGS.map((l) => h("option", { value: l, selected: l === language() }, LANG_NAMES[l])),

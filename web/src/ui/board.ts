@@ -106,7 +106,7 @@ export function renderBoard(o: BoardOptions): HTMLElement {
     }
   }
 
-  const root = h("div", { class: `board board-${board.family}`, role: "grid", "aria-label": o.label, "data-board": board.rules });
+  const root = h("div", { class: `board board-${board.family}`, role: "group", "aria-label": o.label, "data-board": board.rules });
   root.style.aspectRatio = `${g.width} / ${g.height * (board.family === "junqi" ? 0.72 : 1)}`;
   root.appendChild(svg);
   const cellW = 100 / g.width;
@@ -165,5 +165,38 @@ export function renderBoard(o: BoardOptions): HTMLElement {
     }
     root.appendChild(btn);
   }
+  // Arrow keys move the focus to the nearest square in that direction, as drawn.
+  root.addEventListener("keydown", (e) => {
+    const dir = ({ ArrowUp: [0, -1], ArrowDown: [0, 1], ArrowLeft: [-1, 0], ArrowRight: [1, 0] } as Record<string, [number, number]>)[e.key];
+    const from = (e.target as HTMLElement | null)?.getAttribute?.("data-square");
+    if (!dir || !from) return;
+    const here = byName.get(from);
+    if (!here) return;
+    const next = nearestInDirection(board.nodes, g, here, dir);
+    if (next) {
+      e.preventDefault();
+      root.querySelector<HTMLElement>(`[data-square="${next.name}"]`)?.focus();
+    }
+  });
   return root;
+}
+
+/** The node drawn nearest to `from` in screen direction `dir`, preferring ones straight along it. */
+export function nearestInDirection(nodes: BoardNode[], g: Geometry, from: BoardNode, dir: [number, number]): BoardNode | null {
+  const p = g.pos(from);
+  let best: BoardNode | null = null;
+  let bestScore = Infinity;
+  for (const n of nodes) {
+    if (n === from) continue;
+    const q = g.pos(n);
+    const along = (q.x - p.x) * dir[0] + (q.y - p.y) * dir[1];
+    if (along <= 0.01) continue;
+    const across = Math.abs((q.x - p.x) * dir[1]) + Math.abs((q.y - p.y) * dir[0]);
+    const score = along + across * 3;
+    if (score < bestScore) {
+      bestScore = score;
+      best = n;
+    }
+  }
+  return best;
 }

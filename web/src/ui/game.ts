@@ -97,6 +97,11 @@ export class GameScreen {
     return this.root;
   }
 
+  /** Draws again in place (after a language change). */
+  rerender(): void {
+    this.render();
+  }
+
   /** Stops the subscription and the timers (leaving the screen). */
   destroy(): void {
     this.destroyed = true;
@@ -557,7 +562,7 @@ export class GameScreen {
       }
       const row = h("div", { class: "row" });
       if (offer === mySide) row.append(h("span", { class: "help" }, t("game.draw.offered")));
-      else row.append(h("button", { type: "button", "data-action": "offer-draw", onclick: () => void this.act(() => this.deps.conn.request("propose_draw", { context: this.context() })) }, t("game.draw.offer")));
+      else if (!offer) row.append(h("button", { type: "button", "data-action": "offer-draw", onclick: () => void this.act(() => this.deps.conn.request("propose_draw", { context: this.context() })) }, t("game.draw.offer")));
       if (this.resignAsk) {
         row.append(
           h("span", { class: "help" }, t("game.resign.sure")),
@@ -568,6 +573,7 @@ export class GameScreen {
         row.append(h("button", { type: "button", class: "danger-outline", "data-action": "resign", onclick: () => { this.resignAsk = true; this.render(); } }, t("game.resign")));
       }
       box.append(row);
+      box.append(h("p", { class: "help small" }, t("game.clock.rule")));
       box.append(
         h(
           "label",

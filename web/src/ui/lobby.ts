@@ -79,6 +79,10 @@ export class LobbyScreen {
     return this.root;
   }
 
+  rerender(): void {
+    this.render();
+  }
+
   destroy(): void {
     this.stopLobby?.();
     clearInterval(this.timer);
