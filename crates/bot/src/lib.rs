@@ -11,7 +11,8 @@
 //! move.
 //!
 //! # What it infers
-//! For every opponent piece it keeps the set of kinds the piece can still be:
+//! Through `hidden-front-inference`'s `Tracker` (the same code the browser client runs), for
+//! every opponent piece it keeps the set of kinds the piece can still be:
 //! - where it started: the flag only in an HQ, mines only on the two back rows (never an HQ),
 //!   bombs not on the front row (unless the rules allow it);
 //! - a piece that moved is no mine and no flag; a move along the rails that turns a corner is an
@@ -56,7 +57,9 @@
 //! for the fights it must take or avoid and for its flag's defence; and 100 fixed games against
 //! a uniformly random mover (100 won at the time of writing; the test demands at least 80).
 
-pub mod belief;
+/// The opponent-piece inference, moved to `hidden-front-inference` (shared with the browser);
+/// re-exported under its old path for callers of this crate.
+pub use hidden_front_inference::belief;
 mod formation;
 mod player;
 

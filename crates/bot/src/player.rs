@@ -1,8 +1,8 @@
 //! The computer player: a board model rebuilt from projected events, and a one-ply expected-value
 //! choice among the legal moves.
 
-use crate::belief::{Beliefs, KindSet};
 use crate::formation;
+use hidden_front_inference::{Beliefs, KIND_SLOTS, KindSet, Tracker};
 use hidden_front_rules::piece::junqi;
 use hidden_front_rules::{
     Deployment, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side, ViewEvent,
@@ -41,13 +41,6 @@ fn worth(kind: PieceKind) -> f64 {
     }
 }
 
-/// Who stands on a node of the player's model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Occupant {
-    side: Side,
-    id: PieceId,
-}
-
 /// A computer player for one seat. It learns only from what its seat is shown ([`ViewEvent`]s
 /// and the list of legal moves), so it cannot know an opponent kind the seat does not know.
 #[derive(Debug, Clone)]
@@ -55,10 +48,8 @@ pub struct ComputerPlayer {
     side: Side,
     rules: Rules,
     rng: GameRng,
-    board: [Option<Occupant>; 64],
-    own_kinds: [Option<PieceKind>; 256],
-    beliefs: Beliefs,
-    plies_without_combat: u16,
+    /// The board and the kind sets of the opponent's pieces, from the seat's events only.
+    tracker: Tracker,
     /// All-pairs step distances on the board (ignoring pieces), for "advance toward".
     distance: Vec<[u8; 64]>,
 }
@@ -67,7 +58,7 @@ pub struct ComputerPlayer {
 #[derive(Debug, Clone, Copy)]
 struct EnemyView {
     node: Node,
-    chances: [f64; 16],
+    chances: [f64; KIND_SLOTS],
 }
 
 impl EnemyView {
@@ -105,10 +96,7 @@ impl ComputerPlayer {
             side,
             rules,
             rng: GameRng::from_seed(seed),
-            board: [None; 64],
-            own_kinds: [None; 256],
-            beliefs: Beliefs::new(rules),
-            plies_without_combat: 0,
+            tracker: Tracker::new(rules, side),
             distance,
         }
     }
@@ -126,122 +114,14 @@ impl ComputerPlayer {
     /// The kinds an opponent piece can still be, as the player has inferred them; `None` for an
     /// id that is not a known opponent piece. For tests, logs and curious callers.
     pub fn possible_kinds(&self, id: PieceId) -> Option<Vec<PieceKind>> {
-        self.beliefs.get(id).map(|p| p.possible.iter().collect())
+        self.tracker.possible_kinds(id)
     }
 
     /// Learns from one event exactly as its seat sees it (the projection a person gets).
     /// Events it cannot place in its model (a move from an empty node, an unknown id) are
     /// absorbed without panicking; the model then trusts later events.
     pub fn observe(&mut self, event: &ViewEvent) {
-        match event {
-            ViewEvent::PlayStarted { pieces } => {
-                self.board = [None; 64];
-                self.own_kinds = [None; 256];
-                self.plies_without_combat = 0;
-                let mut enemy = Vec::new();
-                for p in pieces {
-                    if p.node.index() >= 64 {
-                        continue;
-                    }
-                    self.board[p.node.index()] = Some(Occupant {
-                        side: p.side,
-                        id: p.id,
-                    });
-                    if p.side == self.side {
-                        self.own_kinds[p.id.0 as usize] = p.kind;
-                    } else {
-                        enemy.push((p.node, p.id));
-                    }
-                }
-                self.beliefs.start(self.side.other(), &enemy);
-            }
-            ViewEvent::Moved {
-                side,
-                mv,
-                piece,
-                kind,
-                combat,
-                flag_reveal,
-            } => {
-                self.observe_move(*side, *mv, *piece, *kind, combat.as_ref());
-                for reveal in flag_reveal {
-                    if reveal.side != self.side {
-                        for &(_, id) in &reveal.flags {
-                            self.beliefs.saw_kind(id, junqi::FLAG);
-                        }
-                    }
-                }
-            }
-            ViewEvent::TimedOut { .. } => {
-                self.plies_without_combat = self.plies_without_combat.saturating_add(1);
-            }
-            _ => {}
-        }
-    }
-
-    fn observe_move(
-        &mut self,
-        side: Side,
-        mv: Move,
-        piece: PieceId,
-        kind: Option<PieceKind>,
-        combat: Option<&hidden_front_rules::ViewCombat>,
-    ) {
-        if mv.from.index() >= 64 || mv.to.index() >= 64 {
-            return;
-        }
-        let mover = Occupant { side, id: piece };
-        self.board[mv.from.index()] = None;
-        match combat {
-            None => {
-                self.plies_without_combat = self.plies_without_combat.saturating_add(1);
-                self.board[mv.to.index()] = Some(mover);
-                if side != self.side {
-                    self.beliefs.saw_move(piece, mv.from, mv.to);
-                } else if kind.is_some() {
-                    self.own_kinds[piece.0 as usize] = kind;
-                }
-            }
-            Some(c) => {
-                self.plies_without_combat = 0;
-                if side == self.side {
-                    let mine = kind.or(self.own_kinds[piece.0 as usize]);
-                    if let Some(mine) = mine {
-                        self.beliefs.saw_attack_on(
-                            c.defender,
-                            mine,
-                            c.attacker_survives,
-                            c.defender_survives,
-                        );
-                    } else {
-                        self.beliefs.set_alive(c.defender, c.defender_survives);
-                    }
-                } else {
-                    let mine = c.defender_kind.or(self.own_kinds[c.defender.0 as usize]);
-                    self.beliefs.saw_move(piece, mv.from, mv.to);
-                    if let Some(mine) = mine {
-                        self.beliefs.saw_attack_by(
-                            piece,
-                            mine,
-                            c.attacker_survives,
-                            c.defender_survives,
-                        );
-                    } else {
-                        self.beliefs.set_alive(piece, c.attacker_survives);
-                    }
-                }
-                self.board[mv.to.index()] = if c.attacker_survives {
-                    Some(mover)
-                } else if c.defender_survives {
-                    Some(Occupant {
-                        side: side.other(),
-                        id: c.defender,
-                    })
-                } else {
-                    None
-                };
-            }
-        }
+        self.tracker.observe(event);
     }
 
     /// Chooses one of `legal` (non-empty; the session's legal moves for its side) from what it
@@ -277,15 +157,15 @@ impl ComputerPlayer {
     /// The player's score of each move of `legal`, in order (higher is better). Exposed for
     /// tests and diagnostics.
     pub fn score_moves(&self, legal: &[Move]) -> Vec<f64> {
-        let marginals = self.beliefs.marginals();
+        let marginals = self.tracker.beliefs().marginals();
         let mut enemies: [Option<EnemyView>; 256] = [None; 256];
-        for (piece, chances) in self.beliefs.pieces().iter().zip(&marginals) {
+        for (piece, chances) in self.tracker.beliefs().pieces().iter().zip(&marginals) {
             enemies[piece.id.0 as usize] = Some(EnemyView {
                 node: Node(0),
                 chances: *chances,
             });
         }
-        for (i, occ) in self.board.iter().enumerate() {
+        for (i, occ) in self.tracker.board().iter().enumerate() {
             if let Some(occ) = occ.filter(|o| o.side != self.side)
                 && let Some(e) = enemies[occ.id.0 as usize].as_mut()
             {
@@ -306,16 +186,16 @@ impl ComputerPlayer {
     fn model_position(&self) -> Position {
         let mut pos = Position::empty(self.rules, self.side.other());
         let topo = self.rules.topology();
-        for (i, occ) in self.board.iter().enumerate() {
+        for (i, occ) in self.tracker.board().iter().enumerate() {
             let Some(occ) = occ else { continue };
             if i >= topo.node_count as usize {
                 continue;
             }
             let kind = if occ.side == self.side {
-                self.own_kinds[occ.id.0 as usize].unwrap_or(PieceKind(4))
+                self.tracker.own_kind(occ.id).unwrap_or(PieceKind(4))
             } else {
-                match self.beliefs.get(occ.id).map(|p| p.possible) {
-                    Some(possible) => stand_in(possible, &self.beliefs),
+                match self.tracker.beliefs().get(occ.id).map(|p| p.possible) {
+                    Some(possible) => stand_in(possible, self.tracker.beliefs()),
                     None => PieceKind(4),
                 }
             };
@@ -336,7 +216,7 @@ impl ComputerPlayer {
         let topo = self.rules.topology();
         let mut targets: Vec<(Node, f64)> = Nodes(topo.hq[self.side.other().index()])
             .map(|hq| {
-                let p = match self.board[hq.index()] {
+                let p = match self.tracker.board()[hq.index()] {
                     Some(o) if o.side != self.side => {
                         enemies[o.id.0 as usize].map_or(0.0, |e| e.p(junqi::FLAG))
                     }
@@ -382,7 +262,7 @@ impl ComputerPlayer {
             kind: my_kind,
             id: model.piece_at(mv.from).map_or(PieceId(0), |p| p.id),
         };
-        let defender = self.board[mv.to.index()]
+        let defender = self.tracker.board()[mv.to.index()]
             .filter(|o| o.side != self.side)
             .and_then(|o| enemies[o.id.0 as usize]);
 
@@ -411,8 +291,9 @@ impl ComputerPlayer {
                         None => buckets.push((a, d, p, p * delta)),
                     }
                 }
-                if self.plies_without_combat >= RESTLESS_AFTER {
-                    score += 0.5 + f64::from(self.plies_without_combat - RESTLESS_AFTER) * 0.05;
+                if self.tracker.plies_without_combat() >= RESTLESS_AFTER {
+                    score += 0.5
+                        + f64::from(self.tracker.plies_without_combat() - RESTLESS_AFTER) * 0.05;
                 }
             }
             None => buckets.push((true, false, 1.0, 0.0)),
@@ -472,9 +353,16 @@ impl ComputerPlayer {
             // strike the flag from there.
             for square in Nodes(dests & next_to_flag) {
                 let stands = match pos.piece_at(square) {
-                    None => self.beliefs.mobile_kinds().iter().map(|k| enemy.p(k)).sum(),
+                    None => self
+                        .tracker
+                        .beliefs()
+                        .mobile_kinds()
+                        .iter()
+                        .map(|k| enemy.p(k))
+                        .sum(),
                     Some(victim) => self
-                        .beliefs
+                        .tracker
+                        .beliefs()
                         .mobile_kinds()
                         .iter()
                         .filter(|&k| pos.judge(k, victim.kind).0)
@@ -492,12 +380,18 @@ impl ComputerPlayer {
                     continue;
                 };
                 if victim.kind == junqi::FLAG {
-                    let mobile: f64 = self.beliefs.mobile_kinds().iter().map(|k| enemy.p(k)).sum();
+                    let mobile: f64 = self
+                        .tracker
+                        .beliefs()
+                        .mobile_kinds()
+                        .iter()
+                        .map(|k| enemy.p(k))
+                        .sum();
                     flag_risk = flag_risk.max(mobile);
                     continue;
                 }
                 let mut gain = 0.0;
-                for k in self.beliefs.mobile_kinds().iter() {
+                for k in self.tracker.beliefs().mobile_kinds().iter() {
                     let p = enemy.p(k);
                     if p <= 0.0 {
                         continue;

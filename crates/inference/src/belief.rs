@@ -2,14 +2,21 @@
 //! where it started, whether it moved, how its fights ended and how many of each kind exist.
 //!
 //! Everything here is inferred from public facts (nodes, ids, fight results and the player's own
-//! kinds); nothing reads a hidden kind.
+//! kinds); nothing reads a hidden kind. The rules that narrow the kinds are the family's own:
+//! Junqi's deployment limits (flag in an HQ, mines on the back rows, bombs off the front row) and
+//! its rail turns only hold for Junqi; Gunjin Shogi has its own (no flag or mine on a gate
+//! square, a flag that fights as the piece behind it), see [`crate::Tracker`].
 
-use hidden_front_rules::piece::junqi;
-use hidden_front_rules::{Node, PieceId, PieceKind, Position, Rules, Side, Topology};
+use hidden_front_rules::piece::{gunjin, junqi};
+use hidden_front_rules::{Family, Node, PieceId, PieceKind, Position, Rules, Side, Topology};
+
+/// Kind numbers a [`KindSet`] and the [`Beliefs::marginals`] rows can hold (`0..KIND_SLOTS`):
+/// Junqi uses 1..=12, Gunjin Shogi 1..=16.
+pub const KIND_SLOTS: usize = 17;
 
 /// A set of piece kinds as a bitmask: bit `k` stands for `PieceKind(k)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct KindSet(pub u16);
+pub struct KindSet(pub u32);
 
 impl KindSet {
     /// The set holding only `kind`.
@@ -39,14 +46,26 @@ impl KindSet {
 
     /// The kinds in the set, lowest number first.
     pub fn iter(self) -> impl Iterator<Item = PieceKind> {
-        (0u8..16)
+        (0u8..KIND_SLOTS as u8)
             .filter(move |k| self.0 & (1 << k) != 0)
             .map(PieceKind)
     }
 }
 
-fn bit(kind: PieceKind) -> u16 {
-    if kind.0 < 16 { 1 << kind.0 } else { 0 }
+fn bit(kind: PieceKind) -> u32 {
+    if (kind.0 as usize) < KIND_SLOTS {
+        1 << kind.0
+    } else {
+        0
+    }
+}
+
+/// The flag kind of the rules' family.
+pub fn flag_kind(rules: &Rules) -> PieceKind {
+    match rules.family {
+        Family::Junqi => junqi::FLAG,
+        Family::GunjinShogi => gunjin::FLAG,
+    }
 }
 
 /// Everything known of one opponent piece.
@@ -72,6 +91,10 @@ pub struct Beliefs {
     index: [Option<u8>; 256],
     /// Whether the opponent started with its whole army: then counting arguments are sound.
     complete: bool,
+    /// Every kind of the rule set (computed once: asked on every observation).
+    all: KindSet,
+    /// The kinds that can move.
+    mobile: KindSet,
 }
 
 impl Beliefs {
@@ -83,28 +106,25 @@ impl Beliefs {
             pieces: Vec::new(),
             index: [None; 256],
             complete: false,
+            all: KindSet(rules.kinds().iter().fold(0, |m, (k, _, _)| m | bit(*k))),
+            mobile: KindSet(
+                rules
+                    .kinds()
+                    .iter()
+                    .filter(|(k, _, _)| rules.kind_moves(*k))
+                    .fold(0, |m, (k, _, _)| m | bit(*k)),
+            ),
         }
     }
 
     /// Every kind of the rule set.
     pub fn all_kinds(&self) -> KindSet {
-        KindSet(
-            self.rules
-                .kinds()
-                .iter()
-                .fold(0, |m, (k, _, _)| m | bit(*k)),
-        )
+        self.all
     }
 
     /// The kinds that can move.
     pub fn mobile_kinds(&self) -> KindSet {
-        KindSet(
-            self.rules
-                .kinds()
-                .iter()
-                .filter(|(k, _, _)| self.rules.kind_moves(*k))
-                .fold(0, |m, (k, _, _)| m | bit(*k)),
-        )
+        self.mobile
     }
 
     /// Starts over with the opponent's pieces as play starts: `side` is the opponent, `pieces`
@@ -150,7 +170,10 @@ impl Beliefs {
     pub fn restrict(&mut self, id: PieceId, allowed: KindSet) {
         let mobile = self.mobile_kinds();
         let all = self.all_kinds();
+        let allowed = KindSet(allowed.0 & all.0);
+        let mut changed = false;
         if let Some(piece) = self.slot(id) {
+            let before = piece.possible;
             let narrowed = KindSet(piece.possible.0 & allowed.0);
             piece.possible = if !narrowed.is_empty() {
                 narrowed
@@ -166,23 +189,38 @@ impl Beliefs {
             if piece.possible.is_empty() {
                 piece.possible = all;
             }
+            changed = piece.possible != before;
         }
-        self.propagate();
+        // Counting was at its fixed point before; only a change can move it.
+        if changed {
+            self.propagate();
+        }
     }
 
-    /// Piece `id` moved from `from` to `to`: it is no mine and no flag, and a move no straight
-    /// slide or single step explains was an engineer's turn along the rails.
+    /// Piece `id` moved from `from` to `to`: it is no immobile kind (mine, flag), and in Junqi
+    /// a move no straight slide or single step explains was an engineer's turn along the rails.
+    /// (Gunjin Shogi has no such rule; the [`crate::Tracker`] checks its moves against the
+    /// engine's move generator and calls [`Beliefs::saw_move_of`].)
     pub fn saw_move(&mut self, id: PieceId, from: Node, to: Node) {
         let topo = self.rules.topology();
-        let straight = topo.linked(from, to)
-            || topo
-                .rays
-                .get(from.index())
-                .is_some_and(|rays| rays.iter().any(|r| r & to.bit() != 0));
         let mut allowed = self.mobile_kinds();
-        if !straight {
-            allowed = KindSet(allowed.0 & bit(junqi::ENGINEER));
+        if self.rules.family == Family::Junqi {
+            let straight = topo.linked(from, to)
+                || topo
+                    .rays
+                    .get(from.index())
+                    .is_some_and(|rays| rays.iter().any(|r| r & to.bit() != 0));
+            if !straight {
+                allowed = KindSet(allowed.0 & bit(junqi::ENGINEER));
+            }
         }
+        self.saw_move_of(id, allowed);
+    }
+
+    /// Piece `id` moved, and only kinds of `allowed` could have made that move (the caller
+    /// asked the move generator): it is now one of `allowed` that can move at all.
+    pub fn saw_move_of(&mut self, id: PieceId, allowed: KindSet) {
+        let allowed = KindSet(allowed.0 & self.mobile_kinds().0);
         if let Some(piece) = self.slot(id) {
             piece.moved = true;
         }
@@ -210,7 +248,9 @@ impl Beliefs {
         self.set_alive(id, attacker_survives);
     }
 
-    /// One of the player's pieces of kind `mine` attacked piece `id`, with this result.
+    /// One of the player's pieces of kind `mine` attacked piece `id`, with this result
+    /// (Junqi; for Gunjin Shogi use [`Beliefs::saw_attack_on_backed`], since a flag fights as
+    /// the piece behind it).
     pub fn saw_attack_on(
         &mut self,
         id: PieceId,
@@ -224,6 +264,41 @@ impl Beliefs {
             (attacker_survives, defender_survives),
             |k| judge.judge(mine, k),
         );
+        self.restrict(id, allowed);
+        self.set_alive(id, defender_survives);
+    }
+
+    /// Gunjin Shogi: one of the player's pieces of kind `mine` attacked piece `id`, with this
+    /// result; `behind` is the opponent piece directly behind `id` (towards its own back rank),
+    /// if any. A flag fights as that piece (and loses to anything with none behind it), so the
+    /// flag stays possible when some kind the piece behind can be gives the seen result.
+    pub fn saw_attack_on_backed(
+        &mut self,
+        id: PieceId,
+        mine: PieceKind,
+        attacker_survives: bool,
+        defender_survives: bool,
+        behind: Option<PieceId>,
+    ) {
+        let judge = self.judge;
+        let seen = (attacker_survives, defender_survives);
+        let flag = flag_kind(&self.rules);
+        let mut allowed = consistent(KindSet(self.all_kinds().0 & !bit(flag)), seen, |k| {
+            judge.judge(mine, k)
+        });
+        let backs = match behind.and_then(|b| self.get(b)) {
+            Some(b) => KindSet(b.possible.0 & !bit(flag)),
+            None => KindSet(0),
+        };
+        let flag_fits = if backs.is_empty() {
+            let (a, d, _) = judge.judge(mine, flag);
+            (a, d) == seen
+        } else {
+            !consistent(backs, seen, |k| judge.judge(mine, k)).is_empty()
+        };
+        if flag_fits {
+            allowed.0 |= bit(flag);
+        }
         self.restrict(id, allowed);
         self.set_alive(id, defender_survives);
     }
@@ -289,12 +364,12 @@ impl Beliefs {
     /// For every opponent piece (in [`Beliefs::pieces`] order), the chance of each kind
     /// (indexed by kind number), spreading each kind's copies over the pieces that can be it
     /// (a few rounds of matrix scaling: rows sum to 1, columns to the kind's count).
-    pub fn marginals(&self) -> Vec<[f64; 16]> {
-        let mut m: Vec<[f64; 16]> = self
+    pub fn marginals(&self) -> Vec<[f64; KIND_SLOTS]> {
+        let mut m: Vec<[f64; KIND_SLOTS]> = self
             .pieces
             .iter()
             .map(|p| {
-                let mut row = [0.0; 16];
+                let mut row = [0.0; KIND_SLOTS];
                 for &(k, _, n) in self.rules.kinds() {
                     if p.possible.contains(k) {
                         row[k.0 as usize] = f64::from(n);
@@ -321,7 +396,7 @@ impl Beliefs {
     }
 }
 
-fn normalize_rows(m: &mut [[f64; 16]]) {
+fn normalize_rows(m: &mut [[f64; KIND_SLOTS]]) {
     for r in m.iter_mut() {
         let sum: f64 = r.iter().sum();
         if sum > 0.0 {
@@ -332,11 +407,18 @@ fn normalize_rows(m: &mut [[f64; 16]]) {
     }
 }
 
-/// The kinds a piece of `side` deployed on `node` can be under the deployment rules.
+/// The kinds a piece of `side` deployed on `node` can be under the family's deployment rules.
 fn start_kinds(rules: &Rules, topo: &Topology, side: Side, node: Node, all: KindSet) -> KindSet {
     let s = side.index();
     let b = node.bit();
     let mut set = all.0;
+    if rules.family == Family::GunjinShogi {
+        // The flag and mines may not stand on an own gate square; anything else goes anywhere.
+        if topo.gates[s] & b != 0 {
+            set &= !(bit(gunjin::FLAG) | bit(gunjin::MINE));
+        }
+        return if set == 0 { all } else { KindSet(set) };
+    }
     if topo.hq[s] & b == 0 {
         set &= !bit(junqi::FLAG);
     }

@@ -1,0 +1,21 @@
+//! Hidden Front opponent-piece inference: for every opponent piece, the set of kinds it can
+//! still be, learnt only from what one seat is shown.
+//!
+//! The computer player (`hidden-front-bot`) plays from it and the browser client
+//! (`hidden-front-web-engine`, compiled to WebAssembly) shows it, so both draw the same
+//! conclusions from the same events. A [`Tracker`] is fed the projected events of one seat
+//! ([`hidden_front_rules::ViewEvent`] from [`hidden_front_rules::project`] with
+//! `Viewer::player(side)`); it never sees a `Game`, a `Position` or a full `Event`, so it cannot
+//! know a kind the seat does not know. Its [`Beliefs`] hold the kind sets and estimate kind
+//! chances ([`Beliefs::marginals`]).
+//!
+//! Correct for both families: each rule that narrows a kind is applied only where the family's
+//! rules make it hold (see [`Tracker`]). Checked by `cargo nextest run -p hidden-front-inference`:
+//! unit cases per rule, and many seeded random refereed games of both families in which the true
+//! kind of every opponent piece is always among its possible kinds.
+
+pub mod belief;
+mod tracker;
+
+pub use belief::{Beliefs, EnemyPiece, KIND_SLOTS, KindSet, flag_kind};
+pub use tracker::{Occupant, Tracker};
