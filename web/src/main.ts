@@ -164,6 +164,8 @@ class App {
 
   private signOut(): void {
     session.removeItem(TOKEN_KEY);
+    session.removeItem("hf.ticket");
+    session.removeItem("hf.invite");
     this.resetConnection();
     this.navigate("/");
   }

@@ -337,6 +337,9 @@ export class GameScreen {
       replaceKeepingFocus(root, [
         this.renderError(),
         h("p", { class: "loading" }, this.error ? "" : t("game.loading")),
+        this.error?.reason === "NOT_SEATED" && !this.spectate
+          ? h("a", { href: `/watch/${encodeURIComponent(this.gameId)}`, class: "link", "data-link": true }, t("lobby.watch"))
+          : null,
         h("a", { href: "/", class: "link", "data-link": true }, t("lobby.back")),
       ]);
       return;
@@ -398,8 +401,8 @@ export class GameScreen {
         "div",
         { class: "status" },
         h("span", { class: `turn turn-${turnOf(view) || phase}`, "data-field": "status" }, status),
-        phase !== "ended" ? h("span", { class: "clock", "data-field": "clock", role: "timer", "aria-label": t("game.clock") }, "") : null,
-        phase === "play" ? h("span", { class: "timeouts", "data-field": "timeouts", title: t("game.clock.rule") }, timeouts) : null,
+        h("span", { class: "clock", "data-field": "clock", role: "timer", "aria-label": t("game.clock") }, ""),
+        phase !== "deployment" ? h("span", { class: "timeouts", "data-field": "timeouts", title: t("game.clock.rule") }, timeouts) : null,
       ),
     );
   }

@@ -71,7 +71,7 @@ export class LobbyScreen {
   start(): HTMLElement {
     this.render();
     this.stopLobby = this.deps.conn.watchLobby({
-      afterSeq: () => Number(session.getItem("hf.lobbySeq") ?? "0"),
+      afterSeq: () => Number(session.getItem(this.seqKey()) ?? "0"),
       onEvent: (e) => this.onLobby(e),
     });
     void this.load();
@@ -105,7 +105,7 @@ export class LobbyScreen {
 
   private onLobby(e: LobbyEventJson): void {
     const seq = Number(e.seq ?? 0);
-    if (seq > Number(session.getItem("hf.lobbySeq") ?? "0")) session.setItem("hf.lobbySeq", String(seq));
+    if (seq > Number(session.getItem(this.seqKey()) ?? "0")) session.setItem(this.seqKey(), String(seq));
     const found = e.matchFound;
     if (found?.gameId) {
       const mine = (this.ticket && found.ticketId === this.ticket.id) || (this.invite && found.inviteCode === this.invite.code);
@@ -124,6 +124,11 @@ export class LobbyScreen {
       this.clearInvite();
       this.render();
     }
+  }
+
+  /** The lobby stream's resume point, per player (a tab may sign in as someone else). */
+  private seqKey(): string {
+    return `hf.lobbySeq.${this.deps.conn.player}`;
   }
 
   private clearTicket(): void {
