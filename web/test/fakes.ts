@@ -74,7 +74,10 @@ export function fakeEngine(): Engine & { observed: unknown[] } {
         possible: () => [...ids].map((id) => ({ id, codes: ["9", "1"], moved: false, alive: true })),
       };
     },
-    replayBoards: (_rules, start) => [{ seq: 0, pieces: start }],
+    replayBoards: (_rules, start, events) => [
+      { seq: 0, pieces: start },
+      ...events.filter((e) => e.moved).map((e) => ({ seq: e.seq ?? "0", pieces: start, move: { from: e.moved!.move!.from!, to: e.moved!.move!.to! } })),
+    ],
   };
 }
 

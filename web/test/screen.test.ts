@@ -131,4 +131,25 @@ describe("the game screen", () => {
     const again = await open(play);
     expect(again.ws.last("subscribe")!.request).toMatchObject({ fromSeq: "8" });
   });
+
+  it("shows the result, reveals everything, and replays every move even when the last event comes after the ended view", async () => {
+    const ended: GameViewJson = {
+      ...play, version: "12", phase: "PHASE_ENDED", outcome: { winner: "SIDE_SOUTH", reason: "END_REASON_FLAG_CAPTURED" },
+      pieces: play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" })),
+      reveal: { startingPieces: play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" })) },
+    };
+    const { root, ws } = await open(ended);
+    const result = root.querySelector('[data-field="result"]')!;
+    expect(result.getAttribute("data-outcome")).toBe("win");
+    expect(result.textContent).toContain("the flag was captured");
+    expect(root.querySelector('[data-square="A3"]')!.getAttribute("data-piece")).toBe("1");
+    expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 1 of 1");
+    const sub = ws.last("subscribe")!;
+    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "11", moved: { side: "SIDE_SOUTH", move: { from: "A1", to: "A2" }, pieceId: 1, piece: "9" } } });
+    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "12", moved: { side: "SIDE_SOUTH", move: { from: "A2", to: "A3" }, pieceId: 1, piece: "9", combat: { defenderId: 7, defenderPiece: "F", attackerSurvives: true, flagCaptured: true } } } });
+    expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 3 of 3");
+    (root.querySelector('[data-action="replay-prev"]') as HTMLButtonElement).click();
+    expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 2 of 3");
+    expect(root.querySelector('[data-square="A1"]')!.hasAttribute("data-last-move")).toBe(true);
+  });
 });

@@ -59,6 +59,7 @@ export class GameScreen {
   private moveText = "";
   private replay: ReplayStep[] | null = null;
   private replayIdx = 0;
+  private replayEvents = 0;
   private unsubscribe: (() => void) | null = null;
   private timers: number[] = [];
   private refreshing = false;
@@ -114,6 +115,10 @@ export class GameScreen {
     if (!this.log.add(e)) return; // seen before (a resume hint may repeat the last one)
     this.store.save(this.gameId, this.spectate, this.log.events);
     this.feedInference();
+    if (this.replay) {
+      this.updateReplay();
+      this.render();
+    }
     void this.refresh();
   }
 
@@ -171,16 +176,29 @@ export class GameScreen {
         console.warn("hidden-front: inference", e);
       }
     }
-    if (phase === "ended" && !this.replay && view.reveal?.startingPieces?.length) {
-      try {
-        this.replay = this.deps.engine.replayBoards(rules, view.reveal.startingPieces, this.log.events);
-        this.replayIdx = Math.max(0, this.replay.length - 1);
-      } catch (e) {
-        console.warn("hidden-front: replay", e);
-      }
-    }
+    this.updateReplay();
     if (phase !== "play") this.resignAsk = false;
     this.render();
+  }
+
+  /**
+   * The end's replay, from the reveal's starting pieces and the events received. Recomputed when
+   * more events arrive: the ended view can come before the last Moved event (answers and events
+   * have no fixed order), and a replay cut short would miss the final move.
+   */
+  private updateReplay(): void {
+    const view = this.view;
+    if (!view || phaseOf(view) !== "ended" || !view.reveal?.startingPieces?.length) return;
+    if (this.replay && this.replayEvents === this.log.events.length) return;
+    const atEnd = !this.replay || this.replayIdx >= this.replay.length - 1;
+    try {
+      this.replay = this.deps.engine.replayBoards(view.rules ?? "hidden-front", view.reveal.startingPieces, this.log.events);
+      this.replayEvents = this.log.events.length;
+      if (atEnd) this.replayIdx = Math.max(0, this.replay.length - 1);
+      else this.replayIdx = Math.min(this.replayIdx, this.replay.length - 1);
+    } catch (e) {
+      console.warn("hidden-front: replay", e);
+    }
   }
 
   private feedInference(): void {
