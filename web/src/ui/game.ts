@@ -66,6 +66,7 @@ export class GameScreen {
   private refreshAgain = false;
   private keySeq = 0;
   private destroyed = false;
+  private boardShown = false;
 
   constructor(
     private readonly deps: GameDeps,
@@ -160,7 +161,10 @@ export class GameScreen {
     this.legal = [];
     if (phase === "play" && seat !== "spectator") {
       try {
+        // Measured (performance entries "hf-legal-moves") for the figures of the browser's engine.
+        const t0 = performance.now();
         this.legal = this.deps.engine.legalMoves(view);
+        performance.measure("hf-legal-moves", { start: t0, end: performance.now() });
       } catch (e) {
         console.warn("hidden-front: legal moves", e);
       }
@@ -369,6 +373,11 @@ export class GameScreen {
     root.setAttribute("data-seat", seat);
     root.setAttribute("data-version", String(Number(view.version ?? 0)));
     root.setAttribute("data-rules", view.rules ?? "");
+    if (!this.boardShown) {
+      this.boardShown = true;
+      // The first playable board, for the figure "opening the page to a playable board".
+      queueMicrotask(() => performance.mark("hf-board"));
+    }
     replaceKeepingFocus(root, [
       this.renderHead(view),
       h("div", { class: "banner away", "data-field": "away-banner", hidden: true }),
