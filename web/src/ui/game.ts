@@ -551,6 +551,8 @@ export class GameScreen {
       return box;
     }
     if (phase === "play") {
+      const fight = this.lastFight();
+      if (fight) box.append(fight);
       if (seat === "spectator") {
         box.append(h("p", { class: "help" }, t("seat.spectator")));
         return box;
@@ -649,6 +651,21 @@ export class GameScreen {
     }
     box.append(h("a", { href: "/", class: "link", "data-link": true }, t("lobby.back")));
     return box;
+  }
+
+  /** The fight of the last move, if it was one: who survived, shown until the next move. */
+  private lastFight(): HTMLElement | null {
+    const rec = gameRecord(this.log.events);
+    const last = rec[rec.length - 1];
+    if (!last || last.type !== "move" || !last.combat) return null;
+    const c = last.combat;
+    return h(
+      "p",
+      { class: `last-fight side-${last.side}`, "data-field": "last-combat", role: "status" },
+      h("strong", {}, `⚔ ${last.from}–${last.to}`),
+      " ",
+      this.combatText(c.attackerSurvives, c.defenderSurvives, c.flagCaptured),
+    );
   }
 
   private combatText(a: boolean, d: boolean, flag: boolean): string {

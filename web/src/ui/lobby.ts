@@ -233,7 +233,7 @@ export class LobbyScreen {
   }
 
   private render(): void {
-    const parts: Child[] = [];
+    const parts: Child[] = [h("div", { class: "lobby-title" }, h("h1", {}, t("app.tagline")))];
     if (this.error) {
       parts.push(
         h("div", { class: "banner error", role: "alert", "data-field": "error", "data-reason": this.error.reason }, h("span", {}, this.error.text),
