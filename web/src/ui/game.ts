@@ -67,6 +67,9 @@ export class GameScreen {
   private keySeq = 0;
   private destroyed = false;
   private boardShown = false;
+  private legendOpen: boolean | null = null;
+  private movesShown = 0;
+  private movesScroll = 0;
 
   constructor(
     private readonly deps: GameDeps,
@@ -389,6 +392,16 @@ export class GameScreen {
         h("aside", { class: "panel" }, this.renderControls(view), this.renderMarkPanel(view), this.renderCaptured(view), this.renderMoves(), this.renderLegend()),
       ),
     ]);
+    // The move list keeps its scroll position, and follows the game when a move is added.
+    const list = root.querySelector<HTMLElement>('[data-field="moves"]');
+    if (list) {
+      const count = list.childElementCount;
+      list.scrollTop = count !== this.movesShown ? list.scrollHeight : this.movesScroll;
+      this.movesShown = count;
+      list.addEventListener("scroll", () => {
+        this.movesScroll = list.scrollTop;
+      });
+    }
     this.tick();
   }
 
@@ -766,7 +779,13 @@ export class GameScreen {
     if (!board) return null;
     return h(
       "details",
-      { class: "card legend" },
+      {
+        class: "card legend",
+        open: this.legendOpen ?? (!!this.view && phaseOf(this.view) === "deployment"),
+        ontoggle: (e: Event) => {
+          this.legendOpen = (e.target as HTMLDetailsElement).open;
+        },
+      },
       h("summary", {}, t("game.legend")),
       h(
         "ul",
