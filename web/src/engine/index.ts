@@ -19,6 +19,17 @@ interface WasmModule {
   Inference: new (rules: string, side: HalfName) => InferenceLike;
 }
 
+// Compile-time checks that the bindings' own declarations agree with the contract's types where
+// they are the same shapes (proto JSON inputs are declared `object` by the bindings).
+const checkTopology: (rules: string) => Board = pkg.topology;
+const checkParse: Engine["parseMove"] = pkg.parseMove;
+const checkLegal: Engine["legalMoves"] = pkg.legalMoves;
+const checkPossible: () => ReturnType<InferenceLike["possible"]> = () => new pkg.Inference("hidden-front", "south").possible();
+void checkTopology;
+void checkParse;
+void checkLegal;
+void checkPossible;
+
 let loading: Promise<Engine> | null = null;
 
 /** Loads the wasm engine once; later calls share the same instance. */
