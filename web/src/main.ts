@@ -8,6 +8,7 @@ import { Connection, ServerError } from "./api/ws.js";
 import { fetchGuest, measureOffset } from "./api/http.js";
 import { LANGS, LANG_NAMES, pickLanguage, reasonText, setLanguage, t, language, type Lang } from "./i18n/index.js";
 import { local, session } from "./state/storage.js";
+import { tokenFromFragment, tokenFromMessage } from "./state/signin.js";
 import { h, replaceKeepingFocus } from "./ui/dom.js";
 import { LobbyScreen } from "./ui/lobby.js";
 import { GameScreen } from "./ui/game.js";
@@ -68,19 +69,18 @@ class App {
 
   /** Production sign-in: the platform passes `#token=...`; it is removed from the URL at once. */
   private readFragmentToken(): void {
-    const m = /(?:^|[#&])token=([^&]+)/.exec(location.hash);
-    if (m?.[1]) {
-      session.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    const token = tokenFromFragment(location.hash);
+    if (token) {
+      session.setItem(TOKEN_KEY, token);
       history.replaceState(null, "", location.pathname + location.search);
     }
   }
 
   /** Production sign-in from the embedding page: `postMessage({type: "hiddenfront.token", token})`. */
   private onMessage(e: MessageEvent): void {
-    const d = e.data as { type?: unknown; token?: unknown } | null;
-    if (!d || d.type !== "hiddenfront.token" || typeof d.token !== "string") return;
-    if (e.source !== window.parent || window.parent === window) return;
-    session.setItem(TOKEN_KEY, d.token);
+    const token = tokenFromMessage(e.data);
+    if (!token || e.source !== window.parent || window.parent === window) return;
+    session.setItem(TOKEN_KEY, token);
     this.resetConnection();
     this.route();
   }

@@ -113,3 +113,35 @@ describe("marks", () => {
     expect(new Marks(kv, "g3").all()).toEqual({});
   });
 });
+
+import { tokenFromFragment, tokenFromMessage } from "../src/state/signin.js";
+import { geometry, nearestInDirection } from "../src/ui/board.js";
+import { fakeBoard } from "./fakes.js";
+
+describe("sign-in by the platform", () => {
+  it("reads the token from the fragment or a message, nothing else", () => {
+    expect(tokenFromFragment("#token=abc.def")).toBe("abc.def");
+    expect(tokenFromFragment("#x=1&token=a%2Bb")).toBe("a+b");
+    expect(tokenFromFragment("#mytoken=abc")).toBe(null);
+    expect(tokenFromFragment("")).toBe(null);
+    expect(tokenFromMessage({ type: "hiddenfront.token", token: "t" })).toBe("t");
+    expect(tokenFromMessage({ type: "other", token: "t" })).toBe(null);
+    expect(tokenFromMessage("hiddenfront.token")).toBe(null);
+  });
+});
+
+describe("board geometry", () => {
+  it("puts the viewer's side at the bottom and moves focus along the drawn board", () => {
+    const board = fakeBoard("hidden-front");
+    const byName = (n: string) => board.nodes.find((x) => x.name === n)!;
+    const south = geometry(board, "south");
+    expect(south.pos(byName("A1")).y).toBeGreaterThan(south.pos(byName("A4")).y);
+    const north = geometry(board, "north");
+    expect(north.pos(byName("A1")).y).toBeLessThan(north.pos(byName("A4")).y);
+    expect(north.pos(byName("A1")).x).toBeGreaterThan(north.pos(byName("C1")).x);
+    expect(nearestInDirection(board.nodes, south, byName("A1"), [0, -1])?.name).toBe("A2");
+    expect(nearestInDirection(board.nodes, south, byName("A2"), [0, -1])?.name).toBe("A3");
+    expect(nearestInDirection(board.nodes, south, byName("A1"), [1, 0])?.name).toBe("B1");
+    expect(nearestInDirection(board.nodes, north, byName("A1"), [1, 0])).toBe(null);
+  });
+});

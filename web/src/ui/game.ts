@@ -777,13 +777,16 @@ export class GameScreen {
   private renderLegend(): Child {
     const board = this.board;
     if (!board) return null;
+    const legendOpen = this.legendOpen ?? (!!this.view && phaseOf(this.view) === "deployment");
     return h(
       "details",
       {
         class: "card legend",
-        open: this.legendOpen ?? (!!this.view && phaseOf(this.view) === "deployment"),
+        open: legendOpen,
         ontoggle: (e: Event) => {
-          this.legendOpen = (e.target as HTMLDetailsElement).open;
+          // Only the player's own toggles count (setting `open` when drawing fires one too).
+          const open = (e.target as HTMLDetailsElement).open;
+          if (open !== legendOpen) this.legendOpen = open;
         },
       },
       h("summary", {}, t("game.legend")),
