@@ -28,8 +28,11 @@ export interface Ops {
   watch_lobby: [c.WatchLobbyRequestJson, Record<string, never>];
 }
 
+/** An operation's `type` name. */
 export type Op = keyof Ops;
+/** The request JSON of an operation. */
 export type Req<O extends Op> = Ops[O][0];
+/** The response JSON of an operation. */
 export type Res<O extends Op> = Ops[O][1];
 
 /** The generated schema of each operation's request and (for non-streams) response. */

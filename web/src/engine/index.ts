@@ -6,6 +6,7 @@
 import * as pkg from "./pkg/hidden_front_web_engine.js";
 import type { Board, Engine, HalfName, InferenceLike } from "./types.js";
 
+/** The contract's types, for the page to import from the one engine module. */
 export type * from "./types.js";
 
 interface WasmModule {

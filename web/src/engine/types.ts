@@ -11,6 +11,7 @@ import type {
   VisiblePieceJson,
 } from "../gen/hiddenfront/v1/game_pb.js";
 
+/** A half of the board, or a side, as the engine names them. */
 export type HalfName = "south" | "north";
 
 /** One node of the board: a square, or Gunjin Shogi's two-cell HQ (`span` 2). */
@@ -69,7 +70,9 @@ export interface Problem {
   message: string;
 }
 
+/** checkSwap's answer: the swapped deployment, or why the swap is refused. */
 export type SwapResult = { ok: true; deployment: DeploymentJson } | { ok: false; problems: Problem[] };
+/** parseMove's answer: the move, or why the text is not one. */
 export type ParseResult = { ok: true; move: SimpleMove } | { ok: false; message: string };
 
 /** What an opponent piece can still be. */

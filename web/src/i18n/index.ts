@@ -9,10 +9,12 @@ import { zh } from "./zh.js";
 import { ja } from "./ja.js";
 
 export type { Key };
+/** The languages of the rule pages. */
 export type Lang = "en" | "ko" | "zh" | "ja";
 
 /** Every language's messages; `en` is the reference set of keys. */
 export const messages: Record<Lang, Record<Key, string>> = { en, ko, zh, ja };
+/** The languages in the order the switch offers them. */
 export const LANGS: Lang[] = ["en", "ko", "zh", "ja"];
 /** Each language's own name, for the switch. */
 export const LANG_NAMES: Record<Lang, string> = { en: "English", ko: "한국어", zh: "中文", ja: "日本語" };
@@ -29,10 +31,12 @@ export function pickLanguage(prefs: readonly string[], stored: string | null): L
   return "en";
 }
 
+/** Switches every later `t` call to `lang`. */
 export function setLanguage(lang: Lang): void {
   current = lang;
 }
 
+/** The language in use. */
 export function language(): Lang {
   return current;
 }

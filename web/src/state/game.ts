@@ -10,6 +10,7 @@ import type {
   VisiblePieceJson,
 } from "../gen/hiddenfront/v1/game_pb.js";
 
+/** A side as the page names it. */
 export type SideName = "south" | "north";
 
 /** "SIDE_SOUTH" -> "south". */
@@ -19,6 +20,7 @@ export function sideName(s: SideJson | undefined): SideName | null {
   return null;
 }
 
+/** The other side. */
 export function other(s: SideName): SideName {
   return s === "south" ? "north" : "south";
 }
@@ -30,6 +32,7 @@ export function seatOf(view: GameViewJson): SideName | "spectator" {
   return "spectator";
 }
 
+/** The phase of a view, as the `data-phase` hook names it. */
 export function phaseOf(view: GameViewJson): "deployment" | "play" | "ended" {
   if (view.phase === "PHASE_PLAY") return "play";
   if (view.phase === "PHASE_ENDED") return "ended";
@@ -87,6 +90,7 @@ export interface NoteEntry {
   count?: number;
 }
 
+/** One line of the game record: a move or a note. */
 export type RecordEntry = ({ type: "move" } & MoveEntry) | ({ type: "note" } & NoteEntry);
 
 /** The game's record from its events: moves and the notes between them. */

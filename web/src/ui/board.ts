@@ -23,6 +23,7 @@ export interface SquareContent {
   marked?: boolean;
 }
 
+/** What one drawing of the board needs: the topology, what stands where, and the highlights. */
 export interface BoardOptions {
   board: Board;
   /** The side drawn at the bottom. */

@@ -4,6 +4,7 @@
  * forbids inline styles), so the markup stays CSP-clean.
  */
 export type Child = Node | string | number | null | undefined | false | Child[];
+/** Attributes for `h`: values, or listeners for `on*` names. */
 export type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
 
 /** Creates an element: `on*` attributes become listeners, `true` an empty attribute. */

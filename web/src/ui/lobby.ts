@@ -21,6 +21,7 @@ export const RULE_SETS = [
   "gunjin-shogi+23-pieces",
 ] as const;
 
+/** What the lobby needs from the page: the connection and a way to open a game. */
 export interface LobbyDeps {
   conn: Connection;
   navigate(path: string): void;
