@@ -440,7 +440,7 @@ export class GameScreen {
       h(
         "div",
         { class: "status" },
-        h("span", { class: `turn turn-${turnOf(view) || phase}`, "data-field": "status" }, status),
+        h("span", { class: `turn turn-${turnOf(view) || phase}`, "data-field": "status", "aria-live": "polite" }, status),
         h("span", { class: "clock", "data-field": "clock", role: "timer", "aria-label": t("game.clock") }, ""),
         phase !== "deployment" ? h("span", { class: "timeouts", "data-field": "timeouts", title: t("game.clock.rule") }, timeouts) : null,
       ),
