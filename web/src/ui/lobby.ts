@@ -1,0 +1,329 @@
+/**
+ * The lobby: play the computer, find a match (with the wait shown), create and share an invite,
+ * accept one (on /invite/{code}), watch a game by link, the player's games and rating. A match
+ * found on the lobby stream opens the game, but only for this page's own ticket or invite.
+ */
+import { Connection, ServerError } from "../api/ws.js";
+import type { GameSummaryJson } from "../gen/hiddenfront/v1/game_pb.js";
+import type { LobbyEventJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
+import { reasonText, t, hasKey, type Key } from "../i18n/index.js";
+import { local, session } from "../state/storage.js";
+import { formatSeconds } from "../state/clock.js";
+import { h, replaceKeepingFocus, type Child } from "./dom.js";
+
+/** The rule sets offered in the lobby. */
+export const RULE_SETS = [
+  "hidden-front",
+  "hidden-front+hq-mobile",
+  "gunjin-shogi",
+  "gunjin-shogi+y-gates",
+  "gunjin-shogi+i-gates",
+  "gunjin-shogi+23-pieces",
+] as const;
+
+/** What the lobby needs from the page: the connection and a way to open a game. */
+export interface LobbyDeps {
+  conn: Connection;
+  navigate(path: string): void;
+}
+
+function uid(): string {
+  return typeof crypto !== "undefined" && "randomUUID" in crypto ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+}
+
+/** The lobby screen (also the invite-acceptance screen when `inviteCode` is set). */
+export class LobbyScreen {
+  readonly root = h("section", { class: "lobby" });
+  private rules: string = local.getItem("hf.rules") ?? "hidden-front";
+  private rated = false;
+  private ticket: { id: string; since: number } | null = null;
+  private invite: { code: string; link: string } | null = null;
+  private games: GameSummaryJson[] | null = null;
+  private rating: { rating: number; games: number } | null = null;
+  private error: { reason: string; text: string } | null = null;
+  private busy = false;
+  private watchText = "";
+  private stopLobby: (() => void) | null = null;
+  private timer = 0;
+
+  constructor(
+    private readonly deps: LobbyDeps,
+    private readonly inviteCode: string | null,
+  ) {
+    if (!(RULE_SETS as readonly string[]).includes(this.rules)) this.rules = "hidden-front";
+    const saved = session.getItem("hf.ticket");
+    if (saved) {
+      try {
+        this.ticket = JSON.parse(saved) as { id: string; since: number };
+      } catch {
+        this.ticket = null;
+      }
+    }
+    const inv = session.getItem("hf.invite");
+    if (inv) {
+      try {
+        this.invite = JSON.parse(inv) as { code: string; link: string };
+      } catch {
+        this.invite = null;
+      }
+    }
+  }
+
+  start(): HTMLElement {
+    this.render();
+    this.stopLobby = this.deps.conn.watchLobby({
+      afterSeq: () => Number(session.getItem(this.seqKey()) ?? "0"),
+      onEvent: (e) => this.onLobby(e),
+    });
+    void this.load();
+    this.timer = window.setInterval(() => this.tickWait(), 500);
+    return this.root;
+  }
+
+  rerender(): void {
+    this.render();
+  }
+
+  destroy(): void {
+    this.stopLobby?.();
+    clearInterval(this.timer);
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const [games, rating] = await Promise.all([
+        this.deps.conn.request("list_my_games", {}),
+        this.deps.conn.request("get_my_rating", {}).catch(() => ({}) as { rating?: undefined }),
+      ]);
+      this.games = games.games ?? [];
+      const r = rating.rating;
+      this.rating = r ? { rating: Number(r.rating ?? 0), games: Number(r.games ?? 0) } : null;
+    } catch (e) {
+      this.fail(e);
+    }
+    this.render();
+  }
+
+  private onLobby(e: LobbyEventJson): void {
+    const seq = Number(e.seq ?? 0);
+    if (seq > Number(session.getItem(this.seqKey()) ?? "0")) session.setItem(this.seqKey(), String(seq));
+    const found = e.matchFound;
+    if (found?.gameId) {
+      const mine = (this.ticket && found.ticketId === this.ticket.id) || (this.invite && found.inviteCode === this.invite.code);
+      if (mine) {
+        this.clearTicket();
+        this.clearInvite();
+        this.deps.navigate(`/game/${found.gameId}`);
+      }
+      return;
+    }
+    if (e.ticketExpired && this.ticket && e.ticketExpired.ticketId === this.ticket.id) {
+      this.clearTicket();
+      this.render();
+    }
+    if (e.inviteExpired && this.invite) {
+      this.clearInvite();
+      this.render();
+    }
+  }
+
+  /** The lobby stream's resume point, per player (a tab may sign in as someone else). */
+  private seqKey(): string {
+    return `hf.lobbySeq.${this.deps.conn.player}`;
+  }
+
+  private clearTicket(): void {
+    this.ticket = null;
+    session.removeItem("hf.ticket");
+  }
+
+  private clearInvite(): void {
+    this.invite = null;
+    session.removeItem("hf.invite");
+  }
+
+  private fail(e: unknown): void {
+    if (e instanceof ServerError) this.error = { reason: e.reason || e.code, text: reasonText(e.reason, e.code) };
+    else throw e;
+    this.render();
+  }
+
+  private async run(fn: () => Promise<void>): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    this.error = null;
+    this.render();
+    try {
+      await fn();
+    } catch (e) {
+      this.fail(e);
+    } finally {
+      this.busy = false;
+      this.render();
+    }
+  }
+
+  private playComputer(): Promise<void> {
+    return this.run(async () => {
+      const r = await this.deps.conn.request("play_computer", { requestId: uid(), rules: this.rules });
+      if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
+    });
+  }
+
+  private findMatch(): Promise<void> {
+    return this.run(async () => {
+      const id = uid();
+      // Set before the call: a match found may arrive on the lobby stream before the answer.
+      this.ticket = { id, since: Date.now() };
+      try {
+        const r = await this.deps.conn.request("find_match", { ticketId: id, queue: { rules: this.rules, rated: this.rated } });
+        const tk = r.ticket;
+        if (tk?.state === "TICKET_STATE_MATCHED" && tk.gameId) {
+          this.clearTicket();
+          this.deps.navigate(`/game/${tk.gameId}`);
+          return;
+        }
+        session.setItem("hf.ticket", JSON.stringify(this.ticket));
+      } catch (e) {
+        this.clearTicket();
+        throw e;
+      }
+    });
+  }
+
+  private cancelMatch(): Promise<void> {
+    const tk = this.ticket;
+    if (!tk) return Promise.resolve();
+    return this.run(async () => {
+      try {
+        await this.deps.conn.request("cancel_match", { ticketId: tk.id });
+      } finally {
+        this.clearTicket();
+      }
+    });
+  }
+
+  private createInvite(): Promise<void> {
+    return this.run(async () => {
+      const r = await this.deps.conn.request("create_invite", { inviteId: uid(), rules: this.rules });
+      const inv = r.invite;
+      if (!inv?.code) return;
+      const link = inv.link || `${location.origin}/invite/${inv.code}`;
+      this.invite = { code: inv.code, link };
+      session.setItem("hf.invite", JSON.stringify(this.invite));
+    });
+  }
+
+  private acceptInvite(code: string): Promise<void> {
+    return this.run(async () => {
+      const r = await this.deps.conn.request("accept_invite", { code });
+      if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
+    });
+  }
+
+  private watch(): void {
+    const text = this.watchText.trim();
+    const m = /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/i.exec(text);
+    const id = m?.[1] ?? text;
+    if (id) this.deps.navigate(`/watch/${encodeURIComponent(id)}`);
+  }
+
+  private tickWait(): void {
+    const el = this.root.querySelector<HTMLElement>('[data-field="waiting"]');
+    if (el && this.ticket) el.textContent = t("lobby.waiting", { s: formatSeconds(Math.floor((Date.now() - this.ticket.since) / 1000)) });
+  }
+
+  private render(): void {
+    const parts: Child[] = [h("div", { class: "lobby-title" }, h("h1", {}, t("app.tagline")))];
+    if (this.error) {
+      parts.push(
+        h("div", { class: "banner error", role: "alert", "data-field": "error", "data-reason": this.error.reason }, h("span", {}, this.error.text),
+          h("button", { type: "button", class: "ghost", "data-action": "dismiss-error", onclick: () => { this.error = null; this.render(); } }, t("error.dismiss"))),
+      );
+    }
+    if (this.inviteCode) {
+      parts.push(
+        h(
+          "div",
+          { class: "card invite-accept" },
+          h("h2", {}, t("lobby.accept.title")),
+          h("p", { class: "code" }, this.inviteCode),
+          h("button", { type: "button", class: "primary big", "data-action": "accept-invite", disabled: this.busy, onclick: () => void this.acceptInvite(this.inviteCode!) }, t("lobby.accept")),
+        ),
+      );
+    }
+    const select = h(
+      "select",
+      {
+        "data-field": "rules",
+        id: "rules",
+        onchange: (e: Event) => {
+          this.rules = (e.target as HTMLSelectElement).value;
+          local.setItem("hf.rules", this.rules);
+        },
+      },
+      RULE_SETS.map((r) => h("option", { value: r, selected: r === this.rules }, hasKey(`rules.${r}`) ? t(`rules.${r}` as Key) : r)),
+    );
+    parts.push(
+      h(
+        "div",
+        { class: "card play" },
+        h("div", { class: "field" }, h("label", { for: "rules", class: "label" }, t("lobby.rules")), select),
+        h("div", { class: "actions" },
+          h("button", { type: "button", class: "primary big", "data-action": "play-computer", disabled: this.busy, onclick: () => void this.playComputer() }, t("lobby.computer")),
+          this.ticket
+            ? h("div", { class: "waiting" },
+                h("span", { class: "spinner", "aria-hidden": "true" }),
+                h("span", { "data-field": "waiting", role: "status" }, t("lobby.waiting", { s: formatSeconds(Math.floor((Date.now() - this.ticket.since) / 1000)) })),
+                h("button", { type: "button", "data-action": "cancel-match", onclick: () => void this.cancelMatch() }, t("lobby.cancel")))
+            : h("div", { class: "row" },
+                h("button", { type: "button", class: "big", "data-action": "find-match", disabled: this.busy, onclick: () => void this.findMatch() }, t("lobby.find")),
+                h("label", { class: "check" }, h("input", { type: "checkbox", "data-field": "rated", checked: this.rated, onchange: (e: Event) => { this.rated = (e.target as HTMLInputElement).checked; } }), t("lobby.rated"))),
+          h("button", { type: "button", class: "big", "data-action": "create-invite", disabled: this.busy, onclick: () => void this.createInvite() }, t("lobby.invite")),
+        ),
+        this.invite
+          ? h("div", { class: "invite" },
+              h("p", { class: "help" }, t("lobby.invite.share")),
+              h("div", { class: "row" },
+                h("input", { type: "text", readonly: true, "data-field": "invite-link", value: this.invite.link, onfocus: (e: Event) => (e.target as HTMLInputElement).select() }),
+                h("button", { type: "button", "data-action": "copy-invite", onclick: (e: Event) => {
+                  const btn = e.currentTarget as HTMLButtonElement;
+                  void navigator.clipboard?.writeText(this.invite?.link ?? "").then(() => { btn.textContent = t("lobby.invite.copied"); }, () => {});
+                } }, t("lobby.invite.copy"))))
+          : null,
+      ),
+    );
+    const games = this.games;
+    parts.push(
+      h(
+        "div",
+        { class: "card games" },
+        h("div", { class: "card-head" }, h("h2", {}, t("lobby.games")),
+          h("span", { class: "rating", "data-field": "rating", title: this.rating ? t("lobby.rating.games", { n: this.rating.games }) : "" }, `${t("lobby.rating")}: ${this.rating ? Math.round(this.rating.rating) : "—"}`)),
+        h(
+          "ul",
+          { "data-field": "my-games", class: "game-list" },
+          (games ?? []).map((g) => {
+            const phase = (g.phase ?? "PHASE_DEPLOYMENT").replace("PHASE_", "").toLowerCase() as "deployment" | "play" | "ended";
+            return h("li", {}, h("a", { href: `/game/${g.gameId}`, "data-link": true, "data-game-id": g.gameId },
+              h("span", { class: "opp" }, t("lobby.games.vs", { name: g.opponent ?? "?" })),
+              h("span", { class: "rules" }, hasKey(`rules.${g.rules}`) ? t(`rules.${g.rules}` as Key) : g.rules ?? ""),
+              h("span", { class: `phase phase-${phase}` }, t(`phase.${phase}`))));
+          }),
+        ),
+        games && !games.length ? h("p", { class: "help" }, t("lobby.games.none")) : null,
+      ),
+      h(
+        "div",
+        { class: "card watch" },
+        h("h2", {}, t("lobby.watch")),
+        h("div", { class: "row" },
+          h("input", { type: "text", "data-field": "watch-id", placeholder: t("lobby.watch.placeholder"), value: this.watchText,
+            oninput: (e: Event) => { this.watchText = (e.target as HTMLInputElement).value; },
+            onkeydown: (e: Event) => { if ((e as KeyboardEvent).key === "Enter") this.watch(); } }),
+          h("button", { type: "button", "data-action": "watch", onclick: () => this.watch() }, t("lobby.watch.go"))),
+      ),
+    );
+    replaceKeepingFocus(this.root, parts);
+  }
+}

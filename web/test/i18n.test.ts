@@ -1,0 +1,71 @@
+import { readFileSync, existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { LANGS, messages, pickLanguage, reasonText, setLanguage, t } from "../src/i18n/index.js";
+import { CLIENT_REASONS } from "../src/api/ws.js";
+import { RULE_SETS } from "../src/ui/lobby.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../..");
+const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+
+describe("languages", () => {
+  it("every key exists in every language, with the same placeholders, none empty", () => {
+    const keys = Object.keys(messages.en);
+    for (const lang of LANGS) {
+      const m = messages[lang] as Record<string, string>;
+      expect(Object.keys(m).sort(), lang).toEqual([...keys].sort());
+      for (const k of keys) {
+        expect(m[k], `${lang} ${k}`).toBeTruthy();
+        expect(placeholders(m[k] ?? ""), `${lang} ${k}`).toEqual(placeholders((messages.en as Record<string, string>)[k] ?? ""));
+      }
+    }
+  });
+
+  it("every server reason of docs/errors.md has a translation", () => {
+    const doc = readFileSync(resolve(repo, "docs/errors.md"), "utf8");
+    const reasons = [...doc.matchAll(/^\| `([A-Z_]+)` \| `[A-Z_]+` \|/gm)].map((m) => m[1]);
+    expect(reasons.length).toBeGreaterThan(40);
+    for (const r of [...reasons, ...CLIENT_REASONS, "GUESTS_NOT_ALLOWED"]) {
+      expect(`reason.${r}` in messages.en, r).toBe(true);
+    }
+  });
+
+  it("every deployment problem the engine names has a translation", () => {
+    const api = resolve(repo, "crates/web-engine/src/api.rs");
+    const known = ["OFF_BOARD", "UNKNOWN_KIND", "UNKNOWN_SQUARE", "NOT_IN_OWN_HALF", "IN_CAMP", "DUPLICATE", "SAME_SQUARE", "WRONG_COUNT", "EMPTY_SQUARES", "FLAG_NOT_IN_HQ", "MINE_NOT_ON_BACK_ROWS", "MINE_IN_HQ", "BOMB_ON_FRONT_ROW", "ON_GATE"];
+    const src = existsSync(api) ? readFileSync(api, "utf8") : "";
+    const named = [...src.matchAll(/\("([A-Z_]+)", /g), ...src.matchAll(/reason: "([A-Z_]+)"/g)].map((m) => m[1] ?? "");
+    if (src) expect(named.length).toBeGreaterThan(10);
+    for (const r of [...known, ...named]) expect(`problem.${r}` in messages.en, r).toBe(true);
+  });
+
+  it("names every piece of both families and every rule set offered", () => {
+    const junqi = ["9", "8", "7", "6", "5", "4", "3", "2", "1", "B", "M", "F"];
+    const gunjin = ["GEN", "LTG", "MJG", "COL", "LTC", "MAJ", "CPT", "1LT", "2LT", "PLA", "TNK", "CAV", "ENG", "SPY", "MIN", "FLG"];
+    for (const c of junqi) expect(`piece.junqi.${c}` in messages.en).toBe(true);
+    for (const c of gunjin) expect(`piece.gunjin.${c}` in messages.en).toBe(true);
+    for (const r of RULE_SETS) expect(`rules.${r}` in messages.en, r).toBe(true);
+    // the rule pages' names
+    expect(messages.ko["piece.junqi.9"]).toBe("사령");
+    expect(messages.zh["piece.junqi.F"]).toBe("军旗");
+    expect(messages.ja["piece.junqi.8"]).toBe("軍団長");
+    expect(messages.ja["piece.gunjin.PLA"]).toBe("飛行機");
+  });
+
+  it("translates a reason, never showing the server's English", () => {
+    setLanguage("ko");
+    expect(reasonText("NOT_YOUR_TURN", "FAILED_PRECONDITION")).toBe(messages.ko["reason.NOT_YOUR_TURN"]);
+    expect(reasonText("SOME_NEW_REASON", "FAILED_PRECONDITION")).toContain("FAILED_PRECONDITION");
+    expect(t("game.away", { s: 12 })).toContain("12");
+    setLanguage("en");
+  });
+
+  it("picks the language from the browser, a stored choice first", () => {
+    expect(pickLanguage(["ko-KR", "en"], null)).toBe("ko");
+    expect(pickLanguage(["fr", "zh-CN"], null)).toBe("zh");
+    expect(pickLanguage(["fr"], null)).toBe("en");
+    expect(pickLanguage(["ko"], "ja")).toBe("ja");
+  });
+});

@@ -1,0 +1,80 @@
+// @vitest-environment jsdom
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Connection } from "../src/api/ws.js";
+import { LobbyScreen } from "../src/ui/lobby.js";
+import { FakeSocket } from "./fakes.js";
+
+beforeEach(() => {
+  FakeSocket.all = [];
+  vi.stubGlobal("WebSocket", FakeSocket);
+  sessionStorage.clear();
+  localStorage.clear();
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+async function open(invite: string | null = null) {
+  const conn = new Connection("ws://x/v1/ws", () => "tok");
+  const navigate = vi.fn();
+  const lobby = new LobbyScreen({ conn, navigate }, invite);
+  document.body.replaceChildren(lobby.start());
+  const ws = FakeSocket.all[0]!;
+  ws.open();
+  ws.push({ id: "auth", type: "result", response: { player: "alice" } });
+  await flush();
+  const answer = (type: string, response: unknown) => {
+    const req = ws.last(type)!;
+    ws.push({ id: req.id, type: "result", response });
+  };
+  answer("list_my_games", { games: [{ gameId: "g9", seat: "SIDE_SOUTH", phase: "PHASE_PLAY", opponent: "bob", rules: "hidden-front", version: "3" }] });
+  answer("get_my_rating", { rating: { rating: 1612.4, games: 7 } });
+  await flush();
+  return { ws, navigate, root: lobby.root };
+}
+
+describe("the lobby", () => {
+  it("lists the player's games and rating", async () => {
+    const { root } = await open();
+    expect(root.querySelector('[data-field="my-games"] a')!.getAttribute("href")).toBe("/game/g9");
+    expect(root.querySelector('[data-field="rating"]')!.textContent).toContain("1612");
+  });
+
+  it("waits for a match, and opens the game only for its own ticket", async () => {
+    const { root, ws, navigate } = await open();
+    (root.querySelector('select[data-field="rules"]') as HTMLSelectElement).value = "gunjin-shogi";
+    root.querySelector('select[data-field="rules"]')!.dispatchEvent(new Event("change"));
+    (root.querySelector('[data-action="find-match"]') as HTMLButtonElement).click();
+    await flush();
+    const req = ws.last("find_match")!;
+    const ticketId = (req.request as { ticketId: string }).ticketId;
+    expect(req.request).toMatchObject({ queue: { rules: "gunjin-shogi" } });
+    ws.push({ id: req.id, type: "result", response: { ticket: { ticketId, state: "TICKET_STATE_WAITING" } } });
+    await flush();
+    expect(root.querySelector('[data-field="waiting"]')).not.toBeNull();
+    const watch = ws.last("watch_lobby")!;
+    // an old match found of another ticket (the stream replays stored events) is ignored
+    ws.push({ type: "lobby", subscription: watch.id, event: { seq: "1", matchFound: { gameId: "old", ticketId: "other" } } });
+    expect(navigate).not.toHaveBeenCalled();
+    ws.push({ type: "lobby", subscription: watch.id, event: { seq: "2", matchFound: { gameId: "new", ticketId } } });
+    expect(navigate).toHaveBeenCalledWith("/game/new");
+  });
+
+  it("accepts an invite from its link and shows a refusal by its reason", async () => {
+    const { root, ws, navigate } = await open("ABC123");
+    (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();
+    await flush();
+    const req = ws.last("accept_invite")!;
+    expect(req.request).toEqual({ code: "ABC123" });
+    ws.push({ id: req.id, type: "error", code: "FAILED_PRECONDITION", reason: "OWN_INVITE", message: "you cannot accept your own invite" });
+    await flush();
+    const err = root.querySelector('[data-field="error"]')!;
+    expect(err.getAttribute("data-reason")).toBe("OWN_INVITE");
+    expect(err.textContent).not.toContain("you cannot accept");
+    (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();
+    await flush();
+    ws.push({ id: ws.last("accept_invite")!.id, type: "result", response: { gameId: "g2", seat: "SIDE_NORTH" } });
+    await flush();
+    expect(navigate).toHaveBeenCalledWith("/game/g2");
+  });
+});
