@@ -87,7 +87,7 @@ fn cell(text: &str, square: &str) -> String {
 }
 
 /// The line of links drawn under row `row` (towards the viewer).
-fn links_under<'a>(text: &'a str, row: u8) -> &'a str {
+fn links_under(text: &str, row: u8) -> &str {
     let lines: Vec<&str> = text.lines().collect();
     let at = lines
         .iter()
