@@ -10,6 +10,9 @@
 //!   link and code printed), a second accepts it by code, both are taken into the game, deploy
 //!   and see the move clock and each other's presence; a third watches by link; a resignation
 //!   ends it for all three.
+//! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues and cancels; then two
+//!   players queue (casual) and both are taken into the same game; `lobby` leaves it for the
+//!   lobby, which lists it.
 
 use hidden_front_e2e::gateway;
 use hidden_front_e2e::{Server, TestDatabase};
@@ -264,6 +267,55 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
         );
         carol.wait_for("back in the lobby");
         for player in [alice, bob, carol] {
+            let mut player = player;
+            player.send("quit");
+            assert!(player.exits_cleanly());
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("lobby-match", db.url(), SERVE_ARGS).await;
+    let mut alice = Player::start("tm-alice", &server, &[]);
+    let mut bob = Player::start("tm-bob", &server, &[]);
+    blocking(move || {
+        alice.wait_for("lobby: play the computer");
+        alice.send("match junqi relaxed");
+        alice.wait_for("in the queue: hidden-front, relaxed, casual");
+        alice.wait_for("waiting for an opponent (type `cancel` to leave the queue)");
+        alice.send("cancel");
+        alice.wait_for("left the queue");
+        alice.send("games");
+        alice.wait_for("you have no games yet");
+
+        alice.send("match relaxed junqi");
+        alice.wait_for("in the queue: hidden-front, relaxed, casual");
+        bob.wait_for("lobby: play the computer");
+        bob.send("match junqi relaxed");
+        let found = bob.value_after("match found");
+        assert!(found.contains("against tm-alice"), "{found}");
+        let found = alice.value_after("match found");
+        assert!(found.contains("against tm-bob"), "{found}");
+        let game = found
+            .split("game ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .expect("the game id")
+            .to_string();
+        for player in [&mut alice, &mut bob] {
+            let board = player.wait_for("type `help` for the commands");
+            assert!(board.contains("phase: deployment"), "{board}");
+            assert!(board.contains("clock: deployment closes in "), "{board}");
+        }
+        alice.send("lobby");
+        alice.wait_for("back in the lobby");
+        alice.send("games");
+        let games = alice.wait_for("deployment");
+        assert!(games.contains(&game), "{games}");
+        for player in [alice, bob] {
             let mut player = player;
             player.send("quit");
             assert!(player.exits_cleanly());

@@ -48,7 +48,7 @@ pub fn clock_lines(view: &pb::GameView, now_ms: u64) -> Vec<String> {
                 "clock: deployment, no deadline".to_string()
             } else {
                 format!(
-                    "clock: deployment closes in {} s (then a draft not yet confirmed is confirmed as it stands)",
+                    "clock: deployment closes in {} s (at 0 the drafts are confirmed as they stand; a game with an absent player is cancelled)",
                     seconds_left(deadline, now_ms)
                 )
             });

@@ -258,8 +258,17 @@ fn rules_word(word: &str) -> Option<Result<String, String>> {
     let name = match lower.as_str() {
         "junqi" => "hidden-front".to_string(),
         "gunjin" | "gunjin-shogi" => "gunjin-shogi".to_string(),
-        _ if lower.starts_with("hidden-front") || lower.starts_with("gunjin") => {
-            let name = lower.replacen("gunjin+", "gunjin-shogi+", 1);
+        _ if lower.starts_with("hidden-front")
+            || lower.starts_with("gunjin")
+            || lower.starts_with("junqi+") =>
+        {
+            let name = if let Some(options) = lower.strip_prefix("junqi+") {
+                format!("hidden-front+{options}")
+            } else if let Some(options) = lower.strip_prefix("gunjin+") {
+                format!("gunjin-shogi+{options}")
+            } else {
+                lower
+            };
             return Some(
                 hidden_front_rules::Rules::parse(&name)
                     .map(|r| r.name())

@@ -90,10 +90,13 @@ pub fn legend(rules: &str, view: Option<&pb::GameView>) -> String {
             );
         }
         Family::GunjinShogi => {
-            out.push_str(
+            let hq = super::board::GunjinBoard::of_rules(&parsed.name()).map_or(3, |b| b.hq_file);
+            let (west, east) = (char::from(b'a' + hq), char::from(b'a' + hq + 1));
+            let _ = write!(
+                out,
                 "legend: [ ] HQ (two cells, one square)  ==== wall  || gate  ++ gate (one side)  . empty  ? hidden  * revealed\
                  \n  the wall between ranks 4 and 5 is crossed only at the gates (the plane flies over it)\
-                 \n  [ ][ ] the HQ is one square named by both cells (d1+e1); GEN..MAJ entering the enemy HQ win",
+                 \n  [ ][ ] the HQ is one square named by both cells ({west}1+{east}1, {west}8+{east}8); GEN..MAJ entering the enemy HQ win",
             );
         }
     }
