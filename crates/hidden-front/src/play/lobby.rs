@@ -323,11 +323,8 @@ impl Lobby {
         let kind = if rated { "rated" } else { "casual" };
         let expires = if ticket.expires_at_unix_ms > 0 {
             format!(
-                "; the ticket lapses in {} s",
-                super::clock::seconds_left(
-                    ticket.expires_at_unix_ms,
-                    super::clock::now_unix_millis()
-                )
+                "; the ticket lapses in {}",
+                lapses_in(ticket.expires_at_unix_ms)
             )
         } else {
             String::new()
@@ -367,14 +364,7 @@ impl Lobby {
             }
         };
         let expires = if invite.expires_at_unix_ms > 0 {
-            format!(
-                " (it lapses in {} min)",
-                super::clock::seconds_left(
-                    invite.expires_at_unix_ms,
-                    super::clock::now_unix_millis()
-                )
-                .div_ceil(60)
-            )
+            format!(" (it lapses in {})", lapses_in(invite.expires_at_unix_ms))
         } else {
             String::new()
         };
@@ -519,6 +509,17 @@ impl Wanted {
             }
             _ => None,
         })
+    }
+}
+
+/// The time left until `deadline_ms` in words a person reads at a glance: seconds, minutes or
+/// hours.
+fn lapses_in(deadline_ms: u64) -> String {
+    let seconds = super::clock::seconds_left(deadline_ms, super::clock::now_unix_millis());
+    match seconds {
+        0..120 => format!("{seconds} s"),
+        120..7200 => format!("{} min", seconds.div_ceil(60)),
+        _ => format!("{} h", seconds.div_ceil(3600)),
     }
 }
 
