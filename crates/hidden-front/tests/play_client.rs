@@ -767,3 +767,54 @@ async fn a_gateway_without_guests_says_so() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_countdown_runs_on_the_server_clock() {
+    // A server an hour ahead of this machine, with 30 s left on the move clock by its time.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let server_now = now + 3_600_000;
+    let fake = Fake::new();
+    fake.state.lock().unwrap().view.turn_deadline_unix_millis = server_now + 30_000;
+    let url = serve(fake).await;
+    let (http, mut requests) =
+        guest_stub("200 OK", &format!(r#"{{"unixMillis":{server_now}}}"#)).await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&[
+            "--gateway",
+            &url,
+            "--game",
+            GAME,
+            "--token",
+            TOKEN,
+            "--http",
+            &http,
+        ])
+    })
+    .await
+    .unwrap();
+    let first = player.wait_for("type `help` for the commands.");
+    assert!(
+        first.contains("this machine's clock is 3600.0 s behind the server's"),
+        "{first}"
+    );
+    let left: u64 = first
+        .split("to move, ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s left").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a countdown: {first}"));
+    assert!((20..=31).contains(&left), "{left} s left:\n{first}");
+    let request = requests.recv().await.unwrap();
+    assert!(
+        request.starts_with("GET /v1/time HTTP/1.1\r\n"),
+        "{request}"
+    );
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}

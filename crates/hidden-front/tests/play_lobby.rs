@@ -37,8 +37,19 @@ struct Player {
 impl Player {
     fn start(name: &'static str, server: &Server, args: &[&str]) -> Player {
         let gateway_url = format!("http://{}", server.addr());
+        let http_url = format!(
+            "http://{}",
+            server.http_addr().expect("the gateway's HTTP port")
+        );
         let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-            .args(["play", "--gateway", &gateway_url, "--token"])
+            .args([
+                "play",
+                "--gateway",
+                &gateway_url,
+                "--http",
+                &http_url,
+                "--token",
+            ])
             .arg(gateway::token(name))
             .args(args)
             .env_remove("HF_TOKEN")

@@ -210,9 +210,9 @@ struct Drawn {
 /// show their codes, the opponent's show `?` until the server reveals them, and then carry a `*`
 /// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`; railways
 /// are drawn `═` / `║`, roads `-` / `|` and the camps' diagonals `\` / `/`. The clocks are read
-/// against this machine's clock now; [`render_at`] takes the time instead.
+/// at the server's time now as this client knows it; [`render_at`] takes the time instead.
 pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
-    render_at(view, last, super::clock::now_unix_millis())
+    render_at(view, last, super::clock::server_now_unix_millis())
 }
 
 /// [`render`] with the clocks read at `now_ms` (milliseconds since the Unix epoch), so a drawing

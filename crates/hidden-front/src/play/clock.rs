@@ -8,13 +8,29 @@
 
 use super::board::side_name;
 use hidden_front_proto::v1 as pb;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What to add to this machine's clock to read the server's (milliseconds), once measured.
+static SERVER_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
 
 /// This machine's time in milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Records the measured offset of the server's clock, so every countdown after it is read on the
+/// server's time (the deadlines in a view are the server's).
+pub fn set_server_offset(offset_ms: i64) {
+    SERVER_OFFSET_MS.store(offset_ms, Ordering::Relaxed);
+}
+
+/// The server's time now, as well as this client knows it: this machine's clock plus the
+/// measured offset (none measured: this machine's clock).
+pub fn server_now_unix_millis() -> u64 {
+    now_unix_millis().saturating_add_signed(SERVER_OFFSET_MS.load(Ordering::Relaxed))
 }
 
 /// Whole seconds left until `deadline_ms`, rounded up (so "1 s" means "less than a second or

@@ -1,5 +1,7 @@
-//! `--guest`: a guest identity from the gateway's `POST /v1/guest`, so a person can play without
-//! a platform account, the internal port or the signing secret.
+//! The gateway's HTTP port, for the two things the terminal client asks it: `--guest`, a guest
+//! identity from `POST /v1/guest`, so a person can play without a platform account, the internal
+//! port or the signing secret; and `GET /v1/time`, the server's clock, so the countdowns are right
+//! on a machine whose clock is off.
 //!
 //! The gateway answers `{"token", "player", "expiresAtUnixMillis"}` when it hands out guest tokens
 //! (the one-box default), or 404 with the reason `GUESTS_NOT_ALLOWED`. One plain HTTP/1.1 request
@@ -82,6 +84,39 @@ pub async fn guest_token(http: &str) -> anyhow::Result<Guest> {
 }
 
 async fn request(http: &str) -> anyhow::Result<Guest> {
+    let (status, body) = call(http, hyper::Method::POST, "/v1/guest").await?;
+    parse_answer(status, &body)
+}
+
+/// The server's clock from `GET /v1/time`, as an offset to add to this machine's clock (in
+/// milliseconds), estimated NTP style: the server read its clock about halfway through the round
+/// trip. `None` when the port does not answer it (an older gateway, or --http pointing elsewhere):
+/// the countdowns then use this machine's clock, which is right wherever the clocks are synced.
+pub async fn server_clock_offset(http: &str) -> Option<i64> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Time {
+        unix_millis: u64,
+    }
+    let sent = super::clock::now_unix_millis();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(2),
+        call(http, hyper::Method::GET, "/v1/time"),
+    )
+    .await;
+    let received = super::clock::now_unix_millis();
+    let Ok(Ok((200, body))) = answer else {
+        return None;
+    };
+    let time: Time = serde_json::from_slice(&body).ok()?;
+    let midpoint = sent / 2 + received / 2;
+    let offset = i64::try_from(time.unix_millis).ok()? - i64::try_from(midpoint).ok()?;
+    Some(offset)
+}
+
+/// One HTTP/1.1 request without a body to `path` under `http`: the status and the body (at most
+/// [`MAX_ANSWER_BYTES`]).
+async fn call(http: &str, method: hyper::Method, path: &str) -> anyhow::Result<(u16, Bytes)> {
     let base: hyper::Uri = http
         .trim_end_matches('/')
         .parse()
@@ -99,7 +134,7 @@ async fn request(http: &str) -> anyhow::Result<Guest> {
         .clone();
     let port = authority.port_u16().unwrap_or(80);
     let prefix = base.path().trim_end_matches('/');
-    let path = format!("{prefix}/v1/guest");
+    let path = format!("{prefix}{path}");
     let stream = tokio::net::TcpStream::connect((authority.host(), port))
         .await
         .with_context(|| {
@@ -110,21 +145,23 @@ async fn request(http: &str) -> anyhow::Result<Guest> {
             .await
             .context("the HTTP handshake with the gateway failed")?;
     let driver = tokio::spawn(connection);
-    let request = hyper::Request::post(path)
+    let request = hyper::Request::builder()
+        .method(method.clone())
+        .uri(path.as_str())
         .header(hyper::header::HOST, authority.as_str())
         .header(hyper::header::ACCEPT, "application/json")
         .body(Empty::<Bytes>::new())
-        .context("building the guest request")?;
+        .context("building the request")?;
     let response = sender
         .send_request(request)
         .await
-        .with_context(|| format!("POST {http}/v1/guest failed"))?;
+        .with_context(|| format!("{method} {http}{path} failed"))?;
     let status = response.status().as_u16();
     let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
         .collect()
         .await
-        .map_err(|e| anyhow!("reading the gateway's guest answer: {e}"))?
+        .map_err(|e| anyhow!("reading the gateway's answer to {method} {path}: {e}"))?
         .to_bytes();
     driver.abort();
-    parse_answer(status, &body)
+    Ok((status, body))
 }

@@ -515,7 +515,7 @@ impl Wanted {
 /// The time left until `deadline_ms` in words a person reads at a glance: seconds, minutes or
 /// hours.
 fn lapses_in(deadline_ms: u64) -> String {
-    let seconds = super::clock::seconds_left(deadline_ms, super::clock::now_unix_millis());
+    let seconds = super::clock::seconds_left(deadline_ms, super::clock::server_now_unix_millis());
     match seconds {
         0..120 => format!("{seconds} s"),
         120..7200 => format!("{} min", seconds.div_ceil(60)),

@@ -110,6 +110,16 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         ),
     };
     let client = connect(&args.gateway, &token).await?;
+    if let Some(offset) = guest::server_clock_offset(&args.http).await {
+        clock::set_server_offset(offset);
+        if offset.abs() >= 2_000 {
+            say(&format!(
+                "this machine's clock is {:.1} s {} the server's; the countdowns use the server's",
+                offset.unsigned_abs() as f64 / 1000.0,
+                if offset > 0 { "behind" } else { "ahead of" }
+            ))?;
+        }
+    }
     let mut lines = stdin_lines();
     let (game_id, spectate) = match (&args.game, &args.watch) {
         (Some(game), _) => (commands::game_of_link(game), false),
@@ -588,7 +598,7 @@ impl Game {
         // Not kept as the board's view: a move pins the version of the board on screen.
         let fresh = get_game(&mut self.client, &self.game_id, self.spectate).await;
         let view = fresh.as_ref().unwrap_or(&self.view);
-        let lines = clock::clock_lines(view, clock::now_unix_millis());
+        let lines = clock::clock_lines(view, clock::server_now_unix_millis());
         if lines.is_empty() {
             return say("no clock runs: the game is over");
         }
