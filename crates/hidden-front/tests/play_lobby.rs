@@ -8,8 +8,8 @@
 //!   finished game is listed and the rating shown.
 //! - `an_invite_created_in_one_client_is_accepted_in_another`: one client creates an invite (its
 //!   link and code printed), a second accepts it by code, both are taken into the game, deploy
-//!   and see the move clock and each other's presence; a third watches by link; a resignation
-//!   ends it for all three.
+//!   and see the move clock and each other's presence; a third watches by link from the lobby and
+//!   a fourth with `--watch`; a resignation ends it for all of them.
 //! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues and cancels; then two
 //!   players queue (casual) and both are taken into the same game; `lobby` leaves it for the
 //!   lobby, which lists it.
@@ -36,18 +36,19 @@ struct Player {
 
 impl Player {
     fn start(name: &'static str, server: &Server, args: &[&str]) -> Player {
-        let gateway_url = format!("http://{}", server.addr());
-        let http_url = format!(
-            "http://{}",
-            server.http_addr().expect("the gateway's HTTP port")
-        );
+        Player::start_at(name, &urls(server), args)
+    }
+
+    /// [`Player::start`] with the server's (gRPC, HTTP) URLs.
+    fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Player {
+        let (gateway_url, http_url) = urls;
         let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
             .args([
                 "play",
                 "--gateway",
-                &gateway_url,
+                gateway_url,
                 "--http",
-                &http_url,
+                http_url,
                 "--token",
             ])
             .arg(gateway::token(name))
@@ -135,6 +136,17 @@ impl Drop for Player {
     }
 }
 
+/// The server's gRPC and HTTP URLs, as `--gateway` and `--http` take them.
+fn urls(server: &Server) -> (String, String) {
+    (
+        format!("http://{}", server.addr()),
+        format!(
+            "http://{}",
+            server.http_addr().expect("the gateway's HTTP port")
+        ),
+    )
+}
+
 /// Runs blocking process work off the runtime's workers (the server's start needs them).
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(work).await.expect("no panic")
@@ -212,6 +224,7 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
     let mut alice = Player::start("ti-alice", &server, &[]);
     let mut bob = Player::start("ti-bob", &server, &[]);
     let mut carol = Player::start("ti-carol", &server, &[]);
+    let urls = urls(&server);
     blocking(move || {
         alice.wait_for("lobby: play the computer");
         alice.send("invite gunjin");
@@ -261,6 +274,10 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
         assert!(watched.contains("phase: play"), "{watched}");
         assert!(watched.contains("presence: south "), "{watched}");
         assert!(!watched.contains("(you)"), "{watched}");
+        // And one started with --watch, which leaves when the game ends.
+        let mut dave = Player::start_at("ti-dave", &urls, &["--watch", &game]);
+        let watched = dave.wait_for("type `help` for the commands.");
+        assert!(watched.contains("presence: south "), "{watched}");
 
         alice.send("resign");
         alice.wait_for("game over: ");
@@ -277,6 +294,8 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
             "a spectator neither wins nor loses: {end}"
         );
         carol.wait_for("back in the lobby");
+        dave.wait_for("the game is over.");
+        assert!(dave.exits_cleanly(), "--watch leaves at the end");
         for player in [alice, bob, carol] {
             let mut player = player;
             player.send("quit");
