@@ -211,7 +211,17 @@ fn status_lines_tell_turn_counters_offer_and_last_move() {
             defender_survives: false,
         }),
     };
+    view.time_control = Some(pb::TimeControl {
+        name: "online".into(),
+        deployment_seconds: 90,
+        move_seconds: 30,
+        reconnect_seconds: 60,
+    });
     let text = render(&view, Some(&last));
+    assert!(
+        text.contains("time control: online: 90 s to deploy, 30 s a move, 60 s to come back"),
+        "{text}"
+    );
     assert!(text.contains("to move: south (you)"), "{text}");
     assert!(text.contains("plies: 12"), "{text}");
     assert!(text.contains("without combat: 3"), "{text}");

@@ -170,6 +170,10 @@ async fn the_computer_is_played_through_the_lobby_to_the_end() {
         assert!(board.contains('║'), "{board}");
         assert!(board.contains("front line: cross at A, C, E"), "{board}");
         assert!(board.contains("clock: deployment closes in "), "{board}");
+        assert!(
+            board.contains("time control: relaxed: 300 s to deploy, 120 s a move"),
+            "{board}"
+        );
         assert!(board.contains("legend: ═ ║ railway"), "{board}");
         alice.send("legend");
         let legend = alice.wait_for("mountains");

@@ -633,6 +633,20 @@ fn status(
             printable(&view.rules)
         }
     );
+    if let Some(tc) = &view.time_control {
+        let _ = writeln!(
+            out,
+            "time control: {}: {} s to deploy, {} s a move, {} s to come back",
+            if tc.name.is_empty() {
+                "?".to_string()
+            } else {
+                printable(&tc.name)
+            },
+            tc.deployment_seconds,
+            tc.move_seconds,
+            tc.reconnect_seconds
+        );
+    }
     match view.phase() {
         pb::Phase::Deployment => {
             let confirmed = |side: pb::Side| {

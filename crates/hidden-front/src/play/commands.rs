@@ -249,7 +249,7 @@ rule sets:
                            options +tank-beats-engineer +mine-survives +no-combat-N
 time controls:
   online                   90 s deployment, 30 s a move, 60 s to come back; the third timeout loses
-  relaxed                  longer clocks (invites and computer games by default)";
+  relaxed                  300 s deployment, 120 s a move, 300 s to come back (invites and computer games)";
 
 /// A rule-set word: the two aliases, or a name the rules engine understands (checked now, so a
 /// typo is answered before anything goes to the server).
