@@ -10,7 +10,8 @@
 //!   link and code printed), a second accepts it by code, both are taken into the game, deploy
 //!   and see the move clock and each other's presence; a third watches by link from the lobby and
 //!   a fourth with `--watch`; a resignation ends it for all of them.
-//! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues and cancels; then two
+//! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues, is shown the wait
+//!   growing, and cancels; then two
 //!   players queue (casual) and both are taken into the same game; `lobby` leaves it for the
 //!   lobby, which lists it.
 
@@ -320,6 +321,8 @@ async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
         alice.send("match junqi relaxed");
         alice.wait_for("in the queue: hidden-front, relaxed, casual");
         alice.wait_for("waiting for an opponent (type `cancel` to leave the queue)");
+        // The wait is shown as it grows (every 10 s).
+        alice.wait_for("waiting for an opponent: 10 s (type `cancel` to stop)");
         alice.send("cancel");
         alice.wait_for("left the queue");
         alice.send("games");
