@@ -11,9 +11,8 @@
 //!   and see the move clock and each other's presence; a third watches by link from the lobby and
 //!   a fourth with `--watch`; a resignation ends it for all of them.
 //! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues, is shown the wait
-//!   growing, and cancels; then two
-//!   players queue (casual) and both are taken into the same game; `lobby` leaves it for the
-//!   lobby, which lists it.
+//!   growing, and cancels; then two players queue (casual) and both are taken into the same game;
+//!   `lobby` leaves it for the lobby, which lists it.
 
 use hidden_front_e2e::gateway;
 use hidden_front_e2e::{Server, TestDatabase};
