@@ -290,8 +290,9 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
         bob.wait_for("resigned) - you win");
         bob.wait_for("back in the lobby");
         // The spectator's board may already be the ended one when the stream tells the
-        // resignation: the result is on it either way.
+        // resignation: the end is told either way.
         let end = carol.wait_for("the game is over.");
+        assert!(end.contains("game over: north wins (resigned)"), "{end}");
         assert!(end.contains("result: north wins (resigned)"), "{end}");
         assert!(
             !end.contains(" - you "),

@@ -206,6 +206,13 @@ pub async fn play_game(
             }
         }
         if game.ended() {
+            if !game.told_end {
+                // The board fetched after an earlier event was already the ended one.
+                say(&format!(
+                    "game over: {}",
+                    board::describe_outcome(game.view.outcome.as_ref(), game.me)
+                ))?;
+            }
             say("the game is over.")?;
             break Ok(Left::Ended);
         }
@@ -374,12 +381,15 @@ struct Game {
     drawn: Option<(u64, u64)>,
     /// Watching as a spectator (every view and the stream are asked for as one).
     spectate: bool,
+    /// Whether the game's end was told as an event (else it is told from the view).
+    told_end: bool,
 }
 
 impl Game {
     fn new(client: Client, game_id: String, view: pb::GameView, spectate: bool) -> Game {
         Game {
             spectate,
+            told_end: false,
             client,
             game_id,
             me: own_side(&view),
@@ -435,6 +445,7 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
+        self.told_end |= matches!(event.event, Some(pb::game_event::Event::Ended(_)));
         say(&board::describe_event(event, self.me))?;
         Ok(true)
     }
