@@ -31,7 +31,8 @@ enum Command {
     Migrate(config::MigrateArgs),
     /// Prints a player token (HS256, signed with the gateway's secret) for trying the gateway.
     Token(token::TokenArgs),
-    /// Plays a game in this terminal through the gateway (plain text: tmux and pipes work).
+    /// Plays in this terminal through the gateway: a lobby (computer, match, invite, spectate)
+    /// and the game (plain text: tmux and pipes work).
     Play(play::PlayArgs),
     /// Load generator: games through the gateway, idle streams; see docs/benchmarks.md.
     Bench(hidden_front_bench::cli::BenchArgs),

@@ -1,8 +1,11 @@
 //! The terminal client's drawing (`hidden-front play`), checked on hand-built views: own pieces by
-//! code, the opponent's as `?`, the board turned for each seat, camps and HQs framed, the status
-//! lines, and odd server data drawn without a panic.
+//! code, the opponent's as `?`, the board turned for each seat, camps and HQs framed, railways and
+//! roads drawn apart (from the rules engine's own links), the status and clock lines, the legend,
+//! and odd server data drawn without a panic.
 
-use hidden_front::play::board::{Combat, LastMove, Square, describe_event, render};
+use hidden_front::play::board::{Combat, LastMove, Square, describe_event, render, render_at};
+use hidden_front::play::clock::clock_lines;
+use hidden_front::play::legend::legend;
 use hidden_front_proto::v1 as pb;
 
 fn piece(square: &str, side: pb::Side, code: &str) -> pb::VisiblePiece {
@@ -56,21 +59,41 @@ fn board_rows(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The five characters drawn for `square`: frame, blank, glyph, mark, frame.
-fn cell(text: &str, square: &str) -> String {
-    let sq = Square::parse(square).expect("a square");
+/// The column header's position (in characters) of `letter`.
+fn column_at(text: &str, letter: char) -> usize {
     let header = text
         .lines()
         .find(|l| l.trim_start().starts_with(['A', 'E']) && l.contains("  C  "))
         .expect("a column header");
-    let letter = char::from(b'A' + sq.col);
-    let at = header.find(letter).expect("column in header");
+    header.find(letter).expect("column in header")
+}
+
+/// A line as characters, padded, so positions count characters (the rails are not ASCII).
+fn chars(line: &str) -> Vec<char> {
+    let mut chars: Vec<char> = line.chars().collect();
+    chars.resize(chars.len().max(60), ' ');
+    chars
+}
+
+/// The five characters drawn for `square`: frame, blank, glyph, mark, frame.
+fn cell(text: &str, square: &str) -> String {
+    let sq = Square::parse(square).expect("a square");
+    let at = column_at(text, char::from(b'A' + sq.col));
     let row = board_rows(text)
         .into_iter()
         .find(|l| l[..3].trim() == sq.row.to_string())
         .expect("the row");
-    let padded = format!("{row:<40}");
-    padded[at - 2..at + 3].to_string()
+    chars(row)[at - 2..at + 3].iter().collect()
+}
+
+/// The line of links drawn under row `row` (towards the viewer).
+fn links_under(text: &str, row: u8) -> &str {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.len() > 4 && l[..3].trim() == row.to_string() && l.as_bytes()[3] == b' ')
+        .expect("the row");
+    lines[at + 1]
 }
 
 #[test]
@@ -118,7 +141,8 @@ fn the_front_line_lies_between_rows_6_and_7_with_three_crossings() {
     let seven = lines.iter().position(|l| l.starts_with("  7 ")).unwrap();
     let front = lines[seven + 1];
     assert!(lines[seven + 2].starts_with("  6 "), "{text}");
-    let header = lines.iter().find(|l| l.contains("  C  ")).unwrap();
+    assert!(front.contains("front line: cross at A, C, E"), "{front}");
+    let front = chars(front);
     for (col, crossing) in [
         ('A', true),
         ('B', false),
@@ -126,11 +150,12 @@ fn the_front_line_lies_between_rows_6_and_7_with_three_crossings() {
         ('D', false),
         ('E', true),
     ] {
-        let at = header.find(col).unwrap();
-        let mark = front.as_bytes()[at];
-        assert_eq!(mark == b'|', crossing, "column {col}: {front:?}");
+        let at = column_at(&text, col);
+        // The three crossings are railways; B and D are mountains.
+        let mark = if crossing { '║' } else { '^' };
+        assert_eq!(front[at], mark, "column {col}: {front:?}");
     }
-    assert_eq!(front.matches('|').count(), 3, "{front}");
+    assert_eq!(front.iter().filter(|&&c| c == '║').count(), 3);
 }
 
 #[test]
@@ -186,11 +211,24 @@ fn status_lines_tell_turn_counters_offer_and_last_move() {
             defender_survives: false,
         }),
     };
+    view.time_control = Some(pb::TimeControl {
+        name: "online".into(),
+        deployment_seconds: 90,
+        move_seconds: 30,
+        reconnect_seconds: 60,
+    });
     let text = render(&view, Some(&last));
+    assert!(
+        text.contains("time control: online: 90 s to deploy, 30 s a move, 60 s to come back"),
+        "{text}"
+    );
     assert!(text.contains("to move: south (you)"), "{text}");
     assert!(text.contains("plies: 12"), "{text}");
     assert!(text.contains("without combat: 3"), "{text}");
-    assert!(text.contains("timeouts: south 0, north 1"), "{text}");
+    assert!(
+        text.contains("timeouts used: south 0 of 3, north 1 of 3"),
+        "{text}"
+    );
     assert!(
         text.contains("draw offer: from north: accept or decline"),
         "{text}"
@@ -397,6 +435,131 @@ fn squares_parse_case_insensitively_and_only_on_this_board() {
         assert_eq!(Square::parse(bad), None, "{bad:?}");
     }
     assert_eq!(Square { col: 2, row: 10 }.name(), "C10");
+}
+
+#[test]
+fn railways_roads_and_camp_diagonals_are_drawn_apart() {
+    let text = render(&play_view(pb::Viewer::South, south_pieces()), None);
+    let row = |n: u8| {
+        board_rows(&text)
+            .into_iter()
+            .find(|l| l[..3].trim() == n.to_string())
+            .unwrap()
+    };
+    // Rows 2, 6, 7 and 11 are railways end to end; rows 1 and 12 are roads.
+    for rail in [2, 6, 7, 11] {
+        assert_eq!(row(rail).matches('═').count(), 12, "row {rail}:\n{text}");
+        assert!(!row(rail).contains('-'), "row {rail}:\n{text}");
+    }
+    for road in [1, 12] {
+        assert_eq!(row(road).matches("---").count(), 4, "row {road}:\n{text}");
+        assert!(!row(road).contains('═'), "{text}");
+    }
+    // Columns A and E are railways from row 2 to row 11; column C only across the front.
+    let (a, c, e) = (
+        column_at(&text, 'A'),
+        column_at(&text, 'C'),
+        column_at(&text, 'E'),
+    );
+    for r in 2..=10 {
+        let under = chars(links_under(&text, r + 1));
+        assert_eq!((under[a], under[e]), ('║', '║'), "under {}:\n{text}", r + 1);
+    }
+    assert_eq!(chars(links_under(&text, 2))[a], '|', "A1-A2 is a road");
+    assert_eq!(chars(links_under(&text, 12))[e], '|', "E11-E12 is a road");
+    assert_eq!(chars(links_under(&text, 4))[c], '|', "C3-C4 is a road");
+    assert_eq!(chars(links_under(&text, 7))[c], '║', "C6-C7 is a railway");
+    // The camp B3's diagonals: A4 / B3 \ C2 and so on, drawn in the gaps.
+    let gap_ab = (a + column_at(&text, 'B')) / 2;
+    let gap_bc = (column_at(&text, 'B') + c) / 2;
+    assert_eq!(chars(links_under(&text, 4))[gap_ab], '\\', "A4-B3:\n{text}");
+    assert_eq!(chars(links_under(&text, 3))[gap_ab], '/', "A2-B3:\n{text}");
+    assert_eq!(chars(links_under(&text, 3))[gap_bc], '\\', "B3-C2:\n{text}");
+    assert_eq!(
+        chars(links_under(&text, 2))[gap_ab],
+        ' ',
+        "no diagonal A1-B2:\n{text}"
+    );
+    // The legend names every symbol.
+    assert!(
+        text.contains("legend: ═ ║ railway  - | \\ / road  ( ) camp  [ ] HQ  ^^^ mountain"),
+        "{text}"
+    );
+    // Turned round for north, the rails stay where they are on the board.
+    let north = render(&play_view(pb::Viewer::North, south_pieces()), None);
+    let c = column_at(&north, 'C');
+    assert_eq!(chars(links_under(&north, 6))[c], '║', "C6-C7:\n{north}");
+}
+
+#[test]
+fn the_legend_names_the_pieces_with_their_counts() {
+    let text = legend(
+        "hidden-front",
+        Some(&play_view(pb::Viewer::South, south_pieces())),
+    );
+    assert!(text.contains("pieces of hidden-front (25 a side"), "{text}");
+    assert!(
+        text.contains("  9    x1  commander-in-chief (strongest)  [yours on the board: 1]"),
+        "{text}"
+    );
+    assert!(text.contains("  M    x3  mine"), "{text}");
+    assert!(text.contains("  1    x3  engineer"), "{text}");
+    assert!(text.contains("  F    x1  flag"), "{text}");
+    assert!(text.contains("═ ║ railway"), "{text}");
+    assert!(text.contains("mountains"), "{text}");
+
+    let gunjin = legend("gunjin-shogi+23-pieces", None);
+    assert!(
+        gunjin.contains("pieces of gunjin-shogi+23-pieces (23 a side"),
+        "{gunjin}"
+    );
+    assert!(gunjin.contains("  GEN  x1  general"), "{gunjin}");
+    assert!(gunjin.contains("  TNK  x2  tank"), "{gunjin}");
+    assert!(gunjin.contains("==== wall"), "{gunjin}");
+    assert!(!gunjin.contains("yours"), "{gunjin}");
+}
+
+#[test]
+fn the_clock_counts_down_from_the_deadline_and_tells_presence() {
+    let now = 1_000_000_000_000;
+    let mut view = play_view(pb::Viewer::South, south_pieces());
+    view.turn_deadline_unix_millis = now + 27_400;
+    view.south_connected = true;
+    view.north_connected = false;
+    view.north_away_deadline_unix_millis = now + 42_000;
+    let lines = clock_lines(&view, now);
+    assert_eq!(
+        lines,
+        [
+            "clock: south (you) to move, 28 s left (at 0 it is a timeout and the turn passes)",
+            "timeouts used: south 0 of 3, north 1 of 3 (3 lose the game)",
+            "opponent away: 42 s (then north loses for being away)",
+        ]
+    );
+    // Printed with the board, read at the time given.
+    let text = render_at(&view, None, now + 20_000);
+    assert!(text.contains("to move, 8 s left"), "{text}");
+    assert!(text.contains("opponent away: 22 s"), "{text}");
+    // Past the deadline: zero, and the server decides.
+    assert!(clock_lines(&view, now + 60_000)[0].contains("0 s left (time is up"));
+
+    view.north_connected = true;
+    assert_eq!(clock_lines(&view, now)[2], "opponent connected");
+    // A spectator sees both seats.
+    view.viewer = pb::Viewer::Spectator as i32;
+    view.south_connected = false;
+    view.south_away_deadline_unix_millis = now + 5_000;
+    assert_eq!(
+        clock_lines(&view, now)[2],
+        "presence: south away: 5 s (then south loses for being away), north connected"
+    );
+
+    // Deployment: its own countdown; ended: no clock at all.
+    view.phase = pb::Phase::Deployment as i32;
+    view.turn_deadline_unix_millis = now + 90_000;
+    assert!(clock_lines(&view, now)[0].starts_with("clock: deployment closes in 90 s"));
+    view.phase = pb::Phase::Ended as i32;
+    assert!(clock_lines(&view, now).is_empty());
 }
 
 /// Prints a sample board (for the eye: `cargo test -p hidden-front --test play_board -- --nocapture sample`).

@@ -669,3 +669,152 @@ fn a_missing_token_is_named() {
         "{stderr}"
     );
 }
+
+/// A one-shot HTTP/1.1 stand-in for the gateway's `POST /v1/guest` (the real endpoint is another
+/// branch's work): answers every request with `status` and `body`, and hands back each request's
+/// head as it was received.
+async fn guest_stub(status: &str, body: &str) -> (String, mpsc::UnboundedReceiver<String>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answer = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
+            let _ = socket.write_all(answer.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+    });
+    (format!("http://{addr}"), rx)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_signs_in_over_http_and_plays() {
+    let url = serve(Fake::new()).await;
+    let (http, mut requests) = guest_stub(
+        "200 OK",
+        &format!(
+            r#"{{"token":"{TOKEN}","player":"guest-k7qx","expiresAtUnixMillis":{}}}"#,
+            4_102_444_800_000u64
+        ),
+    )
+    .await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&[
+            "--gateway",
+            &url,
+            "--game",
+            GAME,
+            "--guest",
+            "--http",
+            &http,
+        ])
+    })
+    .await
+    .unwrap();
+    let first = player.wait_for("type `help` for the commands.");
+    assert!(first.contains("signed in as guest guest-k7qx"), "{first}");
+    assert!(
+        first.contains("south: alice (you)"),
+        "the guest token was used: {first}"
+    );
+    let request = requests.recv().await.unwrap();
+    assert!(
+        request.starts_with("POST /v1/guest HTTP/1.1\r\n"),
+        "{request}"
+    );
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_without_guests_says_so() {
+    let url = serve(Fake::new()).await;
+    let (http, _requests) = guest_stub(
+        "404 Not Found",
+        r#"{"code":"NOT_FOUND","reason":"GUESTS_NOT_ALLOWED","message":"guest tokens are off"}"#,
+    )
+    .await;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+            .args(["play", "--gateway", &url, "--guest", "--http", &http])
+            .env_remove("HF_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("this gateway does not hand out guest tokens (GUESTS_NOT_ALLOWED: guest tokens are off): pass a token with --token"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_countdown_runs_on_the_server_clock() {
+    // A server an hour ahead of this machine, with 30 s left on the move clock by its time.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let server_now = now + 3_600_000;
+    let fake = Fake::new();
+    fake.state.lock().unwrap().view.turn_deadline_unix_millis = server_now + 30_000;
+    let url = serve(fake).await;
+    let (http, mut requests) =
+        guest_stub("200 OK", &format!(r#"{{"unixMillis":{server_now}}}"#)).await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&[
+            "--gateway",
+            &url,
+            "--game",
+            GAME,
+            "--token",
+            TOKEN,
+            "--http",
+            &http,
+        ])
+    })
+    .await
+    .unwrap();
+    let first = player.wait_for("type `help` for the commands.");
+    assert!(
+        first.contains("this machine's clock is 3600.0 s behind the server's"),
+        "{first}"
+    );
+    let left: u64 = first
+        .split("to move, ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s left").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a countdown: {first}"));
+    assert!((20..=31).contains(&left), "{left} s left:\n{first}");
+    let request = requests.recv().await.unwrap();
+    assert!(
+        request.starts_with("GET /v1/time HTTP/1.1\r\n"),
+        "{request}"
+    );
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}

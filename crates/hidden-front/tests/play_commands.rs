@@ -1,6 +1,7 @@
-//! What a player may type into `hidden-front play`, parsed without a server.
+//! What a player may type into `hidden-front play`, in a game and in the lobby, parsed without a
+//! server.
 
-use hidden_front::play::commands::{Input, parse};
+use hidden_front::play::commands::{Input, LobbyInput, game_of_link, parse, parse_lobby};
 
 fn mv(from: &str, to: &str) -> Input {
     Input::Move {
@@ -37,6 +38,9 @@ fn commands_are_words() {
     assert_eq!(parse("decline"), Ok(Input::Decline));
     assert_eq!(parse("resign"), Ok(Input::Resign));
     assert_eq!(parse("board"), Ok(Input::Board));
+    assert_eq!(parse("clock"), Ok(Input::Clock));
+    assert_eq!(parse("legend"), Ok(Input::Legend));
+    assert_eq!(parse("lobby"), Ok(Input::Lobby));
     assert_eq!(parse("help"), Ok(Input::Help));
     assert_eq!(parse("quit"), Ok(Input::Quit));
     assert_eq!(parse(""), Ok(Input::Nothing));
@@ -68,9 +72,18 @@ fn mistakes_get_a_hint_not_a_request() {
 fn help_lists_every_command() {
     for word in [
         "A6 A7", "moves", "swap", "shuffle", "confirm", "draw", "accept", "decline", "resign",
-        "board", "help", "quit",
+        "board", "clock", "legend", "lobby", "help", "quit",
     ] {
         assert!(hidden_front::play::commands::HELP.contains(word), "{word}");
+    }
+    for word in [
+        "computer", "match", "invite", "accept", "watch", "games", "open", "rating", "rules",
+        "cancel", "help", "quit",
+    ] {
+        assert!(
+            hidden_front::play::commands::LOBBY_HELP.contains(&format!("  {word}")),
+            "{word}"
+        );
     }
 }
 
@@ -88,4 +101,104 @@ fn gunjin_hq_squares_are_one_word() {
     );
     assert!(parse("d1+ d2").is_err());
     assert!(parse("d1+e1+f1 d2").is_err());
+}
+
+#[test]
+fn lobby_commands_take_rule_sets_time_controls_and_options_in_any_order() {
+    assert_eq!(
+        parse_lobby("computer"),
+        Ok(LobbyInput::Computer {
+            rules: "hidden-front".into(),
+            north: false
+        })
+    );
+    assert_eq!(
+        parse_lobby("Computer north GUNJIN+y-gates"),
+        Ok(LobbyInput::Computer {
+            rules: "gunjin-shogi+y-gates".into(),
+            north: true
+        })
+    );
+    assert_eq!(
+        parse_lobby("match rated gunjin-shogi+23-pieces relaxed"),
+        Ok(LobbyInput::Match {
+            rules: "gunjin-shogi+23-pieces".into(),
+            time_control: "relaxed".into(),
+            rated: true
+        })
+    );
+    assert_eq!(
+        parse_lobby("match"),
+        Ok(LobbyInput::Match {
+            rules: "hidden-front".into(),
+            time_control: "online".into(),
+            rated: false
+        })
+    );
+    // Options in any order come out in the engine's canonical order.
+    assert_eq!(
+        parse_lobby("invite junqi+flag-reveal+hq-mobile"),
+        Ok(LobbyInput::Invite {
+            rules: "hidden-front+hq-mobile+flag-reveal".into(),
+            time_control: "relaxed".into()
+        })
+    );
+    assert_eq!(
+        parse_lobby("accept K7QX2M"),
+        Ok(LobbyInput::Accept("K7QX2M".into()))
+    );
+    assert_eq!(
+        parse_lobby("watch http://127.0.0.1:8080/watch/g-42?x=1"),
+        Ok(LobbyInput::Watch("g-42".into()))
+    );
+    assert_eq!(parse_lobby("open"), Ok(LobbyInput::Open(None)));
+    assert_eq!(
+        parse_lobby("open g-1"),
+        Ok(LobbyInput::Open(Some("g-1".into())))
+    );
+    for (line, input) in [
+        ("games", LobbyInput::Games),
+        ("rating", LobbyInput::Rating),
+        ("rules", LobbyInput::Rules),
+        ("cancel", LobbyInput::Cancel),
+        ("help", LobbyInput::Help),
+        ("quit", LobbyInput::Quit),
+        ("  ", LobbyInput::Nothing),
+    ] {
+        assert_eq!(parse_lobby(line), Ok(input), "{line:?}");
+    }
+}
+
+#[test]
+fn lobby_mistakes_are_answered_before_anything_is_sent() {
+    assert!(
+        parse_lobby("computer chess")
+            .unwrap_err()
+            .contains("not a rule set")
+    );
+    assert!(
+        parse_lobby("computer online")
+            .unwrap_err()
+            .contains("relaxed")
+    );
+    assert!(
+        parse_lobby("invite rated")
+            .unwrap_err()
+            .contains("never rated")
+    );
+    assert!(parse_lobby("match north").unwrap_err().contains("no seat"));
+    assert!(
+        parse_lobby("match hidden-front+nonsense")
+            .unwrap_err()
+            .contains("unknown rule option")
+    );
+    assert!(parse_lobby("accept").unwrap_err().contains("usage"));
+    assert!(parse_lobby("A6 A7").unwrap_err().contains("help"));
+}
+
+#[test]
+fn links_name_their_game() {
+    assert_eq!(game_of_link("g1"), "g1");
+    assert_eq!(game_of_link("http://h:8080/game/abc/"), "abc");
+    assert_eq!(game_of_link("https://h/watch/abc#frag"), "abc");
 }

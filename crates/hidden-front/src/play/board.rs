@@ -13,12 +13,39 @@ use std::fmt::Write as _;
 const COLUMNS: u8 = 5;
 /// Rows of the Junqi board, `1` to `12`; south owns 1-6, north 7-12.
 const ROWS: u8 = 12;
-/// Columns (0-based) where the front line can be crossed: A, C and E; B and D are mountains.
-const CROSSINGS: [u8; 3] = [0, 2, 4];
+/// Characters from one node's drawing to the next one's: the node (5) and the link after it (3).
+const PITCH: usize = 8;
 /// Camps: a piece there cannot be attacked.
 const CAMPS: [&str; 10] = ["B3", "D3", "C4", "B5", "D5", "B8", "D8", "C9", "B10", "D10"];
 /// Headquarters: the flags' homes, where a piece freezes.
 const HQS: [&str; 4] = ["B1", "D1", "B12", "D12"];
+
+/// The symbols of the Junqi drawing, printed under every board.
+pub const JUNQI_SYMBOLS: &str = "legend: ═ ║ railway  - | \\ / road  ( ) camp  [ ] HQ  ^^^ mountain  . empty  ? hidden  * opponent's piece revealed  (`legend`: the pieces)";
+
+/// How two neighbouring nodes are joined, as the drawing shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// A railway segment (a piece may run along it).
+    Rail,
+    /// A road: one step.
+    Road,
+}
+
+/// The link between two Junqi nodes, read from the rules engine's own board (so the drawing has
+/// no second copy of it); `None` where they are not linked (a mountain, or not neighbours).
+fn link(a: Square, b: Square) -> Option<Link> {
+    let board = hidden_front_rules::topology::junqi();
+    let (na, nb) = (board.node(&a.name())?, board.node(&b.name())?);
+    if !board.linked(na, nb) {
+        return None;
+    }
+    Some(if board.rail_neighbors[na.index()] & nb.bit() != 0 {
+        Link::Rail
+    } else {
+        Link::Road
+    })
+}
 
 /// A node of the Junqi board, parsed from its name so the drawing can place pieces by position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -181,10 +208,18 @@ struct Drawn {
 /// The viewer's own side is at the bottom: south sees row 12 at the top, north sees the board
 /// turned half round (row 1 at the top, column E on the left), as from their chair. Own pieces
 /// show their codes, the opponent's show `?` until the server reveals them, and then carry a `*`
-/// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`.
+/// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`; railways
+/// are drawn `═` / `║`, roads `-` / `|` and the camps' diagonals `\` / `/`. The clocks are read
+/// at the server's time now as this client knows it; [`render_at`] takes the time instead.
 pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
+    render_at(view, last, super::clock::server_now_unix_millis())
+}
+
+/// [`render`] with the clocks read at `now_ms` (milliseconds since the Unix epoch), so a drawing
+/// can be checked at a known time.
+pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> String {
     if let Some(board) = GunjinBoard::of_rules(&view.rules) {
-        return render_gunjin(view, last, &board);
+        return render_gunjin(view, last, &board, now_ms);
     }
     let mut out = String::new();
     let me = own_side(view);
@@ -202,31 +237,73 @@ pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
     } else {
         (0..COLUMNS).collect()
     };
-    let mut header = String::from("    ");
-    for &c in &cols {
-        let _ = write!(header, "  {}  ", char::from(b'A' + c));
+    // Column `j` of the drawing: its node's five characters start at `4 + PITCH * j`, the glyph
+    // two further on, and the three characters after the node hold the link to the next one.
+    let glyph_at = |j: usize| 4 + PITCH * j + 2;
+    let width = 4 + PITCH * cols.len();
+    let mut header = vec![' '; width];
+    for (j, &c) in cols.iter().enumerate() {
+        header[glyph_at(j)] = char::from(b'A' + c);
     }
-    let header = header.trim_end().to_string();
+    let header: String = header
+        .into_iter()
+        .collect::<String>()
+        .trim_end()
+        .to_string();
 
     let _ = writeln!(out, "{}", seat_line(view, top, me));
     let _ = writeln!(out, "{header}");
     for (i, &row) in rows.iter().enumerate() {
         let mut line = format!("{row:>3} ");
-        for &col in &cols {
+        for (j, &col) in cols.iter().enumerate() {
             let sq = Square { col, row };
             line.push_str(&cell(sq, board.get(&sq).copied(), top, me.is_none()));
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-        if i + 1 == usize::from(ROWS / 2) {
-            let mut front = String::from("    ");
-            for &col in &cols {
-                front.push_str(if CROSSINGS.contains(&col) {
-                    "  |  "
-                } else {
-                    " ^^^ "
+            if let Some(&next) = cols.get(j + 1) {
+                line.push_str(match link(sq, Square { col: next, row }) {
+                    Some(Link::Rail) => "═══",
+                    Some(Link::Road) => "---",
+                    None => "   ",
                 });
             }
-            let _ = writeln!(out, "{front}   front line: cross at A, C, E");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        let Some(&below) = rows.get(i + 1) else {
+            continue;
+        };
+        // The links between this row and the next one down: straight ones under each node, the
+        // camps' diagonals in the gaps between columns.
+        let mut between = vec![' '; width];
+        let front = i + 1 == usize::from(ROWS / 2);
+        for (j, &col) in cols.iter().enumerate() {
+            let x = glyph_at(j);
+            match link(Square { col, row }, Square { col, row: below }) {
+                Some(Link::Rail) => between[x] = '║',
+                Some(Link::Road) => between[x] = '|',
+                None if front => between[x - 1..=x + 1].copy_from_slice(&['^'; 3]),
+                None => {}
+            }
+            if let Some(&next) = cols.get(j + 1) {
+                let falling = link(
+                    Square { col, row },
+                    Square {
+                        col: next,
+                        row: below,
+                    },
+                );
+                let rising = link(Square { col, row: below }, Square { col: next, row });
+                between[x + PITCH / 2] = match (falling.is_some(), rising.is_some()) {
+                    (true, true) => 'X',
+                    (true, false) => '\\',
+                    (false, true) => '/',
+                    (false, false) => ' ',
+                };
+            }
+        }
+        let between: String = between.into_iter().collect();
+        if front {
+            let _ = writeln!(out, "{}   front line: cross at A, C, E", between.trim_end());
+        } else {
+            let _ = writeln!(out, "{}", between.trim_end());
         }
     }
     let _ = writeln!(out, "{header}");
@@ -234,11 +311,8 @@ pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
     if !off_board.is_empty() {
         let _ = writeln!(out, "not on this board: {}", off_board.join(" "));
     }
-    let _ = writeln!(
-        out,
-        "legend: ( ) camp  [ ] HQ  . empty  ? hidden  * opponent's piece revealed"
-    );
-    status(&mut out, view, last, me);
+    let _ = writeln!(out, "{JUNQI_SYMBOLS}");
+    status(&mut out, view, last, me, now_ms);
     out
 }
 
@@ -347,7 +421,12 @@ fn gunjin_glyph(code: &str) -> String {
 /// The Gunjin Shogi picture: the same layout as Junqi's (own side at the bottom, seats, status
 /// lines), with three-letter codes, the wall between ranks 4 and 5 with its gates marked, and the
 /// two-cell HQs framed `[ ]` with the piece in the west cell and `=` in the east one.
-fn render_gunjin(view: &pb::GameView, last: Option<&LastMove>, board: &GunjinBoard) -> String {
+fn render_gunjin(
+    view: &pb::GameView,
+    last: Option<&LastMove>,
+    board: &GunjinBoard,
+    now_ms: u64,
+) -> String {
     let mut out = String::new();
     let me = own_side(view);
     let bottom = me.unwrap_or(pb::Side::South);
@@ -435,11 +514,11 @@ fn render_gunjin(view: &pb::GameView, last: Option<&LastMove>, board: &GunjinBoa
     }
     let _ = writeln!(
         out,
-        "legend: [ ] HQ (two cells, one square: {0}1+{1}1 / {0}8+{1}8)  . empty  ? hidden  * opponent's piece revealed",
+        "legend: [ ] HQ (two cells, one square: {0}1+{1}1 / {0}8+{1}8)  ==== wall  || gate  ++ gate (one side)  . empty  ? hidden  * opponent's piece revealed  (`legend`: the pieces)",
         char::from(b'a' + board.hq_file),
         char::from(b'a' + board.hq_file + 1)
     );
-    status(&mut out, view, last, me);
+    status(&mut out, view, last, me, now_ms);
     out
 }
 
@@ -529,7 +608,13 @@ fn cell(sq: Square, piece: Option<Drawn>, top: pb::Side, spectator: bool) -> Str
 }
 
 /// The lines under the board: phase, turn, counters, draw offer, last move, outcome.
-fn status(out: &mut String, view: &pb::GameView, last: Option<&LastMove>, me: Option<pb::Side>) {
+fn status(
+    out: &mut String,
+    view: &pb::GameView,
+    last: Option<&LastMove>,
+    me: Option<pb::Side>,
+    now_ms: u64,
+) {
     let who = |side: pb::Side| -> String {
         if me == Some(side) {
             format!("{} (you)", side_name(side))
@@ -548,6 +633,20 @@ fn status(out: &mut String, view: &pb::GameView, last: Option<&LastMove>, me: Op
             printable(&view.rules)
         }
     );
+    if let Some(tc) = &view.time_control {
+        let _ = writeln!(
+            out,
+            "time control: {}: {} s to deploy, {} s a move, {} s to come back",
+            if tc.name.is_empty() {
+                "?".to_string()
+            } else {
+                printable(&tc.name)
+            },
+            tc.deployment_seconds,
+            tc.move_seconds,
+            tc.reconnect_seconds
+        );
+    }
     match view.phase() {
         pb::Phase::Deployment => {
             let confirmed = |side: pb::Side| {
@@ -581,6 +680,9 @@ fn status(out: &mut String, view: &pb::GameView, last: Option<&LastMove>, me: Op
                 }
                 None => {}
             }
+            for line in super::clock::clock_lines(view, now_ms) {
+                let _ = writeln!(out, "{line}");
+            }
             // Counters, offers and moves only start with play.
             return;
         }
@@ -596,9 +698,12 @@ fn status(out: &mut String, view: &pb::GameView, last: Option<&LastMove>, me: Op
     }
     let _ = writeln!(
         out,
-        "plies: {}  without combat: {}  timeouts: south {}, north {}",
-        view.plies, view.plies_without_combat, view.south_timeouts, view.north_timeouts
+        "plies: {}  without combat: {}",
+        view.plies, view.plies_without_combat
     );
+    for line in super::clock::clock_lines(view, now_ms) {
+        let _ = writeln!(out, "{line}");
+    }
     let offer = match view.draw_offer() {
         pb::Side::Unspecified => "none".to_string(),
         side if me == Some(side) => "yours, waiting for an answer".to_string(),

@@ -38,6 +38,12 @@ pub enum Input {
     Resign,
     /// Fetch the game again and redraw it.
     Board,
+    /// Print the clocks and the opponent's presence as they stand now.
+    Clock,
+    /// Print the pieces (codes, names, counts) and the board's symbols.
+    Legend,
+    /// Leave the game for the lobby (the game goes on, as with `quit`).
+    Lobby,
     /// Show the commands.
     Help,
     /// Leave the client (the game goes on; the server's clocks decide what absence costs).
@@ -59,6 +65,9 @@ commands (case does not matter):
   decline      decline the opponent's draw offer
   resign       concede the game
   board        fetch the game again and redraw it
+  clock        the clocks, timeouts and the opponent's presence, now
+  legend       the pieces (codes, names, counts) and the board's symbols
+  lobby        back to the lobby (the game goes on without you)
   help         this list
   quit         leave (the game goes on without you; its clocks keep running)";
 
@@ -100,6 +109,9 @@ pub fn parse(line: &str) -> Result<Input, String> {
         "decline" => no_args(Input::Decline),
         "resign" | "concede" => no_args(Input::Resign),
         "board" | "refresh" => no_args(Input::Board),
+        "clock" | "clocks" | "time" => no_args(Input::Clock),
+        "legend" | "pieces" => no_args(Input::Legend),
+        "lobby" | "leave" => no_args(Input::Lobby),
         "help" | "?" => Ok(Input::Help),
         "quit" | "exit" => no_args(Input::Quit),
         _ => parse_move(&words),
@@ -161,4 +173,238 @@ fn square(word: &str) -> Result<String, String> {
             "{word:?} is not a square (squares look like A1 or E12)"
         ))
     }
+}
+
+/// One line typed in the lobby, understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LobbyInput {
+    /// Start a game against the computer.
+    Computer {
+        /// The rule set's name (canonical, e.g. `gunjin-shogi+y-gates`).
+        rules: String,
+        /// The seat wanted; `None` lets the server choose (south).
+        north: bool,
+    },
+    /// Join a matchmaking queue.
+    Match {
+        /// The rule set's name.
+        rules: String,
+        /// The time control's name (`online` or `relaxed`).
+        time_control: String,
+        /// A rated queue (else casual).
+        rated: bool,
+    },
+    /// Create a private invite.
+    Invite {
+        /// The rule set's name.
+        rules: String,
+        /// The time control's name.
+        time_control: String,
+    },
+    /// Accept an invite by its code or link.
+    Accept(String),
+    /// Spectate a game by its id or link.
+    Watch(String),
+    /// Open one of the player's own games by id (or the only one in progress).
+    Open(Option<String>),
+    /// List the player's games.
+    Games,
+    /// Show the player's rating.
+    Rating,
+    /// List the rule sets and time controls.
+    Rules,
+    /// Leave the waiting (queue or invite).
+    Cancel,
+    /// Show the lobby's commands.
+    Help,
+    /// Leave the client.
+    Quit,
+    /// A blank line.
+    Nothing,
+}
+
+/// The lobby's commands, as `help` prints them there.
+pub const LOBBY_HELP: &str = "\
+lobby commands (case does not matter; RULES is junqi (= hidden-front), gunjin (= gunjin-shogi)
+or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules` lists them):
+  computer [RULES] [north]        play the computer (relaxed time control; you are south unless north)
+  match [RULES] [TIME] [rated]    find an opponent (casual unless rated; online time unless relaxed)
+  invite [RULES] [TIME]           create an invite: prints its link and code, then waits for your friend
+  accept CODE|LINK                accept a friend's invite
+  watch GAME|LINK                 spectate a game
+  games                           your games
+  open [GAME]                     go back into one of your games (the only one in progress if none given)
+  rating                          your rating
+  rules                           the rule sets and time controls
+  cancel                          while waiting: leave the queue or withdraw the invite
+  help                            this list
+  quit                            leave";
+
+/// The rule sets and time controls, as `rules` prints them.
+pub const RULES_LIST: &str = "\
+rule sets:
+  hidden-front (junqi)     Junqi, 5 x 12 with railways; options +hq-mobile +front-bombs +sturdy-mines
+                           +bomb-spares-flag +flag-reveal +no-combat-N
+  gunjin-shogi (gunjin)    Gunjin Shogi, 8 x 8, X gates; +y-gates, +i-gates or +23-pieces (6 x 8),
+                           options +tank-beats-engineer +mine-survives +no-combat-N
+time controls:
+  online                   90 s deployment, 30 s a move, 60 s to come back; the third timeout loses
+  relaxed                  300 s deployment, 120 s a move, 300 s to come back (invites and computer games)";
+
+/// A rule-set word: the two aliases, or a name the rules engine understands (checked now, so a
+/// typo is answered before anything goes to the server).
+fn rules_word(word: &str) -> Option<Result<String, String>> {
+    let lower = word.to_ascii_lowercase();
+    let name = match lower.as_str() {
+        "junqi" => "hidden-front".to_string(),
+        "gunjin" | "gunjin-shogi" => "gunjin-shogi".to_string(),
+        _ if lower.starts_with("hidden-front")
+            || lower.starts_with("gunjin")
+            || lower.starts_with("junqi+") =>
+        {
+            let name = if let Some(options) = lower.strip_prefix("junqi+") {
+                format!("hidden-front+{options}")
+            } else if let Some(options) = lower.strip_prefix("gunjin+") {
+                format!("gunjin-shogi+{options}")
+            } else {
+                lower
+            };
+            return Some(
+                hidden_front_rules::Rules::parse(&name)
+                    .map(|r| r.name())
+                    .map_err(|e| e.to_string()),
+            );
+        }
+        _ => return None,
+    };
+    Some(Ok(name))
+}
+
+/// Reads the optional words of `computer`, `match` and `invite`, in any order.
+struct Options {
+    rules: String,
+    time_control: Option<String>,
+    rated: bool,
+    north: bool,
+}
+
+fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, String> {
+    let mut out = Options {
+        rules: "hidden-front".to_string(),
+        time_control: None,
+        rated: false,
+        north: false,
+    };
+    for word in words {
+        let lower = word.to_ascii_lowercase();
+        let kind = match lower.as_str() {
+            "online" | "relaxed" => "time",
+            "rated" | "casual" => "rated",
+            "north" | "south" => "seat",
+            _ => "rules",
+        };
+        if !allowed.contains(&kind) {
+            return Err(match kind {
+                "time" => format!(
+                    "`{command}` takes no time control (the computer plays the relaxed one)"
+                ),
+                "rated" => format!("`{command}` is never rated (only `match` queues are)"),
+                "seat" => format!("`{command}` takes no seat (the server seats both players)"),
+                _ => format!("`{command}`: {word:?} is not an option"),
+            });
+        }
+        match kind {
+            "time" => out.time_control = Some(lower),
+            "rated" => out.rated = lower == "rated",
+            "seat" => out.north = lower == "north",
+            _ => match rules_word(word) {
+                Some(Ok(name)) => out.rules = name,
+                Some(Err(message)) => return Err(message),
+                None => {
+                    return Err(format!(
+                        "{word:?} is not a rule set, time control or option of `{command}` (see `rules`)"
+                    ));
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one lobby line. `Err` holds a message for the player.
+pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return Ok(LobbyInput::Nothing);
+    };
+    let rest = &words[1..];
+    let keyword = first.to_ascii_lowercase();
+    let no_args = |input: LobbyInput| {
+        if rest.is_empty() {
+            Ok(input)
+        } else {
+            Err(format!("`{keyword}` takes no arguments"))
+        }
+    };
+    match keyword.as_str() {
+        "computer" | "bot" => {
+            let o = options("computer", rest, &["rules", "seat"])?;
+            Ok(LobbyInput::Computer {
+                rules: o.rules,
+                north: o.north,
+            })
+        }
+        "match" | "queue" | "find" => {
+            let o = options("match", rest, &["rules", "time", "rated"])?;
+            Ok(LobbyInput::Match {
+                rules: o.rules,
+                time_control: o.time_control.unwrap_or_else(|| "online".to_string()),
+                rated: o.rated,
+            })
+        }
+        "invite" => {
+            let o = options("invite", rest, &["rules", "time"])?;
+            Ok(LobbyInput::Invite {
+                rules: o.rules,
+                time_control: o.time_control.unwrap_or_else(|| "relaxed".to_string()),
+            })
+        }
+        "accept" | "join" => match rest {
+            [code] => Ok(LobbyInput::Accept(code.to_string())),
+            _ => Err("usage: accept CODE (or the invite's link)".to_string()),
+        },
+        "watch" | "spectate" => match rest {
+            [game] => Ok(LobbyInput::Watch(game_of_link(game))),
+            _ => Err("usage: watch GAME_ID (or the game's link)".to_string()),
+        },
+        "open" | "resume" | "play" => match rest {
+            [] => Ok(LobbyInput::Open(None)),
+            [game] => Ok(LobbyInput::Open(Some(game_of_link(game)))),
+            _ => Err("usage: open [GAME_ID]".to_string()),
+        },
+        "games" | "list" => no_args(LobbyInput::Games),
+        "rating" => no_args(LobbyInput::Rating),
+        "rules" => no_args(LobbyInput::Rules),
+        "cancel" => no_args(LobbyInput::Cancel),
+        "help" | "?" => Ok(LobbyInput::Help),
+        "quit" | "exit" => no_args(LobbyInput::Quit),
+        _ => Err(format!(
+            "{:?} is not a lobby command: type `help`",
+            words.join(" ")
+        )),
+    }
+}
+
+/// A game id from what the player pasted: the id itself, or a link to the game's page
+/// (`http://HOST/game/ID`, `/watch/ID`), whose last path segment is the id.
+pub fn game_of_link(text: &str) -> String {
+    let text = text.trim();
+    if !text.contains('/') {
+        return text.to_string();
+    }
+    let path = text.split(['?', '#']).next().unwrap_or_default();
+    path.rsplit('/')
+        .find(|segment| !segment.is_empty())
+        .unwrap_or_default()
+        .to_string()
 }

@@ -44,16 +44,22 @@ fn is_permanent(code: Code) -> bool {
     )
 }
 
-/// Follows `game_id` from `from_seq` on, sending to `tx` until the game ends, `tx` closes or a
-/// permanent error (sent as [`Feed::Fatal`]).
-pub async fn follow(mut client: Client, game_id: String, from_seq: u64, tx: mpsc::Sender<Feed>) {
+/// Follows `game_id` from `from_seq` on (as a spectator with `spectate`), sending to `tx` until
+/// the game ends, `tx` closes or a permanent error (sent as [`Feed::Fatal`]).
+pub async fn follow(
+    mut client: Client,
+    game_id: String,
+    from_seq: u64,
+    spectate: bool,
+    tx: mpsc::Sender<Feed>,
+) {
     let mut next_seq = from_seq.max(1);
     let mut backoff = backoff();
     loop {
         let request = pb::SubscribeRequest {
             game_id: game_id.clone(),
             from_seq: next_seq,
-            ..Default::default()
+            spectate,
         };
         let why = match client.subscribe(request).await {
             Err(status) if is_permanent(status.code()) => {

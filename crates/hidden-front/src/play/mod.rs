@@ -9,10 +9,19 @@
 //!
 //! Output is plain lines on stdout (no full-screen UI), so it works in tmux, in a pipe and in
 //! tests. End of input (Ctrl-D, or the end of a piped script) leaves like `quit`.
+//!
+//! Without `--game` the client opens in the lobby ([`lobby`]): play the computer, find a match,
+//! create or accept an invite, spectate, list games and the rating; then it enters the game, and
+//! comes back to the lobby when the game ends. `--guest` signs in with a guest token from the
+//! gateway's HTTP port ([`guest`]), so nobody needs the internal port or a signing secret.
 
 pub mod board;
+pub mod clock;
 pub mod commands;
 pub mod feed;
+pub mod guest;
+pub mod legend;
+pub mod lobby;
 
 use anyhow::{Context as _, anyhow, bail};
 use board::{LastMove, own_side, printable, render, side_name};
@@ -33,15 +42,25 @@ use tonic::{Code, Status};
 /// Arguments of `hidden-front play`.
 #[derive(Debug, clap::Args)]
 pub struct PlayArgs {
-    /// The game to play. Without it, the one game you are seated in (if there is exactly one).
-    #[arg(long)]
+    /// The game to play (its id or its link). Without it (and without --watch), the lobby.
+    #[arg(long, conflicts_with = "watch")]
     pub game: Option<String>,
+    /// Spectate this game (its id or its link) instead of playing.
+    #[arg(long)]
+    pub watch: Option<String>,
     /// The gateway's gRPC address (the port `hidden-front serve` listens on).
     #[arg(long, env = "HF_GATEWAY", default_value = "http://127.0.0.1:50051")]
     pub gateway: String,
-    /// Your bearer token, from `hidden-front token --player NAME`.
+    /// Your bearer token, from the platform or `hidden-front token --player NAME`.
     #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Sign in as a guest: ask the gateway's HTTP port (--http) for a guest token, where the
+    /// gateway hands them out (the one-box default). Wins over --token / HF_TOKEN.
+    #[arg(long)]
+    pub guest: bool,
+    /// The gateway's HTTP address (the page and `POST /v1/guest`), for --guest.
+    #[arg(long, env = "HF_HTTP", default_value = "http://127.0.0.1:8080")]
+    pub http: String,
 }
 
 /// The player API client as this command uses it: every call carries the bearer token.
@@ -69,33 +88,84 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// the same idempotency key, which makes that safe: a second copy returns the first answer.
 const CALL_ATTEMPTS: u32 = 3;
 
-/// Runs the client until the game ends, the player quits or input ends.
+/// Runs the client: the game given, or the lobby; until the player quits or input ends (or, with
+/// `--game` / `--watch`, until that game ends).
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
-    let token = args
-        .token
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            anyhow!(
-                "no token: pass --token or set HF_TOKEN (get one with `hidden-front token --player NAME`)"
-            )
-        })?;
-    let mut client = connect(&args.gateway, token).await?;
-    let game_id = match args.game {
-        Some(id) => id,
-        None => pick_game(&mut client).await?,
+    let token = match (&args.token, args.guest) {
+        (_, true) => {
+            let guest = guest::guest_token(&args.http).await?;
+            say(&format!(
+                "signed in as guest {} (the token is good for {} min)",
+                printable(&guest.player),
+                guest
+                    .expires_at_unix_millis
+                    .saturating_sub(clock::now_unix_millis())
+                    / 60_000
+            ))?;
+            guest.token
+        }
+        (Some(token), false) if !token.trim().is_empty() => token.trim().to_string(),
+        _ => bail!(
+            "no token: pass --token or set HF_TOKEN (get one with `hidden-front token --player NAME`), or play as a guest with --guest"
+        ),
     };
-    let view = get_game(&mut client, &game_id)
+    let client = connect(&args.gateway, &token).await?;
+    if let Some(offset) = guest::server_clock_offset(&args.http).await {
+        clock::set_server_offset(offset);
+        if offset.abs() >= 2_000 {
+            say(&format!(
+                "this machine's clock is {:.1} s {} the server's; the countdowns use the server's",
+                offset.unsigned_abs() as f64 / 1000.0,
+                if offset > 0 { "behind" } else { "ahead of" }
+            ))?;
+        }
+    }
+    let mut lines = stdin_lines();
+    let (game_id, spectate) = match (&args.game, &args.watch) {
+        (Some(game), _) => (commands::game_of_link(game), false),
+        (None, Some(game)) => (commands::game_of_link(game), true),
+        (None, None) => return lobby::run(client, &mut lines).await,
+    };
+    play_game(client, game_id, spectate, &mut lines, false)
+        .await
+        .map(|_| ())
+}
+
+/// How a game's loop ended, so the lobby knows whether to carry on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// The game is over.
+    Ended,
+    /// The player typed `lobby`.
+    ToLobby,
+    /// The player typed `quit`, or input ended.
+    Quit,
+}
+
+/// Plays (or, with `spectate`, watches) one game until it ends or the player leaves it.
+/// `in_lobby` says whether `lobby` has somewhere to go back to.
+pub async fn play_game(
+    client: Client,
+    game_id: String,
+    spectate: bool,
+    lines: &mut mpsc::Receiver<String>,
+    in_lobby: bool,
+) -> anyhow::Result<Left> {
+    let mut client = client;
+    let view = get_game(&mut client, &game_id, spectate)
         .await
         .map_err(|s| anyhow!("cannot open game {game_id:?}: {}", explain(&s)))?;
-    let mut game = Game::new(client, game_id, view);
+    let mut game = Game::new(client, game_id, view, spectate);
     game.draw()?;
     if game.ended() {
         say("the game is over.")?;
-        return Ok(());
+        return Ok(Left::Ended);
     }
-    say("type `help` for the commands.")?;
+    say(if in_lobby {
+        "type `help` for the commands (`lobby` to go back to the lobby)."
+    } else {
+        "type `help` for the commands."
+    })?;
 
     // From the start, so the last move before this client arrived is known; events already in
     // the first view are absorbed without being told again.
@@ -104,9 +174,9 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         game.client.clone(),
         game.game_id.clone(),
         1,
+        spectate,
         feed_tx,
     ));
-    let mut lines = stdin_lines();
     let mut feed_open = true;
     let result = loop {
         tokio::select! {
@@ -125,17 +195,26 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
                 }
             }
             line = lines.recv() => {
-                let Some(line) = line else { break Ok(()) };
+                let Some(line) = line else { break Ok(Left::Quit) };
                 match commands::parse(&line) {
                     Err(message) => say(&message)?,
-                    Ok(Input::Quit) => break Ok(()),
+                    Ok(Input::Quit) => break Ok(Left::Quit),
+                    Ok(Input::Lobby) if in_lobby => break Ok(Left::ToLobby),
+                    Ok(Input::Lobby) => say("there is no lobby to go back to (started with --game or --watch); `quit` leaves")?,
                     Ok(input) => game.command(input).await?,
                 }
             }
         }
         if game.ended() {
+            if !game.told_end {
+                // The board fetched after an earlier event was already the ended one.
+                say(&format!(
+                    "game over: {}",
+                    board::describe_outcome(game.view.outcome.as_ref(), game.me)
+                ))?;
+            }
             say("the game is over.")?;
-            break Ok(());
+            break Ok(Left::Ended);
         }
     };
     follower.abort();
@@ -167,50 +246,8 @@ async fn connect(gateway: &str, token: &str) -> anyhow::Result<Client> {
     ))
 }
 
-/// Without `--game`: the one game the player is seated in, or an error listing the candidates.
-async fn pick_game(client: &mut Client) -> anyhow::Result<String> {
-    let games = within(client.list_my_games(pb::ListMyGamesRequest { active_only: true }))
-        .await
-        .map_err(|s| anyhow!("cannot list your games: {}", explain(&s)))?
-        .games;
-    match games.as_slice() {
-        [] => bail!("you have no game in progress: pass --game GAME_ID"),
-        [one] => {
-            say(&format!(
-                "playing your only game in progress, {} ({} against {})",
-                printable(&one.game_id),
-                side_name(one.seat()),
-                if one.opponent.is_empty() {
-                    "nobody yet".to_string()
-                } else {
-                    printable(&one.opponent)
-                }
-            ))?;
-            Ok(one.game_id.clone())
-        }
-        many => {
-            let list: Vec<String> = many
-                .iter()
-                .map(|g| {
-                    format!(
-                        "  {} ({} against {})",
-                        printable(&g.game_id),
-                        side_name(g.seat()),
-                        printable(&g.opponent)
-                    )
-                })
-                .collect();
-            bail!(
-                "you are in {} games; pass --game with one of:\n{}",
-                many.len(),
-                list.join("\n")
-            )
-        }
-    }
-}
-
 /// One unary call, bounded by [`CALL_TIMEOUT`], answering its message.
-async fn within<T>(
+pub async fn within<T>(
     call: impl Future<Output = Result<tonic::Response<T>, Status>>,
 ) -> Result<T, Status> {
     match tokio::time::timeout(CALL_TIMEOUT, call).await {
@@ -229,12 +266,16 @@ fn connection_lost(status: &Status) -> bool {
 }
 
 /// The game as this player sees it now; asked again on a lost connection, as reading is safe.
-async fn get_game(client: &mut Client, game_id: &str) -> Result<pb::GameView, Status> {
+async fn get_game(
+    client: &mut Client,
+    game_id: &str,
+    spectate: bool,
+) -> Result<pb::GameView, Status> {
     let mut attempt = 1;
     loop {
         let answer = within(client.get_game(pb::PlayerServiceGetGameRequest {
             game_id: game_id.to_string(),
-            ..Default::default()
+            spectate,
         }))
         .await;
         match answer {
@@ -277,7 +318,7 @@ pub fn explain(status: &Status) -> String {
 }
 
 /// Prints lines to stdout, failing (and so ending the client) if stdout is gone.
-fn say(text: &str) -> std::io::Result<()> {
+pub fn say(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", text.trim_end_matches('\n'))?;
     out.flush()
@@ -285,7 +326,7 @@ fn say(text: &str) -> std::io::Result<()> {
 
 /// Stdin lines, read on a plain thread (a blocking read would hold up the runtime's shutdown if
 /// it ran as a tokio blocking task). The channel closes at end of input.
-fn stdin_lines() -> mpsc::Receiver<String> {
+pub fn stdin_lines() -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel(16);
     std::thread::spawn(move || {
         let mut input = std::io::stdin().lock();
@@ -338,11 +379,17 @@ struct Game {
     opened_at: u64,
     /// What the board on screen shows: the view's version and `last_seq`.
     drawn: Option<(u64, u64)>,
+    /// Watching as a spectator (every view and the stream are asked for as one).
+    spectate: bool,
+    /// Whether the game's end was told as an event (else it is told from the view).
+    told_end: bool,
 }
 
 impl Game {
-    fn new(client: Client, game_id: String, view: pb::GameView) -> Game {
+    fn new(client: Client, game_id: String, view: pb::GameView, spectate: bool) -> Game {
         Game {
+            spectate,
+            told_end: false,
             client,
             game_id,
             me: own_side(&view),
@@ -398,6 +445,7 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
+        self.told_end |= matches!(event.event, Some(pb::game_event::Event::Ended(_)));
         say(&board::describe_event(event, self.me))?;
         Ok(true)
     }
@@ -425,7 +473,7 @@ impl Game {
     async fn redraw(&mut self, force: bool) -> std::io::Result<()> {
         let mut attempt = 0;
         loop {
-            match get_game(&mut self.client, &self.game_id).await {
+            match get_game(&mut self.client, &self.game_id, self.spectate).await {
                 Ok(view) if view.version < self.seen && attempt < 3 => {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -452,9 +500,11 @@ impl Game {
     /// Carries out one command typed by the player.
     async fn command(&mut self, input: Input) -> std::io::Result<()> {
         let action = match input {
-            Input::Nothing | Input::Quit => return Ok(()),
+            Input::Nothing | Input::Quit | Input::Lobby => return Ok(()),
             Input::Help => return say(commands::HELP),
             Input::Board => return self.redraw(true).await,
+            Input::Clock => return self.clock().await,
+            Input::Legend => return say(&legend::legend(&self.view.rules, Some(&self.view))),
             Input::Moves(from) => return self.list_moves(from).await,
             Input::Move { from, to } => Action::Play { from, to },
             Input::Swap { a, b } => Action::Swap { a, b },
@@ -552,6 +602,18 @@ impl Game {
                 other => return other.map(Option::unwrap_or_default),
             }
         }
+    }
+
+    /// Prints the clock lines now, from a fresh view (the deadline moves with every turn).
+    async fn clock(&mut self) -> std::io::Result<()> {
+        // Not kept as the board's view: a move pins the version of the board on screen.
+        let fresh = get_game(&mut self.client, &self.game_id, self.spectate).await;
+        let view = fresh.as_ref().unwrap_or(&self.view);
+        let lines = clock::clock_lines(view, clock::server_now_unix_millis());
+        if lines.is_empty() {
+            return say("no clock runs: the game is over");
+        }
+        say(&lines.join("\n"))
     }
 
     /// Prints the player's legal moves, grouped by the square they start from.

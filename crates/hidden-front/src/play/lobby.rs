@@ -1,0 +1,608 @@
+//! The lobby: what a player does before (and between) games. Play the computer, find a match
+//! (casual or rated, with the wait shown and `cancel` to leave the queue), create an invite (its
+//! link and code printed, then waiting for the friend) or accept one, spectate a game, list the
+//! own games and the rating; then the game is played in [`super::play_game`], and the player comes
+//! back here when it ends.
+//!
+//! A match or an accepted invite is pushed on the player's lobby stream (`WatchLobby`), never
+//! polled. The stream is read from the player's first stored event, so a match found between
+//! the request and the subscription is not missed; what is waited for is picked out by the ticket
+//! id or invite code this client chose or was given, so older events cannot be mistaken for it.
+
+use super::commands::{self, LOBBY_HELP, LobbyInput, RULES_LIST};
+use super::{Client, Left, explain, play_game, say, within};
+use hidden_front_proto::v1 as pb;
+use hidden_front_retry::Backoff;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tonic::Code;
+
+use super::board::{printable, side_name};
+
+/// How often the wait for an opponent or a friend is shown again.
+const WAIT_TICK: Duration = Duration::from_secs(10);
+
+/// Where a wait ended.
+enum Waited {
+    /// In a game: its id.
+    Game(String),
+    /// Back to the lobby (cancelled, expired, or the stream failed).
+    Lobby,
+    /// The player quit (or input ended).
+    Quit,
+}
+
+/// What the lobby stream's follower tells the waiting loop.
+enum LobbyFeed {
+    Event(pb::LobbyEvent),
+    Notice(String),
+    Fatal(String),
+}
+
+/// Runs the lobby until the player quits or input ends.
+pub async fn run(client: Client, lines: &mut mpsc::Receiver<String>) -> anyhow::Result<()> {
+    let mut lobby = Lobby { client };
+    say("lobby: play the computer, find a match, invite a friend or watch a game (type `help`).")?;
+    lobby.in_progress_hint().await?;
+    loop {
+        let Some(line) = lines.recv().await else {
+            return Ok(());
+        };
+        let input = match commands::parse_lobby(&line) {
+            Ok(input) => input,
+            Err(message) => {
+                say(&message)?;
+                continue;
+            }
+        };
+        let game = match input {
+            LobbyInput::Nothing => continue,
+            LobbyInput::Help => {
+                say(LOBBY_HELP)?;
+                continue;
+            }
+            LobbyInput::Rules => {
+                say(RULES_LIST)?;
+                continue;
+            }
+            LobbyInput::Quit => return Ok(()),
+            LobbyInput::Cancel => {
+                say("nothing to cancel: you are not waiting for anyone")?;
+                continue;
+            }
+            LobbyInput::Games => {
+                lobby.games().await?;
+                continue;
+            }
+            LobbyInput::Rating => {
+                lobby.rating().await?;
+                continue;
+            }
+            LobbyInput::Computer { rules, north } => lobby.computer(&rules, north).await?,
+            LobbyInput::Accept(code) => lobby.accept(&code).await?,
+            LobbyInput::Open(game) => lobby.open(game).await?,
+            LobbyInput::Watch(game) => Some((game, true)),
+            LobbyInput::Match {
+                rules,
+                time_control,
+                rated,
+            } => match lobby
+                .find_match(&rules, &time_control, rated, lines)
+                .await?
+            {
+                Waited::Game(game) => Some((game, false)),
+                Waited::Lobby => None,
+                Waited::Quit => return Ok(()),
+            },
+            LobbyInput::Invite {
+                rules,
+                time_control,
+            } => match lobby.invite(&rules, &time_control, lines).await? {
+                Waited::Game(game) => Some((game, false)),
+                Waited::Lobby => None,
+                Waited::Quit => return Ok(()),
+            },
+        };
+        let Some((game_id, spectate)) = game else {
+            continue;
+        };
+        match play_game(lobby.client.clone(), game_id, spectate, lines, true).await {
+            Ok(Left::Quit) => return Ok(()),
+            Ok(Left::Ended) | Ok(Left::ToLobby) => {
+                say("back in the lobby (type `help` for the commands).")?;
+            }
+            Err(e) => say(&format!("error: {e:#}\nback in the lobby."))?,
+        }
+    }
+}
+
+/// The lobby's connection.
+struct Lobby {
+    client: Client,
+}
+
+impl Lobby {
+    /// Tells the player about games still in progress, which they may want to go back to.
+    async fn in_progress_hint(&mut self) -> anyhow::Result<()> {
+        let Ok(answer) = within(
+            self.client
+                .list_my_games(pb::ListMyGamesRequest { active_only: true }),
+        )
+        .await
+        else {
+            return Ok(()); // the commands will say what is wrong
+        };
+        if answer.games.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::from("your games in progress (`open GAME` to go back):\n");
+        for game in &answer.games {
+            text.push_str(&summary_line(game));
+        }
+        say(&text)?;
+        Ok(())
+    }
+
+    /// Lists every game of the player, those in progress first.
+    async fn games(&mut self) -> anyhow::Result<()> {
+        let answer = within(
+            self.client
+                .list_my_games(pb::ListMyGamesRequest { active_only: false }),
+        )
+        .await;
+        let mut games = match answer {
+            Ok(answer) => answer.games,
+            Err(status) => {
+                say(&format!(
+                    "error: cannot list your games: {}",
+                    explain(&status)
+                ))?;
+                return Ok(());
+            }
+        };
+        if games.is_empty() {
+            say("you have no games yet")?;
+            return Ok(());
+        }
+        games.sort_by_key(|g| g.phase() == pb::Phase::Ended);
+        let mut text = format!("your games ({}):\n", games.len());
+        for game in &games {
+            text.push_str(&summary_line(game));
+        }
+        say(&text)?;
+        Ok(())
+    }
+
+    /// Prints the player's rating.
+    async fn rating(&mut self) -> anyhow::Result<()> {
+        match within(self.client.get_my_rating(pb::GetMyRatingRequest {})).await {
+            Ok(answer) => {
+                let r = answer.rating.unwrap_or_default();
+                say(&format!(
+                    "rating: {:.0} (deviation {:.0}, volatility {:.3}; {} rated game{})",
+                    r.rating,
+                    r.deviation,
+                    r.volatility,
+                    r.games,
+                    if r.games == 1 { "" } else { "s" }
+                ))?;
+            }
+            Err(status) => say(&format!(
+                "error: cannot read your rating: {}",
+                explain(&status)
+            ))?,
+        }
+        Ok(())
+    }
+
+    /// Starts a game against the computer.
+    async fn computer(
+        &mut self,
+        rules: &str,
+        north: bool,
+    ) -> anyhow::Result<Option<(String, bool)>> {
+        let request = pb::PlayerServicePlayComputerRequest {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            rules: rules.to_string(),
+            seat: if north {
+                pb::Side::North as i32
+            } else {
+                pb::Side::South as i32
+            },
+        };
+        match within(self.client.play_computer(request)).await {
+            Ok(answer) => {
+                say(&format!(
+                    "a game against the computer: {} ({rules}, relaxed time control), you play {}",
+                    printable(&answer.game_id),
+                    side_name(answer.seat())
+                ))?;
+                Ok(Some((answer.game_id, false)))
+            }
+            Err(status) => {
+                say(&format!(
+                    "error: cannot start a game against the computer: {}",
+                    explain(&status)
+                ))?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Accepts an invite by its code or link.
+    async fn accept(&mut self, code: &str) -> anyhow::Result<Option<(String, bool)>> {
+        let request = pb::PlayerServiceAcceptInviteRequest {
+            code: code.to_string(),
+        };
+        match within(self.client.accept_invite(request)).await {
+            Ok(answer) => {
+                say(&format!(
+                    "invite accepted: game {}, you play {} against {}",
+                    printable(&answer.game_id),
+                    side_name(answer.seat()),
+                    printable(&answer.opponent)
+                ))?;
+                Ok(Some((answer.game_id, false)))
+            }
+            Err(status) => {
+                say(&format!(
+                    "error: cannot accept the invite: {}",
+                    explain(&status)
+                ))?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Opens one of the player's games: the one named, or the only one in progress.
+    async fn open(&mut self, game: Option<String>) -> anyhow::Result<Option<(String, bool)>> {
+        if let Some(game) = game {
+            return Ok(Some((game, false)));
+        }
+        let answer = within(
+            self.client
+                .list_my_games(pb::ListMyGamesRequest { active_only: true }),
+        )
+        .await;
+        let games = match answer {
+            Ok(answer) => answer.games,
+            Err(status) => {
+                say(&format!(
+                    "error: cannot list your games: {}",
+                    explain(&status)
+                ))?;
+                return Ok(None);
+            }
+        };
+        match games.as_slice() {
+            [] => {
+                say("you have no game in progress")?;
+                Ok(None)
+            }
+            [one] => Ok(Some((one.game_id.clone(), false))),
+            many => {
+                let mut text = format!("you are in {} games; `open` one of them:\n", many.len());
+                for game in many {
+                    text.push_str(&summary_line(game));
+                }
+                say(&text)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Queues for a match and waits for it, showing the wait; `cancel` leaves the queue.
+    async fn find_match(
+        &mut self,
+        rules: &str,
+        time_control: &str,
+        rated: bool,
+        lines: &mut mpsc::Receiver<String>,
+    ) -> anyhow::Result<Waited> {
+        let ticket_id = uuid::Uuid::new_v4().to_string();
+        let queue = pb::Queue {
+            rules: rules.to_string(),
+            time_control: time_control.to_string(),
+            rated,
+        };
+        let request = pb::FindMatchRequest {
+            ticket_id: ticket_id.clone(),
+            queue: Some(queue),
+            ttl_seconds: 0,
+        };
+        let ticket = match within(self.client.find_match(request)).await {
+            Ok(answer) => answer.ticket.unwrap_or_default(),
+            Err(status) => {
+                say(&format!(
+                    "error: cannot join the queue: {}",
+                    explain(&status)
+                ))?;
+                return Ok(Waited::Lobby);
+            }
+        };
+        let kind = if rated { "rated" } else { "casual" };
+        let expires = if ticket.expires_at_unix_ms > 0 {
+            format!(
+                "; the ticket lapses in {}",
+                lapses_in(ticket.expires_at_unix_ms)
+            )
+        } else {
+            String::new()
+        };
+        say(&format!(
+            "in the queue: {rules}, {time_control}, {kind}{expires}. waiting for an opponent (type `cancel` to leave the queue)"
+        ))?;
+        if !ticket.game_id.is_empty() {
+            say(&format!("match found: game {}", printable(&ticket.game_id)))?;
+            return Ok(Waited::Game(ticket.game_id));
+        }
+        let wanted = Wanted::Ticket(ticket_id.clone());
+        self.wait(&wanted, "an opponent", lines).await
+    }
+
+    /// Creates an invite, prints its link and code, and waits for the friend; `cancel`
+    /// withdraws it.
+    async fn invite(
+        &mut self,
+        rules: &str,
+        time_control: &str,
+        lines: &mut mpsc::Receiver<String>,
+    ) -> anyhow::Result<Waited> {
+        let request = pb::PlayerServiceCreateInviteRequest {
+            invite_id: uuid::Uuid::new_v4().to_string(),
+            rules: rules.to_string(),
+            time_control: time_control.to_string(),
+        };
+        let invite = match within(self.client.create_invite(request)).await {
+            Ok(answer) => answer.invite.unwrap_or_default(),
+            Err(status) => {
+                say(&format!(
+                    "error: cannot create an invite: {}",
+                    explain(&status)
+                ))?;
+                return Ok(Waited::Lobby);
+            }
+        };
+        let expires = if invite.expires_at_unix_ms > 0 {
+            format!(" (it lapses in {})", lapses_in(invite.expires_at_unix_ms))
+        } else {
+            String::new()
+        };
+        say(&format!(
+            "invite created: {rules}, {time_control}{expires}\n  code: {}\n  link: {}\nsend your friend the link or the code (they type `accept {}`); waiting for them (type `cancel` to withdraw the invite)",
+            printable(&invite.code),
+            printable(&invite.link),
+            printable(&invite.code)
+        ))?;
+        self.wait(&Wanted::Invite(invite.code), "your friend", lines)
+            .await
+    }
+
+    /// Waits for the match or the accepted invite on the lobby stream, telling the wait every
+    /// [`WAIT_TICK`], until it comes, lapses, or the player cancels.
+    async fn wait(
+        &mut self,
+        wanted: &Wanted,
+        whom: &str,
+        lines: &mut mpsc::Receiver<String>,
+    ) -> anyhow::Result<Waited> {
+        let (tx, mut rx) = mpsc::channel(64);
+        let follower = tokio::spawn(follow_lobby(self.client.clone(), tx));
+        let started = Instant::now();
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WAIT_TICK, WAIT_TICK);
+        let waited = loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    say(&format!(
+                        "waiting for {whom}: {} s (type `cancel` to stop)",
+                        started.elapsed().as_secs()
+                    ))?;
+                }
+                item = rx.recv() => match item {
+                    None => {
+                        say("the lobby stream stopped; back in the lobby")?;
+                        break Waited::Lobby;
+                    }
+                    Some(LobbyFeed::Notice(notice)) => say(&notice)?,
+                    Some(LobbyFeed::Fatal(message)) => {
+                        say(&format!("error: the lobby stream failed: {message}"))?;
+                        self.cancel(wanted).await?;
+                        break Waited::Lobby;
+                    }
+                    Some(LobbyFeed::Event(event)) => {
+                        if let Some(done) = wanted.judge(&event, started)? {
+                            break done;
+                        }
+                    }
+                },
+                line = lines.recv() => match line.as_deref().map(commands::parse_lobby) {
+                    None | Some(Ok(LobbyInput::Quit)) => {
+                        self.cancel(wanted).await?;
+                        break Waited::Quit;
+                    }
+                    Some(Ok(LobbyInput::Cancel)) => {
+                        self.cancel(wanted).await?;
+                        break Waited::Lobby;
+                    }
+                    Some(Ok(LobbyInput::Nothing)) => {}
+                    Some(_) => say(&format!(
+                        "still waiting for {whom} ({} s): `cancel` first",
+                        started.elapsed().as_secs()
+                    ))?,
+                },
+            }
+        };
+        follower.abort();
+        Ok(waited)
+    }
+
+    /// Takes the ticket out of its queue or withdraws the invite.
+    async fn cancel(&mut self, wanted: &Wanted) -> anyhow::Result<()> {
+        let answer = match wanted {
+            Wanted::Ticket(ticket_id) => within(self.client.cancel_match(pb::CancelMatchRequest {
+                ticket_id: ticket_id.clone(),
+            }))
+            .await
+            .map(|_| "left the queue"),
+            Wanted::Invite(code) => within(
+                self.client
+                    .cancel_invite(pb::PlayerServiceCancelInviteRequest { code: code.clone() }),
+            )
+            .await
+            .map(|_| "the invite is withdrawn"),
+        };
+        match answer {
+            Ok(done) => say(done)?,
+            Err(status) => say(&format!("error: cannot cancel: {}", explain(&status)))?,
+        }
+        Ok(())
+    }
+}
+
+/// What a wait is for.
+enum Wanted {
+    /// A match for this ticket.
+    Ticket(String),
+    /// The acceptance of this invite.
+    Invite(String),
+}
+
+impl Wanted {
+    /// Whether `event` ends the wait, and how (telling the player).
+    fn judge(&self, event: &pb::LobbyEvent, started: Instant) -> anyhow::Result<Option<Waited>> {
+        use pb::lobby_event::Kind;
+        let after = started.elapsed().as_secs();
+        Ok(match (&event.kind, self) {
+            (Some(Kind::MatchFound(found)), Wanted::Ticket(id)) if &found.ticket_id == id => {
+                say(&format!(
+                    "match found after {after} s: game {}, you play {} against {}",
+                    printable(&found.game_id),
+                    side_name(found.seat()),
+                    printable(&found.opponent)
+                ))?;
+                Some(Waited::Game(found.game_id.clone()))
+            }
+            (Some(Kind::MatchFound(found)), Wanted::Invite(code))
+                if found.invite_code.eq_ignore_ascii_case(code) =>
+            {
+                say(&format!(
+                    "{} accepted your invite after {after} s: game {}, you play {}",
+                    printable(&found.opponent),
+                    printable(&found.game_id),
+                    side_name(found.seat())
+                ))?;
+                Some(Waited::Game(found.game_id.clone()))
+            }
+            (Some(Kind::TicketExpired(expired)), Wanted::Ticket(id))
+                if &expired.ticket_id == id =>
+            {
+                say(&format!(
+                    "no opponent was found in {after} s and the ticket lapsed; back in the lobby"
+                ))?;
+                Some(Waited::Lobby)
+            }
+            (Some(Kind::InviteExpired(expired)), Wanted::Invite(code))
+                if expired.code.eq_ignore_ascii_case(code) =>
+            {
+                say("nobody accepted the invite in time and it lapsed; back in the lobby")?;
+                Some(Waited::Lobby)
+            }
+            _ => None,
+        })
+    }
+}
+
+/// The time left until `deadline_ms` in words a person reads at a glance: seconds, minutes or
+/// hours.
+fn lapses_in(deadline_ms: u64) -> String {
+    let seconds = super::clock::seconds_left(deadline_ms, super::clock::server_now_unix_millis());
+    match seconds {
+        0..120 => format!("{seconds} s"),
+        120..7200 => format!("{} min", seconds.div_ceil(60)),
+        _ => format!("{} h", seconds.div_ceil(3600)),
+    }
+}
+
+/// One line of a game list.
+fn summary_line(game: &pb::GameSummary) -> String {
+    let state = match game.phase() {
+        pb::Phase::Deployment => "deployment".to_string(),
+        pb::Phase::Play => "in play".to_string(),
+        pb::Phase::Ended => format!(
+            "ended: {}",
+            super::board::describe_outcome(game.outcome.as_ref(), Some(game.seat()))
+        ),
+        pb::Phase::Unspecified => "?".to_string(),
+    };
+    format!(
+        "  {}  {}  {} against {}  {state}\n",
+        printable(&game.game_id),
+        printable(&game.rules),
+        side_name(game.seat()),
+        if game.opponent.is_empty() {
+            "(nobody yet)".to_string()
+        } else {
+            printable(&game.opponent)
+        }
+    )
+}
+
+/// Follows the player's lobby stream from the first stored event, resuming after the last one
+/// seen when it breaks, until `tx` closes or a refusal that retrying cannot change.
+async fn follow_lobby(mut client: Client, tx: mpsc::Sender<LobbyFeed>) {
+    let mut after_seq = 0;
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(8)).jittered();
+    loop {
+        let why = match client
+            .watch_lobby(pb::WatchLobbyRequest { after_seq })
+            .await
+        {
+            Err(status) if permanent(&status) => {
+                let _ = tx.send(LobbyFeed::Fatal(explain(&status))).await;
+                return;
+            }
+            Err(status) => explain(&status),
+            Ok(response) => {
+                let mut stream = response.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(pb::WatchLobbyResponse { event: Some(event) })) => {
+                            backoff.reset();
+                            after_seq = after_seq.max(event.seq);
+                            if tx.send(LobbyFeed::Event(event)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) => break "the lobby stream closed".to_string(),
+                        Err(status) if permanent(&status) => {
+                            let _ = tx.send(LobbyFeed::Fatal(explain(&status))).await;
+                            return;
+                        }
+                        Err(status) => break explain(&status),
+                    }
+                }
+            }
+        };
+        let delay = backoff.next_delay();
+        let notice = format!(
+            "lobby stream: {why}; resuming in {:.2} s",
+            delay.as_secs_f64()
+        );
+        if tx.send(LobbyFeed::Notice(notice)).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// Whether a lobby-stream refusal will not change by asking again.
+fn permanent(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unauthenticated
+            | Code::PermissionDenied
+            | Code::InvalidArgument
+            | Code::Unimplemented
+    )
+}

@@ -1,0 +1,362 @@
+//! `hidden-front play`'s lobby against the real server (`hidden-front serve`: gateway, session,
+//! clock, matchmaking and the computer player in one process on real Postgres), each player a
+//! real `hidden-front play` process typing into its stdin, as a person in a terminal would.
+//!
+//! - `the_computer_is_played_through_the_lobby_to_the_end`: the lobby starts a game against the
+//!   computer; the board shows the rails, the clock and the legend; the player deploys, moves
+//!   from the listed legal moves, asks for the clock, resigns, and is back in the lobby, where the
+//!   finished game is listed and the rating shown.
+//! - `an_invite_created_in_one_client_is_accepted_in_another`: one client creates an invite (its
+//!   link and code printed), a second accepts it by code, both are taken into the game, deploy
+//!   and see the move clock and each other's presence; a third watches by link from the lobby and
+//!   a fourth with `--watch`; a resignation ends it for all of them.
+//! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues, is shown the wait
+//!   growing, and cancels; then two players queue (casual) and both are taken into the same game;
+//!   `lobby` leaves it for the lobby, which lists it.
+
+use hidden_front_e2e::gateway;
+use hidden_front_e2e::{Server, TestDatabase};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
+
+/// How long one expected line may take (a computer move, a lobby push, a process start).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The client as a process, its stdout read line by line on a thread.
+struct Player {
+    name: &'static str,
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Player {
+    fn start(name: &'static str, server: &Server, args: &[&str]) -> Player {
+        Player::start_at(name, &urls(server), args)
+    }
+
+    /// [`Player::start`] with the server's (gRPC, HTTP) URLs.
+    fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Player {
+        let (gateway_url, http_url) = urls;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+            .args([
+                "play",
+                "--gateway",
+                gateway_url,
+                "--http",
+                http_url,
+                "--token",
+            ])
+            .arg(gateway::token(name))
+            .args(args)
+            .env_remove("HF_TOKEN")
+            .env_remove("HF_GATEWAY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start hidden-front play");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Player {
+            name,
+            child,
+            stdin,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits until the output since the last wait contains `text`; answers that output.
+    fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(at) = self.seen.find(text) {
+                let end = at + text.len();
+                let upto = self.seen[..end].to_string();
+                self.seen.drain(..end);
+                return upto;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(_) => panic!(
+                    "{}: no {text:?} in the output; it said:\n{}",
+                    self.name, self.seen
+                ),
+            }
+        }
+    }
+
+    /// The rest of the current line after `text`.
+    fn value_after(&mut self, text: &str) -> String {
+        self.wait_for(text);
+        self.wait_for("\n").trim().to_string()
+    }
+
+    /// Waits for the process to leave; true if it exited with success.
+    fn exits_cleanly(mut self) -> bool {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(Instant::now() < deadline, "{} did not exit", self.name);
+            // Draining stdout is what lets the process finish writing and leave.
+            let _ = self.lines.recv_timeout(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Player {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server's gRPC and HTTP URLs, as `--gateway` and `--http` take them.
+fn urls(server: &Server) -> (String, String) {
+    (
+        format!("http://{}", server.addr()),
+        format!(
+            "http://{}",
+            server.http_addr().expect("the gateway's HTTP port")
+        ),
+    )
+}
+
+/// Runs blocking process work off the runtime's workers (the server's start needs them).
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work).await.expect("no panic")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_computer_is_played_through_the_lobby_to_the_end() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("lobby-computer", db.url(), SERVE_ARGS).await;
+    let mut alice = Player::start("tl-alice", &server, &[]);
+    blocking(move || {
+        alice.wait_for("lobby: play the computer");
+        alice.send("computer junqi nowhere");
+        alice.wait_for("\"nowhere\" is not a rule set");
+        alice.send("computer junqi");
+        alice.wait_for("a game against the computer:");
+        let board =
+            alice.wait_for("type `help` for the commands (`lobby` to go back to the lobby).");
+        // The rails and roads, the deployment clock, the symbols.
+        assert!(board.contains("═══"), "{board}");
+        assert!(board.contains('║'), "{board}");
+        assert!(board.contains("front line: cross at A, C, E"), "{board}");
+        assert!(board.contains("clock: deployment closes in "), "{board}");
+        assert!(
+            board.contains("time control: relaxed: 300 s to deploy, 120 s a move"),
+            "{board}"
+        );
+        assert!(board.contains("legend: ═ ║ railway"), "{board}");
+        alice.send("legend");
+        let legend = alice.wait_for("mountains");
+        assert!(
+            legend.contains("pieces of hidden-front (25 a side"),
+            "{legend}"
+        );
+        assert!(legend.contains("  9    x1  commander-in-chief"), "{legend}");
+
+        alice.send("confirm");
+        alice.wait_for("play starts");
+        // The board as it is now (it may have been drawn before the line above).
+        alice.send("board");
+        for _ in 0..2 {
+            let board = alice.wait_for("your move (e.g. A6 A7; `moves` lists them)");
+            assert!(board.contains("s left (at 0 it is a timeout"), "{board}");
+            assert!(board.contains("timeouts used: south 0 of 3"), "{board}");
+            alice.send("moves");
+            alice.wait_for("legal moves:\n");
+            let first = alice.wait_for("\n");
+            let (from, tos) = first.trim().split_once(" -> ").expect("a move list line");
+            let to = tos.split_whitespace().next().unwrap();
+            alice.send(&format!("{from} {to}"));
+            let told = alice.wait_for(&format!("{from}-{to}"));
+            assert!(told.contains("moved: south (you) "), "{told}");
+        }
+        alice.send("clock");
+        let clock = alice.wait_for("timeouts used:");
+        assert!(clock.contains("clock: "), "{clock}");
+        alice.send("resign");
+        let end = alice.wait_for("the game is over.");
+        assert!(
+            end.contains("game over: north wins (resigned) - you lose"),
+            "{end}"
+        );
+        alice.wait_for("back in the lobby");
+        alice.send("games");
+        let games = alice.wait_for("ended: north wins (resigned) - you lose");
+        assert!(games.contains("your games (1):"), "{games}");
+        alice.send("rating");
+        alice.wait_for("rating: 1500 (deviation 350");
+        alice.send("quit");
+        assert!(alice.exits_cleanly());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invite_created_in_one_client_is_accepted_in_another() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("lobby-invite", db.url(), SERVE_ARGS).await;
+    let mut alice = Player::start("ti-alice", &server, &[]);
+    let mut bob = Player::start("ti-bob", &server, &[]);
+    let mut carol = Player::start("ti-carol", &server, &[]);
+    let urls = urls(&server);
+    blocking(move || {
+        alice.wait_for("lobby: play the computer");
+        alice.send("invite gunjin");
+        alice.wait_for("invite created: gunjin-shogi, relaxed");
+        let code = alice.value_after("  code: ");
+        let link = alice.value_after("  link: ");
+        assert!(
+            link.ends_with(&code),
+            "the link carries the code: {link} / {code}"
+        );
+        alice.wait_for("waiting for them (type `cancel` to withdraw the invite)");
+        // While waiting, only `cancel` is taken.
+        alice.send("games");
+        alice.wait_for("`cancel` first");
+
+        bob.wait_for("lobby: play the computer");
+        bob.send(&format!("accept {}", code.to_lowercase()));
+        let game = bob.value_after("invite accepted: game ");
+        let game = game.split(',').next().unwrap().to_string();
+        alice.wait_for("ti-bob accepted your invite after ");
+
+        for player in [&mut alice, &mut bob] {
+            let board = player.wait_for("type `help` for the commands");
+            assert!(board.contains("wall: gates"), "{board}");
+            assert!(board.contains("clock: deployment closes in "), "{board}");
+            assert!(board.contains("phase: deployment"), "{board}");
+        }
+        alice.send("confirm");
+        bob.send("confirm");
+        for player in [&mut alice, &mut bob] {
+            player.wait_for("play starts");
+            // The clock now (the board may have been drawn before or after the line above).
+            player.send("clock");
+            let clock = player.wait_for("opponent ");
+            assert!(clock.contains(" to move, "), "{clock}");
+            assert!(clock.contains("s left (at 0 it is a timeout"), "{clock}");
+            assert!(
+                clock.contains("timeouts used: south 0 of 3, north 0 of 3"),
+                "{clock}"
+            );
+        }
+
+        // A spectator, by the game's link.
+        carol.wait_for("lobby: play the computer");
+        carol.send(&format!("watch http://127.0.0.1:8080/game/{game}"));
+        let watched = carol.wait_for("type `help` for the commands");
+        assert!(watched.contains("phase: play"), "{watched}");
+        assert!(watched.contains("presence: south "), "{watched}");
+        assert!(!watched.contains("(you)"), "{watched}");
+        // And one started with --watch, which leaves when the game ends.
+        let mut dave = Player::start_at("ti-dave", &urls, &["--watch", &game]);
+        let watched = dave.wait_for("type `help` for the commands.");
+        assert!(watched.contains("presence: south "), "{watched}");
+
+        alice.send("resign");
+        alice.wait_for("game over: ");
+        alice.wait_for("the game is over.");
+        alice.wait_for("back in the lobby");
+        bob.wait_for("resigned) - you win");
+        bob.wait_for("back in the lobby");
+        // The spectator's board may already be the ended one when the stream tells the
+        // resignation: the end is told either way.
+        let end = carol.wait_for("the game is over.");
+        assert!(end.contains("game over: north wins (resigned)"), "{end}");
+        assert!(end.contains("result: north wins (resigned)"), "{end}");
+        assert!(
+            !end.contains(" - you "),
+            "a spectator neither wins nor loses: {end}"
+        );
+        carol.wait_for("back in the lobby");
+        dave.wait_for("the game is over.");
+        assert!(dave.exits_cleanly(), "--watch leaves at the end");
+        for player in [alice, bob, carol] {
+            let mut player = player;
+            player.send("quit");
+            assert!(player.exits_cleanly());
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
+    let db = TestDatabase::create().await;
+    let server = Server::start_with_args("lobby-match", db.url(), SERVE_ARGS).await;
+    let mut alice = Player::start("tm-alice", &server, &[]);
+    let mut bob = Player::start("tm-bob", &server, &[]);
+    blocking(move || {
+        alice.wait_for("lobby: play the computer");
+        alice.send("match junqi relaxed");
+        alice.wait_for("in the queue: hidden-front, relaxed, casual");
+        alice.wait_for("waiting for an opponent (type `cancel` to leave the queue)");
+        // The wait is shown as it grows (every 10 s).
+        alice.wait_for("waiting for an opponent: 10 s (type `cancel` to stop)");
+        alice.send("cancel");
+        alice.wait_for("left the queue");
+        alice.send("games");
+        alice.wait_for("you have no games yet");
+
+        alice.send("match relaxed junqi");
+        alice.wait_for("in the queue: hidden-front, relaxed, casual");
+        bob.wait_for("lobby: play the computer");
+        bob.send("match junqi relaxed");
+        let found = bob.value_after("match found");
+        assert!(found.contains("against tm-alice"), "{found}");
+        let found = alice.value_after("match found");
+        assert!(found.contains("against tm-bob"), "{found}");
+        let game = found
+            .split("game ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .expect("the game id")
+            .to_string();
+        for player in [&mut alice, &mut bob] {
+            let board = player.wait_for("type `help` for the commands");
+            assert!(board.contains("phase: deployment"), "{board}");
+            assert!(board.contains("clock: deployment closes in "), "{board}");
+        }
+        alice.send("lobby");
+        alice.wait_for("back in the lobby");
+        alice.send("games");
+        let games = alice.wait_for("deployment");
+        assert!(games.contains(&game), "{games}");
+        for player in [alice, bob] {
+            let mut player = player;
+            player.send("quit");
+            assert!(player.exits_cleanly());
+        }
+    })
+    .await;
+}
