@@ -336,6 +336,25 @@ mod tests {
         }
     }
 
+    /// The placeholder bundle (committed only so the embed compiles before the real client was
+    /// built) must not leave files behind once the real bundle replaces it, e.g. after a merge.
+    #[test]
+    fn a_real_bundle_carries_no_placeholder_files() {
+        let bundle = Bundle::embedded();
+        let index = std::str::from_utf8(bundle.index().bytes()).expect("utf-8");
+        if index.contains("name=\"hidden-front-bundle\" content=\"placeholder\"") {
+            return;
+        }
+        let leftovers: Vec<&str> = bundle
+            .paths()
+            .filter(|path| path.starts_with("assets/placeholder-"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "web/dist holds the real client and files of the placeholder bundle: delete {leftovers:?}"
+        );
+    }
+
     #[test]
     fn types_are_the_contracts() {
         assert_eq!(
