@@ -130,6 +130,9 @@ reasons! {
     TokenExpired = "TOKEN_EXPIRED" => Unauthenticated,
     /// Guest tokens are not accepted here.
     GuestNotAllowed = "GUEST_NOT_ALLOWED" => Unauthenticated,
+    /// This server hands out no guest identities (`POST /v1/guest`): guests are refused, or
+    /// the platform signs the tokens; sign in through the platform.
+    GuestsNotAllowed = "GUESTS_NOT_ALLOWED" => NotFound,
     /// A WebSocket request came before the connection authenticated.
     NotAuthenticated = "NOT_AUTHENTICATED" => Unauthenticated,
     /// The player holds no seat that allows this (acting for another seat, reading a game one

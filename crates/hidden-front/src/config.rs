@@ -118,13 +118,23 @@ pub struct ServeArgs {
     /// here; otherwise the gateway's matchmaking operations answer UNAVAILABLE).
     #[arg(long, env = "HF_MATCHMAKING_URL")]
     pub matchmaking_url: Option<String>,
-    /// The base of invite links (the invite code is appended).
-    #[arg(
-        long,
-        env = "HF_INVITE_BASE_URL",
-        default_value = "https://hiddenfront.example/invite"
-    )]
-    pub invite_base_url: String,
+    /// The base of invite links (the invite code is appended). Default: the gateway's own page,
+    /// `http://<the bound --http-listen address>/invite` (127.0.0.1 for an unspecified address
+    /// such as 0.0.0.0); set it to the public URL of the page behind a proxy.
+    #[arg(long, env = "HF_INVITE_BASE_URL")]
+    pub invite_base_url: Option<String>,
+    /// Serve the browser client on the HTTP listener (`/`, `/game/{id}`, `/watch/{id}`,
+    /// `/invite/{code}`, `/assets/...`); `false` for a gateway that serves only the APIs.
+    #[arg(long, env = "HF_WEB_CLIENT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub web_client: bool,
+    /// The page's CSP `frame-ancestors` sources: who may embed the page in a frame (and hand it
+    /// a token by `postMessage`), e.g. `'self' https://platform.example`, or `'none'`.
+    #[arg(long, env = "HF_WEB_FRAME_ANCESTORS", default_value = "'self'")]
+    pub web_frame_ancestors: String,
+    /// Guest tokens `POST /v1/guest` mints per client address per minute (twice as many at
+    /// once). It mints only when guest tokens are allowed and the gateway has an HS256 secret.
+    #[arg(long, env = "HF_GUEST_TOKENS_PER_MINUTE", default_value_t = 10)]
+    pub guest_tokens_per_minute: u32,
     /// Address of the metrics listener (Prometheus text on `GET /metrics`; `127.0.0.1:0` picks a
     /// free port; the chosen address is printed).
     #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]

@@ -7,7 +7,7 @@
 //! durable. The services of one process share one gRPC port (two when the gateway and the session
 //! run together: the session's API then goes to an internal port), each port with health and
 //! reflection that know only the services of that port. When the gateway runs it also opens an
-//! HTTP listener (`--http-listen`) for the WebSocket API.
+//! HTTP listener (`--http-listen`) for the WebSocket API and the browser client.
 
 use crate::app::Application;
 use crate::config::{LogFormat, MigrateArgs, ServeArgs};
@@ -48,6 +48,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let telemetry = init_logging(args.log_format);
     let services = args.services.clone();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);
+    let web_client = args.web_client;
     let app = Application::build(args).await?;
     let ports = app.ports();
     // Tests and scripts read these lines to find the ports; the metrics and HTTP ones come
@@ -56,6 +57,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = ports.http {
         println!("hidden-front http listening on {addr}");
         tracing::info!(address = %addr, "serving the WebSocket API on {}", WS_PATH);
+        if web_client {
+            let bundle = hidden_front_web_assets::Bundle::embedded();
+            tracing::info!(
+                address = %addr,
+                files = bundle.paths().count(),
+                bytes = bundle.total_bytes(),
+                inputs_sha256 = bundle.inputs_sha256().unwrap_or("none"),
+                "serving the browser client at /"
+            );
+        }
     }
     if let Some(addr) = ports.internal {
         println!("hidden-front internal listening on {addr}");

@@ -637,6 +637,36 @@ pub fn mint_dev_token(
         .map_err(|_| AuthError::Config("signing the token failed".into()))
 }
 
+/// A token this gateway signs itself: a guest's, from `POST /v1/guest` (see [`crate::http`]).
+#[derive(Serialize)]
+pub(crate) struct GuestClaims<'a> {
+    pub(crate) sub: &'a str,
+    pub(crate) iat: u64,
+    pub(crate) exp: u64,
+    pub(crate) guest: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) iss: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) aud: Option<&'a str>,
+}
+
+/// Signs `claims` with HS256 under `secret`, after the same checks as [`mint_dev_token`]
+/// (secret length, subject rules).
+pub(crate) fn sign_guest(secret: &[u8], claims: &GuestClaims<'_>) -> Result<String, AuthError> {
+    crypto_provider()?;
+    if secret.len() < MIN_HS256_SECRET_BYTES {
+        return Err(AuthError::Config(format!(
+            "the secret is {} bytes; at least {MIN_HS256_SECRET_BYTES} are needed",
+            secret.len()
+        )));
+    }
+    check_subject(claims.sub)?;
+    let key = EncodingKey::from_secret(secret)
+        .map_err(|_| AuthError::Config("the secret is unusable".into()))?;
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &key)
+        .map_err(|_| AuthError::Config("signing the token failed".into()))
+}
+
 /// The process's `jsonwebtoken` crypto backend. With exactly one backend feature enabled the
 /// crate picks it itself; should feature unification ever enable both, this installs the
 /// pure-Rust one instead of letting the first `decode` panic.

@@ -17,10 +17,13 @@
 //! - [`PlayerApi`]: the gRPC face (`hiddenfront.v1.PlayerService`).
 //! - [`ws`]: the WebSocket face (`GET /v1/ws`): the same operations and the same proto messages,
 //!   as proto3 JSON.
+//! - [`http`]: the rest of the HTTP listener: the browser client's page and files, guest
+//!   sign-in (`POST /v1/guest`) and the server's time (`GET /v1/time`).
 
 mod action;
 pub mod auth;
 mod gateway;
+pub mod http;
 mod hub;
 mod limits;
 mod presence;

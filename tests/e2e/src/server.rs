@@ -212,7 +212,8 @@ impl Drop for Server {
 
 /// The `hidden-front` binary the tests run: `HF_E2E_BIN`, or `target/<profile>/hidden-front`
 /// next to the test executable (`target/<profile>/deps/<test>`), refused when it is older than
-/// any of its sources (a test must never pass or fail on stale code).
+/// any of its sources, the embedded `web/dist` included (a test must never pass or fail on
+/// stale code).
 pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("HF_E2E_BIN") {
         let path = PathBuf::from(path);
@@ -280,8 +281,9 @@ fn binary_crates(root: &Path) -> Vec<PathBuf> {
 }
 
 /// A source of the binary changed after `binary` was built, if there is one: any file under the
-/// `src/` of a crate of the binary, its `build.rs`, the protos or the migrations (the last two
-/// are tracked by `crates/proto`'s and `crates/store`'s build scripts).
+/// `src/` of a crate of the binary, its `build.rs`, the protos, the migrations or the built
+/// browser client `web/dist` (the last three are tracked by the build scripts of `crates/proto`,
+/// `crates/store` and `crates/web-assets`, which embeds the client).
 /// Checked once per test process.
 fn newer_source(binary: &Path) -> Option<PathBuf> {
     static NEWER: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -292,7 +294,11 @@ fn newer_source(binary: &Path) -> Option<PathBuf> {
             // Only inputs whose change always rebuilds the binary: a manifest or `Cargo.lock`
             // can change without touching it (a dev-dependency, a description), and would then
             // refuse a binary that is current.
-            let mut inputs = vec![root.join("proto"), root.join("migrations")];
+            let mut inputs = vec![
+                root.join("proto"),
+                root.join("migrations"),
+                root.join("web/dist"),
+            ];
             for krate in binary_crates(&root) {
                 inputs.extend(["src", "build.rs"].map(|p| krate.join(p)));
             }

@@ -1,24 +1,36 @@
 //! The gateway of this process: player authentication from the token flags, clients of the
-//! session and of matchmaking, and its two faces (the gRPC `PlayerService` and, on the HTTP
-//! listener, the WebSocket API).
+//! session and of matchmaking, and its faces (the gRPC `PlayerService` and, on the HTTP
+//! listener, the WebSocket API, the browser client, guest sign-in and the server's time).
 
 use crate::config::ServeArgs;
 use anyhow::Context;
 use hidden_front_gateway::auth::{AuthConfig, Authenticator, PublicKeyAlgorithm};
+use hidden_front_gateway::http::{GuestConfig, HttpConfig, PageConfig};
 use hidden_front_gateway::ws::WsConfig;
 use hidden_front_gateway::{Gateway, GatewayConfig, PlayerApi};
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
+use hidden_front_web_assets::Bundle;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-/// The gateway and its gRPC face. Without `matchmaking_url` the matchmaking operations answer
-/// UNAVAILABLE.
+/// What [`build`] makes: the gRPC face, the gateway, and what its HTTP listener serves besides
+/// the WebSocket API.
+pub(crate) struct Built {
+    pub(crate) api: PlayerServiceServer<PlayerApi>,
+    pub(crate) gateway: Gateway,
+    pub(crate) http: HttpConfig,
+}
+
+/// The gateway, its gRPC face and its HTTP routes. Without `matchmaking_url` the matchmaking
+/// operations answer UNAVAILABLE.
 pub(crate) fn build(
     args: &ServeArgs,
     session_url: &str,
     matchmaking_url: Option<&str>,
-) -> anyhow::Result<(PlayerServiceServer<PlayerApi>, Gateway)> {
-    let authenticator =
-        Authenticator::new(auth_config(args)?).context("player token configuration")?;
+) -> anyhow::Result<Built> {
+    let auth = auth_config(args)?;
+    let http = http_config(args, &auth)?;
+    let authenticator = Authenticator::new(auth).context("player token configuration")?;
     let session = hidden_front_channel::session_client(session_url)
         .with_context(|| format!("session URL {session_url:?}"))?;
     let matchmaking = matchmaking_url
@@ -43,7 +55,36 @@ pub(crate) fn build(
     );
     let api = PlayerServiceServer::new(PlayerApi::new(gateway.clone()))
         .max_decoding_message_size(args.max_message_bytes);
-    Ok((api, gateway))
+    Ok(Built { api, gateway, http })
+}
+
+/// The HTTP routes beside the WebSocket API: the embedded browser client (unless
+/// `--web-client=false`), guest sign-in as the token configuration allows it.
+fn http_config(args: &ServeArgs, auth: &AuthConfig) -> anyhow::Result<HttpConfig> {
+    let page = match args.web_client {
+        true => Some(
+            PageConfig::new(Bundle::embedded(), &args.web_frame_ancestors)
+                .context("--web-frame-ancestors")?,
+        ),
+        false => None,
+    };
+    let guests = GuestConfig::from_auth(auth).with_rate(
+        args.guest_tokens_per_minute,
+        args.guest_tokens_per_minute.saturating_mul(2),
+    );
+    Ok(HttpConfig { page, guests })
+}
+
+/// The default `--invite-base-url`: the page of the gateway at `http` (its bound address),
+/// `http://HOST:PORT/invite`. An unspecified address (0.0.0.0, ::) is not one a browser can
+/// open, so the loopback address of its family stands for it.
+pub(crate) fn default_invite_base_url(http: SocketAddr) -> String {
+    let host = match http.ip() {
+        ip if !ip.is_unspecified() => ip,
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    };
+    format!("http://{}/invite", SocketAddr::new(host, http.port()))
 }
 
 /// The WebSocket face's settings.
@@ -88,4 +129,19 @@ fn auth_config(args: &ServeArgs) -> anyhow::Result<AuthConfig> {
         auth.hs256_secrets = AuthConfig::dev().hs256_secrets;
     }
     Ok(auth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_invite_link_is_the_gateways_own_page() {
+        let at = |addr: &str| default_invite_base_url(addr.parse().expect("an address"));
+        assert_eq!(at("127.0.0.1:8080"), "http://127.0.0.1:8080/invite");
+        assert_eq!(at("0.0.0.0:8080"), "http://127.0.0.1:8080/invite");
+        assert_eq!(at("192.0.2.4:80"), "http://192.0.2.4:80/invite");
+        assert_eq!(at("[::]:8080"), "http://[::1]:8080/invite");
+        assert_eq!(at("[2001:db8::1]:8080"), "http://[2001:db8::1]:8080/invite");
+    }
 }

@@ -1,7 +1,6 @@
 //! The matchmaking service of this process, on the process's Postgres (or in memory), calling
-//! the session at `session_url`.
+//! the session at `session_url`, making invite links under `invite_base_url`.
 
-use crate::config::ServeArgs;
 use anyhow::Context;
 use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
@@ -12,9 +11,9 @@ use std::sync::Arc;
 
 /// The matchmaking service; its gRPC server and its background loops come from it.
 pub(crate) fn service(
-    args: &ServeArgs,
     postgres: Option<&PostgresStore>,
     session_url: &str,
+    invite_base_url: &str,
 ) -> anyhow::Result<MatchmakingService> {
     let store: Arc<dyn MatchStore> = match postgres {
         Some(postgres) => Arc::new(PostgresMatchStore::from_pool(postgres.pool().clone())),
@@ -26,7 +25,7 @@ pub(crate) fn service(
         store,
         session,
         MatchmakingConfig {
-            invite_base_url: args.invite_base_url.clone(),
+            invite_base_url: invite_base_url.to_string(),
             ..MatchmakingConfig::default()
         },
     ))

@@ -40,7 +40,8 @@ pub struct Ports {
     /// The internal gRPC port (`--internal-listen`), open when the session and the gateway run
     /// together: the session's, the clock's and matchmaking's APIs.
     pub internal: Option<SocketAddr>,
-    /// The HTTP port of the gateway (`--http-listen`): the WebSocket API.
+    /// The HTTP port of the gateway (`--http-listen`): the WebSocket API, the browser client,
+    /// guest sign-in and the server's time.
     pub http: Option<SocketAddr>,
     /// The metrics port (`--metrics-listen`).
     pub metrics: SocketAddr,
@@ -97,15 +98,29 @@ impl Application {
         let session = roles
             .session
             .then(|| session::server(&args, stores.games.clone()));
+        // Bound before matchmaking is built: its invite links default to this listener's page.
+        let http_listener = match roles.gateway {
+            true => Some(bind(args.http_listen, "--http-listen").await?),
+            false => None,
+        };
+        let http_addr = http_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        let invite_base_url = args.invite_base_url.clone().unwrap_or_else(|| {
+            gateway::default_invite_base_url(http_addr.unwrap_or(args.http_listen))
+        });
         let matchmaking = roles
             .matchmaking
-            .then(|| matchmaking::service(&args, stores.postgres.as_ref(), &session_url))
+            .then(|| matchmaking::service(stores.postgres.as_ref(), &session_url, &invite_base_url))
             .transpose()?;
-        let (player, gateway) = roles
-            .gateway
-            .then(|| gateway::build(&args, &session_url, matchmaking_url.as_deref()))
-            .transpose()?
-            .unzip();
+        let (player, gateway, http_routes) = match roles.gateway {
+            true => {
+                let built = gateway::build(&args, &session_url, matchmaking_url.as_deref())?;
+                (Some(built.api), Some(built.gateway), Some(built.http))
+            }
+            false => (None, None, None),
+        };
         let (clock_api, clock) = roles
             .clock
             .then(|| clock::parts(&args, stores.games.clone(), &session_url))
@@ -128,18 +143,11 @@ impl Application {
             .as_ref()
             .map(|m| m.server().max_decoding_message_size(args.max_message_bytes));
 
-        let http_listener = match gateway {
-            Some(_) => Some(bind(args.http_listen, "--http-listen").await?),
-            None => None,
-        };
         let metrics_listener = bind(args.metrics_listen, "--metrics-listen").await?;
         let ports = Ports {
             grpc: grpc_addr,
             internal: internal_addr,
-            http: http_listener
-                .as_ref()
-                .map(TcpListener::local_addr)
-                .transpose()?,
+            http: http_addr,
             metrics: metrics_listener.local_addr()?,
         };
 
@@ -174,12 +182,21 @@ impl Application {
             let config = gateway::ws_config(&args);
             let stop = stop_rx.clone();
             async move {
-                let (Some(listener), Some(gateway)) = (http_listener, gateway) else {
+                let (Some(listener), Some(gateway), Some(routes)) =
+                    (http_listener, gateway, http_routes)
+                else {
                     return Ok(());
                 };
-                hidden_front_gateway::ws::serve(listener, gateway, config, stopped(stop))
-                    .await
-                    .context("serving HTTP (the WebSocket API)")
+                let routes = hidden_front_gateway::http::routes(routes, gateway.clone());
+                hidden_front_gateway::ws::serve_with(
+                    listener,
+                    gateway,
+                    config,
+                    routes,
+                    stopped(stop),
+                )
+                .await
+                .context("serving HTTP (the WebSocket API and the page)")
             }
         };
         let public = async move {

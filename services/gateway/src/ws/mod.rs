@@ -35,7 +35,7 @@ mod transport;
 mod writer;
 
 pub use messages::code_name;
-pub use transport::serve;
+pub use transport::{serve, serve_with};
 
 use std::time::Duration;
 

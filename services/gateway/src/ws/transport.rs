@@ -45,6 +45,22 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    serve_with(listener, gateway, config, Router::new(), shutdown).await
+}
+
+/// [`serve`], with `routes` (the page, guest sign-in, the server time: [`crate::http::routes`])
+/// beside `/v1/ws` on the same listener. Requests carry the client's address
+/// (`ConnectInfo<SocketAddr>`), which the guest endpoint's rate limit is keyed by.
+pub async fn serve_with<F>(
+    listener: TcpListener,
+    gateway: Gateway,
+    config: WsConfig,
+    routes: Router,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let (stop_tx, stop_rx) = watch::channel(false);
     let max_connections = config
         .max_connections
@@ -59,17 +75,21 @@ where
     });
     let app = Router::new()
         .route(WS_PATH, get(upgrade))
-        .with_state(Arc::clone(&state));
+        .with_state(Arc::clone(&state))
+        .merge(routes);
     // Answers are small and latency-bound: never let Nagle's algorithm hold one back.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        })
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    })
+    .await?;
     // Upgraded connections live outside axum's bookkeeping: wait until each has closed (every
     // one holds a permit until then), but not forever.
     let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
