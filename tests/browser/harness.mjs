@@ -1,0 +1,361 @@
+// The browser tests' harness: the real `hidden-front serve` process on loopback, Debian's Chromium
+// driven by playwright-core, and helpers that act through the page's DOM hooks (`data-action`,
+// `data-field`, `data-square`, `data-legal`) the way a player clicks.
+//
+// Every WebSocket frame a page receives is recorded, so a test can prove that nothing the rules
+// hide reached the browser before the end.
+
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, statSync, copyFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository's root. */
+export const root = resolve(here, "..", "..");
+/** Where screenshots and traces go (`target/browser/`). */
+export const outDir = join(root, "target", "browser");
+
+/** Chromium: Debian's, as Playwright's own download is not reachable here. */
+export const chromiumPath = process.env.HF_CHROMIUM ?? "/usr/bin/chromium";
+
+/** The newest modification time of any file below `dir`. */
+function newest(dir) {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/** The server binary; refused when the bundle it embeds is newer than it (a stale binary). */
+export function serverBinary() {
+  const binary = process.env.HF_BINARY ?? join(root, "target", "debug", "hidden-front");
+  if (!existsSync(binary)) {
+    throw new Error(`no server binary at ${binary}: run cargo build -p hidden-front`);
+  }
+  const dist = join(root, "web", "dist");
+  if (existsSync(dist) && newest(dist) > statSync(binary).mtimeMs) {
+    throw new Error(`${binary} is older than web/dist: run cargo build -p hidden-front`);
+  }
+  return binary;
+}
+
+/**
+ * Starts `hidden-front serve` (every service, the in-memory store) on free loopback ports and
+ * resolves once every listener is bound. `stop()` ends it.
+ */
+export async function startServer(extraArgs = []) {
+  const args = [
+    "serve",
+    "--listen", "127.0.0.1:0",
+    "--internal-listen", "127.0.0.1:0",
+    "--http-listen", "127.0.0.1:0",
+    "--metrics-listen", "127.0.0.1:0",
+    ...extraArgs,
+  ];
+  const child = spawn(serverBinary(), args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+  });
+  const log = [];
+  createInterface({ input: child.stderr }).on("line", (line) => log.push(line));
+  const lines = createInterface({ input: child.stdout });
+  const ports = await new Promise((resolvePorts, reject) => {
+    const found = {};
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not start in 60 s:\n${log.join("\n")}`)),
+      60_000,
+    );
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code}) before it was ready:\n${log.join("\n")}`));
+    });
+    lines.on("line", (line) => {
+      const http = line.match(/^hidden-front http listening on (\S+)/);
+      if (http) found.http = http[1];
+      const grpc = line.match(/^hidden-front listening on (\S+)/);
+      if (grpc) {
+        // The last line `serve` prints: every listener is bound.
+        found.grpc = grpc[1];
+        clearTimeout(timer);
+        resolvePorts(found);
+      }
+    });
+  });
+  if (!ports.http) throw new Error("the server printed no HTTP address");
+  return {
+    url: `http://${ports.http}`,
+    log,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Launches headless Chromium. */
+export async function launchBrowser() {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(
+      `no Chromium at ${chromiumPath}: apt-get install chromium (scripts/install-web-toolchain does)`,
+    );
+  }
+  return chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+}
+
+/**
+ * A person at a browser: one context (its own storage), one page, every WebSocket frame it
+ * received, and every console error or page error it showed.
+ */
+export class Person {
+  constructor(name, context, page) {
+    this.name = name;
+    this.context = context;
+    this.page = page;
+    /** Text frames received, in order, as parsed JSON. */
+    this.frames = [];
+    /** Console errors and uncaught exceptions. */
+    this.errors = [];
+  }
+
+  static async open(browser, name, { viewport = { width: 1280, height: 900 }, locale = "en-US" } = {}) {
+    const context = await browser.newContext({ viewport, locale });
+    const page = await context.newPage();
+    const person = new Person(name, context, page);
+    person.watch(page);
+    return person;
+  }
+
+  watch(page) {
+    page.on("websocket", (socket) => {
+      socket.on("framereceived", (frame) => {
+        if (typeof frame.payload !== "string") return;
+        try {
+          this.frames.push(JSON.parse(frame.payload));
+        } catch {
+          this.frames.push({ unparsed: frame.payload });
+        }
+      });
+    });
+    page.on("console", (message) => {
+      if (message.type() === "error") this.errors.push(`console: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => this.errors.push(`page error: ${error.message}`));
+  }
+
+  /** Signs in as a guest with one click and returns the player id shown. */
+  async signInAsGuest(url) {
+    await this.page.goto(url);
+    await this.page.locator('[data-action="guest"]').click();
+    const player = this.page.locator('[data-field="player"]');
+    await player.filter({ hasText: /\S/ }).first().waitFor();
+    this.player = (await player.first().textContent()).trim();
+    return this.player;
+  }
+
+  game() {
+    return this.page.locator("[data-game]");
+  }
+
+  async attribute(name) {
+    return (await this.game().getAttribute(name)) ?? "";
+  }
+
+  /** Waits until the game root exists and has `data-<name>` equal to one of `values`. */
+  async waitForGame(name, values, timeout = 60_000) {
+    const list = Array.isArray(values) ? values : [values];
+    await this.page.waitForFunction(
+      ([attribute, wanted]) => {
+        const game = document.querySelector("[data-game]");
+        return game !== null && wanted.includes(game.getAttribute(attribute) ?? "");
+      },
+      [`data-${name}`, list],
+      { timeout },
+    );
+  }
+
+  /** The game id of the page's URL (`/game/{id}` or `/watch/{id}`). */
+  gameId() {
+    const match = new URL(this.page.url()).pathname.match(/^\/(?:game|watch)\/([^/]+)/);
+    if (!match) throw new Error(`${this.name} is not on a game page: ${this.page.url()}`);
+    return match[1];
+  }
+
+  async screenshot(name) {
+    mkdirSync(outDir, { recursive: true });
+    const path = join(outDir, `${name}.png`);
+    await this.page.screenshot({ path, fullPage: true });
+    if (process.env.HF_UPDATE_SCREENSHOTS === "1") {
+      const docs = join(root, "docs", "screenshots");
+      mkdirSync(docs, { recursive: true });
+      copyFileSync(path, join(docs, `${name}.png`));
+    }
+    return path;
+  }
+
+  async close() {
+    await this.context.close();
+  }
+}
+
+/** A seeded generator, so a failing run can be repeated (`HF_BROWSER_SEED`). */
+export function rng(seed) {
+  let state = BigInt(seed) || 1n;
+  return () => {
+    state ^= state << 13n;
+    state &= 0xffffffffffffffffn;
+    state ^= state >> 7n;
+    state ^= state << 17n;
+    state &= 0xffffffffffffffffn;
+    return Number(state % 1_000_000n) / 1_000_000;
+  };
+}
+
+/**
+ * Plays one move for `person` by clicking, as a person would: picks an own piece, waits for the
+ * page to highlight its legal destinations (computed in the browser by the engine), and clicks
+ * one, preferring attacks so that random games end in a reasonable number of plies. Returns the
+ * move played, or null when no piece had a destination.
+ */
+export async function clickAMove(person, random) {
+  const page = person.page;
+  const version = await person.attribute("data-version");
+  const seat = await person.attribute("data-seat");
+  const own = await page.locator(`[data-game] [data-square][data-side="${seat}"]`).evaluateAll((nodes) =>
+    nodes.map((node) => node.getAttribute("data-square")),
+  );
+  // Shuffle the candidates.
+  for (let i = own.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [own[i], own[j]] = [own[j], own[i]];
+  }
+  for (const from of own) {
+    await page.locator(`[data-game] [data-square="${from}"]`).click();
+    // A piece with no move (a mine, a flag, a blocked piece) may lose its selection at the
+    // page's next view refresh before it is seen: then try the next piece.
+    const selected = await page
+      .locator(`[data-game] [data-square="${from}"][data-selected]`)
+      .waitFor({ timeout: 2_000 })
+      .then(() => true, () => false);
+    if (!selected) continue;
+    const targets = await page.locator("[data-game] [data-square][data-legal]").evaluateAll((nodes) =>
+      nodes.map((node) => ({
+        square: node.getAttribute("data-square"),
+        attack: node.hasAttribute("data-side"),
+      })),
+    );
+    if (targets.length === 0) continue;
+    const attacks = targets.filter((t) => t.attack);
+    const pool = attacks.length > 0 && random() < 0.8 ? attacks : targets;
+    const to = pool[Math.floor(random() * pool.length)].square;
+    await page.locator(`[data-game] [data-square="${to}"][data-legal]`).click();
+    // The move is played once the page's view moves past the version it had.
+    await page.waitForFunction(
+      (before) => {
+        const game = document.querySelector("[data-game]");
+        return (
+          game !== null &&
+          (game.getAttribute("data-phase") === "ended" ||
+            BigInt(game.getAttribute("data-version") || "0") > BigInt(before || "0"))
+        );
+      },
+      version,
+      { timeout: 30_000 },
+    );
+    return { from, to };
+  }
+  return null;
+}
+
+/**
+ * Plays a game to its end between people seated in it, each moving by clicks on their turn.
+ * `onPly(plies)` runs after each move (a test reloads a page there, say). Resolves with the
+ * number of plies played.
+ */
+export async function playToTheEnd(players, random, { onPly = async () => {}, maxPlies = 3000 } = {}) {
+  let plies = 0;
+  for (;;) {
+    const phases = await Promise.all(players.map((p) => p.attribute("data-phase")));
+    if (phases.every((phase) => phase === "ended")) return plies;
+    if (plies > maxPlies) throw new Error(`no end after ${plies} plies`);
+    // Whose turn it is, by the pages' own word.
+    await Promise.race(
+      players.map((p) => p.waitForGame("turn", ["mine"], 60_000).then(() => p)),
+    ).catch(() => {});
+    let moved = false;
+    for (const person of players) {
+      if ((await person.attribute("data-phase")) !== "play") continue;
+      if ((await person.attribute("data-turn")) !== "mine") continue;
+      const move = await clickAMove(person, random);
+      if (move === null) throw new Error(`${person.name} has the turn but no piece can move`);
+      plies += 1;
+      moved = true;
+      await onPly(plies, person);
+      break;
+    }
+    if (!moved) {
+      // Nobody has the turn yet (an answer in flight), or the game just ended: wait for either.
+      await Promise.race(
+        players.map((p) => p.waitForGame("phase", ["ended"], 2_000).catch(() => {})),
+      );
+    }
+  }
+}
+
+const SIDES = { south: "SIDE_SOUTH", north: "SIDE_NORTH" };
+
+/**
+ * What a viewer received that the rules hide, before the game's end: any piece code of a side not
+ * the viewer's (a spectator: of either side), in any frame before the `ended` event, except the
+ * flags the rules show (`flagReveals`). Returns a list of findings (empty when nothing leaked).
+ */
+export function leaks(frames, seat, flagCodes = ["F"]) {
+  const hidden = seat === "spectator" ? new Set(Object.values(SIDES)) : new Set([seat === "south" ? SIDES.north : SIDES.south]);
+  const mine = seat === "spectator" ? null : SIDES[seat];
+  const findings = [];
+  const walk = (value, path) => {
+    if (Array.isArray(value)) {
+      value.forEach((item, index) => walk(item, `${path}[${index}]`));
+      return;
+    }
+    if (value === null || typeof value !== "object") return;
+    if (path.endsWith(".flagReveals")) return;
+    if (hidden.has(value.side)) {
+      if (typeof value.piece === "string" && value.piece !== "") {
+        findings.push(`${path}: ${value.side} piece ${value.piece}`);
+      }
+      if (value.placements?.length) findings.push(`${path}: ${value.side} deployment`);
+      if (value.deployment?.placements?.length) findings.push(`${path}: ${value.side} deployment`);
+    }
+    // A fight this viewer started (or any fight, for a spectator) names the defender only by id.
+    if (value.combat?.defenderPiece && (mine === null || value.side === mine)) {
+      findings.push(`${path}.combat: defender ${value.combat.defenderPiece}`);
+    }
+    for (const [key, inner] of Object.entries(value)) walk(inner, `${path}.${key}`);
+  };
+  for (const [index, frame] of frames.entries()) {
+    if (frame?.type === "event" && frame.event?.ended) break;
+    if (frame?.type === "result" && JSON.stringify(frame).includes('"ended"')) break;
+    walk(frame, `frame[${index}]`);
+  }
+  // Flags shown by the rules carry a flag code only.
+  for (const [index, frame] of frames.entries()) {
+    if (frame?.type === "event" && frame.event?.ended) break;
+    for (const reveal of frame?.event?.moved?.flagReveals ?? []) {
+      for (const piece of reveal.flags ?? []) {
+        if (!flagCodes.includes(piece.piece)) findings.push(`frame[${index}]: a flag reveal shows ${piece.piece}`);
+      }
+    }
+  }
+  return findings;
+}
