@@ -6,11 +6,13 @@
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
-use std::io::{BufRead as _, BufReader, Write as _};
+mod common;
+
+use common::Terminal;
 use std::pin::Pin;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
@@ -424,76 +426,12 @@ async fn serve(fake: Fake) -> String {
     format!("http://{addr}")
 }
 
-/// The client as a process, its stdout read line by line on a thread.
-struct Player {
-    child: Child,
-    stdin: ChildStdin,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: String,
-}
+/// The client as a process (a terminal of `common`), against the fake gateway.
+struct Player;
 
 impl Player {
-    fn start(args: &[&str]) -> Player {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-            .arg("play")
-            .args(args)
-            .env_remove("HF_TOKEN")
-            .env_remove("HF_GATEWAY")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start hidden-front play");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Player {
-            child,
-            stdin,
-            lines,
-            seen: String::new(),
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Waits until the output since the last wait contains `text`; answers that output.
-    fn wait_for(&mut self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(at) = self.seen.find(text) {
-                let end = at + text.len();
-                let upto = self.seen[..end].to_string();
-                self.seen.drain(..end);
-                return upto;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push_str(&line);
-                    self.seen.push('\n');
-                }
-                Err(_) => panic!("no {text:?} in the output; it said:\n{}", self.seen),
-            }
-        }
-    }
-}
-
-impl Drop for Player {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn start(args: &[&str]) -> Terminal {
+        Terminal::start("player", args, Stdio::piped(), Duration::from_secs(20))
     }
 }
 
@@ -548,7 +486,7 @@ async fn plays_a_move_follows_the_stream_and_prints_refusals() {
 
     player.send("quit");
     let status = tokio::task::spawn_blocking(move || {
-        let status = player.child.wait().unwrap();
+        let status = player.wait();
         (status, player)
     })
     .await
@@ -598,7 +536,7 @@ async fn plays_gunjin_shogi_with_the_hq_as_one_square() {
     );
 
     player.send("quit");
-    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+    let status = tokio::task::spawn_blocking(move || player.wait())
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");
@@ -736,7 +674,7 @@ async fn a_guest_signs_in_over_http_and_plays() {
         "{request}"
     );
     player.send("quit");
-    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+    let status = tokio::task::spawn_blocking(move || player.wait())
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");
@@ -813,7 +751,7 @@ async fn the_countdown_runs_on_the_server_clock() {
         "{request}"
     );
     player.send("quit");
-    let status = tokio::task::spawn_blocking(move || player.child.wait().unwrap())
+    let status = tokio::task::spawn_blocking(move || player.wait())
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");

@@ -16,123 +16,38 @@
 
 use hidden_front_e2e::gateway;
 use hidden_front_e2e::{Server, TestDatabase};
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use common::Terminal;
+use std::process::Stdio;
+use std::time::Duration;
 
 const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
 
 /// How long one expected line may take (a computer move, a lobby push, a process start).
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// The client as a process, its stdout read line by line on a thread.
-struct Player {
-    name: &'static str,
-    child: Child,
-    stdin: ChildStdin,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: String,
-}
+/// The client as a process: a terminal of `common`, started against the test's server.
+struct Player;
 
 impl Player {
-    fn start(name: &'static str, server: &Server, args: &[&str]) -> Player {
+    fn start(name: &'static str, server: &Server, args: &[&str]) -> Terminal {
         Player::start_at(name, &urls(server), args)
     }
 
     /// [`Player::start`] with the server's (gRPC, HTTP) URLs.
-    fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Player {
+    fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Terminal {
         let (gateway_url, http_url) = urls;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-            .args([
-                "play",
-                "--gateway",
-                gateway_url,
-                "--http",
-                http_url,
-                "--token",
-            ])
-            .arg(gateway::token(name))
-            .args(args)
-            .env_remove("HF_TOKEN")
-            .env_remove("HF_GATEWAY")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start hidden-front play");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Player {
-            name,
-            child,
-            stdin,
-            lines,
-            seen: String::new(),
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Waits until the output since the last wait contains `text`; answers that output.
-    fn wait_for(&mut self, text: &str) -> String {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(at) = self.seen.find(text) {
-                let end = at + text.len();
-                let upto = self.seen[..end].to_string();
-                self.seen.drain(..end);
-                return upto;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push_str(&line);
-                    self.seen.push('\n');
-                }
-                Err(_) => panic!(
-                    "{}: no {text:?} in the output; it said:\n{}",
-                    self.name, self.seen
-                ),
-            }
-        }
-    }
-
-    /// The rest of the current line after `text`.
-    fn value_after(&mut self, text: &str) -> String {
-        self.wait_for(text);
-        self.wait_for("\n").trim().to_string()
-    }
-
-    /// Waits for the process to leave; true if it exited with success.
-    fn exits_cleanly(mut self) -> bool {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.success();
-            }
-            assert!(Instant::now() < deadline, "{} did not exit", self.name);
-            // Draining stdout is what lets the process finish writing and leave.
-            let _ = self.lines.recv_timeout(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Player {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let mut all = vec![
+            "--gateway".to_string(),
+            gateway_url.clone(),
+            "--http".to_string(),
+            http_url.clone(),
+            "--token".to_string(),
+            gateway::token(name),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        Terminal::start(name, all, Stdio::inherit(), DEADLINE)
     }
 }
 

@@ -1,0 +1,124 @@
+//! What the terminal client's tests share: `hidden-front play` as a real process, typed into
+//! through its stdin and read line by line from its stdout, as a person in a terminal would.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+/// A running `hidden-front play`, its stdout read on a thread.
+pub struct Terminal {
+    /// Who this is, in failure messages.
+    name: &'static str,
+    /// How long one expected line may take.
+    deadline: Duration,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    /// Output read but not yet consumed by a wait.
+    seen: String,
+}
+
+impl Terminal {
+    /// Starts `hidden-front play ARGS` with no token or gateway from the environment; `stderr`
+    /// is where its error stream goes.
+    pub fn start<I, S>(name: &'static str, args: I, stderr: Stdio, deadline: Duration) -> Terminal
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
+            .arg("play")
+            .args(args)
+            .env_remove("HF_TOKEN")
+            .env_remove("HF_GATEWAY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("start hidden-front play");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            name,
+            deadline,
+            child,
+            stdin,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Types one line.
+    pub fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits until the output since the last wait contains `text`; answers that output.
+    pub fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + self.deadline;
+        loop {
+            if let Some(at) = self.seen.find(text) {
+                let end = at + text.len();
+                let upto = self.seen[..end].to_string();
+                self.seen.drain(..end);
+                return upto;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(_) => panic!(
+                    "{}: no {text:?} in the output; it said:\n{}",
+                    self.name, self.seen
+                ),
+            }
+        }
+    }
+
+    /// The rest of the current line after `text`.
+    #[allow(dead_code)] // not every test file reads values
+    pub fn value_after(&mut self, text: &str) -> String {
+        self.wait_for(text);
+        self.wait_for("\n").trim().to_string()
+    }
+
+    /// Waits for the process to leave (its stdout is drained by the reading thread).
+    #[allow(dead_code)] // not every test file waits this way
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    /// Waits for the process to leave; true if it exited with success.
+    #[allow(dead_code)] // not every test file waits for an exit
+    pub fn exits_cleanly(mut self) -> bool {
+        let deadline = Instant::now() + self.deadline;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(Instant::now() < deadline, "{} did not exit", self.name);
+            // Draining stdout is what lets the process finish writing and leave.
+            let _ = self.lines.recv_timeout(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
