@@ -28,6 +28,9 @@ async function moveList(person) {
   return person.page.locator('[data-field="moves"] li').allTextContents();
 }
 
+/** The flag codes of both families: the only opponent code the rules may show before the end. */
+const FLAG_CODES = ["F", "FLG"];
+
 /** The side across the board from a seat. */
 const opposite = (seat) => (seat === "south" ? "north" : "south");
 
@@ -44,7 +47,7 @@ async function opponentCodesInTheDom(person) {
 
 async function assertNoOpponentCodeInTheDom(person) {
   const seat = await person.attribute("data-seat");
-  const shown = (await opponentCodesInTheDom(person)).filter((code) => code !== "F");
+  const shown = (await opponentCodesInTheDom(person)).filter((code) => !FLAG_CODES.includes(code));
   assert.deepEqual(shown, [], `${person.name}'s page shows opponent codes before the end`);
   // Nor anywhere in the page's storage (the events it keeps for a reload, the guessed marks).
   const stored = await person.page.evaluate(() =>
@@ -57,7 +60,7 @@ async function assertNoOpponentCodeInTheDom(person) {
     }),
   );
   assert.ok(stored.length > 0, `${person.name}'s page keeps its events for a reload`);
-  assert.deepEqual(leaks(stored, seat), [], `${person.name}'s page stores nothing hidden`);
+  assert.deepEqual(leaks(stored, seat, FLAG_CODES), [], `${person.name}'s page stores nothing hidden`);
 }
 
 test("two people play a whole game from an invite link, watched by a spectator; a reload resumes", async () => {
@@ -163,7 +166,7 @@ test("two people play a whole game from an invite link, watched by a spectator; 
     const seatOf = { alice: await alice.attribute("data-seat"), bob: await bob.attribute("data-seat"), carol: "spectator" };
     for (const person of [alice, bob, carol]) {
       assert.ok(person.frames.length > 10, `${person.name} received frames`);
-      assert.deepEqual(leaks(person.frames, seatOf[person.name]), [], `${person.name} received nothing hidden`);
+      assert.deepEqual(leaks(person.frames, seatOf[person.name], FLAG_CODES), [], `${person.name} received nothing hidden`);
       assert.deepEqual(person.errors, [], `${person.name}'s page showed no errors`);
     }
   } finally {
@@ -199,9 +202,54 @@ test("a game against the computer is played to its end", async () => {
       console.log(`figure: legal moves in the browser (wasm, from the view's JSON) p50 ${at(0.5)} ms, p95 ${at(0.95)} ms over ${legal.length} views`);
     }
     assert.match(await result.getAttribute("data-outcome"), /^(win|loss|draw)$/);
-    assert.deepEqual(leaks(dana.frames, await dana.attribute("data-seat")), []);
+    assert.deepEqual(leaks(dana.frames, await dana.attribute("data-seat"), FLAG_CODES), []);
     assert.deepEqual(dana.errors, []);
   } finally {
     await dana.close();
+  }
+});
+
+test("two people find a Gunjin Shogi match, in Japanese and Korean at phone width, and play it out", async () => {
+  const random = rng(seed + 2);
+  const phone = { width: 390, height: 844 };
+  const emi = await Person.open(browser, "emi", { viewport: phone, locale: "ja-JP" });
+  const jun = await Person.open(browser, "jun", { viewport: phone, locale: "ko-KR" });
+  try {
+    await emi.signInAsGuest(server.url);
+    await jun.signInAsGuest(server.url);
+    // The page speaks the browser's language.
+    assert.equal(await emi.page.locator('select[data-field="language"]').inputValue(), "ja");
+    assert.equal(await jun.page.locator('select[data-field="language"]').inputValue(), "ko");
+    for (const person of [emi, jun]) {
+      await person.page.locator('select[data-field="rules"]').selectOption("gunjin-shogi");
+      await person.page.locator('[data-action="find-match"]').click();
+    }
+    await emi.waitForGame("phase", "deployment");
+    await jun.waitForGame("phase", "deployment");
+    assert.equal(emi.gameId(), jun.gameId(), "the queue paired the two");
+    assert.equal(await emi.game().getAttribute("data-rules"), "gunjin-shogi");
+    await emi.screenshot("gunjin-deployment-ja");
+    await emi.page.locator('[data-action="confirm"]').click();
+    await jun.page.locator('[data-action="confirm"]').click();
+    await emi.waitForGame("phase", "play");
+    await jun.waitForGame("phase", "play");
+    const plies = await playToTheEnd([emi, jun], random, {
+      onPly: async (ply) => {
+        if (ply === 8) {
+          await assertNoOpponentCodeInTheDom(emi);
+          await assertNoOpponentCodeInTheDom(jun);
+        }
+      },
+    });
+    console.log(`gunjin shogi match: ${plies} plies clicked`);
+    for (const person of [emi, jun]) {
+      await person.page.locator('[data-field="result"]').waitFor();
+      const seat = await person.attribute("data-seat");
+      assert.deepEqual(leaks(person.frames, seat, FLAG_CODES), [], `${person.name} received nothing hidden`);
+      assert.deepEqual(person.errors, [], `${person.name}'s page showed no errors`);
+    }
+    await jun.screenshot("gunjin-end-ko");
+  } finally {
+    await Promise.all([emi.close(), jun.close()]);
   }
 });
