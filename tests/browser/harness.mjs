@@ -315,6 +315,21 @@ export async function playToTheEnd(players, random, { onPly = async () => {}, ma
 const SIDES = { south: "SIDE_SOUTH", north: "SIDE_NORTH" };
 
 /**
+ * Whether a frame is the first to tell the viewer that the game is over, after which everything
+ * may be shown: the `ended` event of a subscription, an answer whose events end the game, or a
+ * view of the ended game (a `get_game` answer can overtake the stream's `ended` event).
+ */
+function endsTheGame(frame) {
+  if (frame?.type === "event") return Boolean(frame.event?.ended);
+  if (frame?.type !== "result") return false;
+  const response = frame.response ?? {};
+  return (
+    response.game?.phase === "PHASE_ENDED" ||
+    (response.result?.events ?? []).some((event) => event.ended)
+  );
+}
+
+/**
  * What a viewer received that the rules hide, before the game's end: any piece code of a side not
  * the viewer's (a spectator: of either side), in any frame before the `ended` event, except the
  * flags the rules show (`flagReveals`). Returns a list of findings (empty when nothing leaked).
@@ -324,12 +339,13 @@ export function leaks(frames, seat, flagCodes = ["F"]) {
   const mine = seat === "spectator" ? null : SIDES[seat];
   const findings = [];
   const walk = (value, path) => {
+    // Flags the rules show are checked on their own, below.
+    if (path.endsWith(".flagReveals")) return;
     if (Array.isArray(value)) {
       value.forEach((item, index) => walk(item, `${path}[${index}]`));
       return;
     }
     if (value === null || typeof value !== "object") return;
-    if (path.endsWith(".flagReveals")) return;
     if (hidden.has(value.side)) {
       if (typeof value.piece === "string" && value.piece !== "") {
         findings.push(`${path}: ${value.side} piece ${value.piece}`);
@@ -344,13 +360,12 @@ export function leaks(frames, seat, flagCodes = ["F"]) {
     for (const [key, inner] of Object.entries(value)) walk(inner, `${path}.${key}`);
   };
   for (const [index, frame] of frames.entries()) {
-    if (frame?.type === "event" && frame.event?.ended) break;
-    if (frame?.type === "result" && JSON.stringify(frame).includes('"ended"')) break;
+    if (endsTheGame(frame)) break;
     walk(frame, `frame[${index}]`);
   }
   // Flags shown by the rules carry a flag code only.
   for (const [index, frame] of frames.entries()) {
-    if (frame?.type === "event" && frame.event?.ended) break;
+    if (endsTheGame(frame)) break;
     for (const reveal of frame?.event?.moved?.flagReveals ?? []) {
       for (const piece of reveal.flags ?? []) {
         if (!flagCodes.includes(piece.piece)) findings.push(`frame[${index}]: a flag reveal shows ${piece.piece}`);
