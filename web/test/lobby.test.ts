@@ -60,6 +60,26 @@ describe("the lobby", () => {
     expect(navigate).toHaveBeenCalledWith("/game/new");
   });
 
+  it("sends the chosen time control with an invite, and the server's default until one is chosen", async () => {
+    const { root, ws } = await open();
+    (root.querySelector('[data-action="create-invite"]') as HTMLButtonElement).click();
+    await flush();
+    // Unchosen: no time control on the wire (proto JSON omits the empty default).
+    const first = ws.last("create_invite")!;
+    expect((first.request as { timeControl?: string }).timeControl ?? "").toBe("");
+    ws.push({ id: first.id, type: "result", response: { invite: { code: "C1", link: "http://x/invite/C1" } } });
+    await flush();
+    const clock = root.querySelector('select[data-field="time-control"]') as HTMLSelectElement;
+    expect([...clock.options].map((o) => o.value)).toEqual(["", "online", "relaxed"]);
+    clock.value = "online";
+    clock.dispatchEvent(new Event("change"));
+    await flush();
+    (root.querySelector('[data-action="create-invite"]') as HTMLButtonElement).click();
+    await flush();
+    expect(ws.last("create_invite")!.request).toMatchObject({ timeControl: "online" });
+    expect(localStorage.getItem("hf.timeControl")).toBe("online");
+  });
+
   it("accepts an invite from its link and shows a refusal by its reason", async () => {
     const { root, ws, navigate } = await open("ABC123");
     (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();

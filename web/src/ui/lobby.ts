@@ -12,6 +12,9 @@ import { formatSeconds } from "../state/clock.js";
 import { h, replaceKeepingFocus, type Child } from "./dom.js";
 
 /** The rule sets offered in the lobby. */
+/** The time controls a player may choose (the server's names; see docs/rules/junqi.md §7). */
+export const TIME_CONTROLS = ["online", "relaxed"] as const;
+
 export const RULE_SETS = [
   "hidden-front",
   "hidden-front+hq-mobile",
@@ -36,6 +39,9 @@ export class LobbyScreen {
   readonly root = h("section", { class: "lobby" });
   private rules: string = local.getItem("hf.rules") ?? "hidden-front";
   private rated = false;
+  /** The chosen time control; empty until chosen, so each kind of game gets the server's default
+   * (online for the queues, relaxed for invites). */
+  private timeControl: string = local.getItem("hf.timeControl") ?? "";
   private ticket: { id: string; since: number } | null = null;
   private invite: { code: string; link: string } | null = null;
   private games: GameSummaryJson[] | null = null;
@@ -176,7 +182,7 @@ export class LobbyScreen {
       // Set before the call: a match found may arrive on the lobby stream before the answer.
       this.ticket = { id, since: Date.now() };
       try {
-        const r = await this.deps.conn.request("find_match", { ticketId: id, queue: { rules: this.rules, rated: this.rated } });
+        const r = await this.deps.conn.request("find_match", { ticketId: id, queue: { rules: this.rules, rated: this.rated, timeControl: this.timeControl } });
         const tk = r.ticket;
         if (tk?.state === "TICKET_STATE_MATCHED" && tk.gameId) {
           this.clearTicket();
@@ -205,7 +211,7 @@ export class LobbyScreen {
 
   private createInvite(): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("create_invite", { inviteId: uid(), rules: this.rules });
+      const r = await this.deps.conn.request("create_invite", { inviteId: uid(), rules: this.rules, timeControl: this.timeControl });
       const inv = r.invite;
       if (!inv?.code) return;
       const link = inv.link || `${location.origin}/invite/${inv.code}`;
@@ -264,11 +270,25 @@ export class LobbyScreen {
       },
       RULE_SETS.map((r) => h("option", { value: r, selected: r === this.rules }, hasKey(`rules.${r}`) ? t(`rules.${r}` as Key) : r)),
     );
+    const clock = h(
+      "select",
+      {
+        "data-field": "time-control",
+        id: "time-control",
+        onchange: (e: Event) => {
+          this.timeControl = (e.target as HTMLSelectElement).value;
+          local.setItem("hf.timeControl", this.timeControl);
+        },
+      },
+      h("option", { value: "", selected: this.timeControl === "" }, t("lobby.clock.default")),
+      TIME_CONTROLS.map((c) => h("option", { value: c, selected: c === this.timeControl }, t(`clock.choice.${c}` as Key))),
+    );
     parts.push(
       h(
         "div",
         { class: "card play" },
         h("div", { class: "field" }, h("label", { for: "rules", class: "label" }, t("lobby.rules")), select),
+        h("div", { class: "field" }, h("label", { for: "time-control", class: "label" }, t("lobby.clock")), clock),
         h("div", { class: "actions" },
           h("button", { type: "button", class: "primary big", "data-action": "play-computer", disabled: this.busy, onclick: () => void this.playComputer() }, t("lobby.computer")),
           this.ticket
