@@ -545,22 +545,33 @@ async fn plays_gunjin_shogi_with_the_hq_as_one_square() {
     assert_eq!((mv.from.as_str(), mv.to.as_str()), ("D2", "D1+E1"));
 }
 
+/// Runs `hidden-front play ARGS` with no input, no token or gateway from the environment but
+/// `env`'s, and answers its error output after checking that it failed.
+fn play_fails(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hidden-front"));
+    command
+        .arg("play")
+        .args(args)
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_GATEWAY")
+        .stdin(Stdio::null());
+    command.envs(env.iter().copied());
+    let output = command.output().unwrap();
+    assert!(!output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_token_fails_with_a_hint() {
     let url = serve(Fake::new()).await;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-            .args(["play", "--gateway", &url, "--game", GAME])
-            .env("HF_TOKEN", "someone-else")
-            .env_remove("HF_GATEWAY")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+    let stderr = tokio::task::spawn_blocking(move || {
+        play_fails(
+            &["--gateway", &url, "--game", GAME],
+            &[("HF_TOKEN", "someone-else")],
+        )
     })
     .await
     .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("cannot open game \"g1\": token not accepted"),
         "{stderr}"
@@ -576,14 +587,11 @@ fn an_unreachable_gateway_fails_with_a_clear_message() {
         .local_addr()
         .unwrap()
         .port();
-    let output = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-        .args(["play", "--game", GAME, "--token", TOKEN])
-        .env("HF_GATEWAY", format!("http://127.0.0.1:{port}"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let gateway = format!("http://127.0.0.1:{port}");
+    let stderr = play_fails(
+        &["--game", GAME, "--token", TOKEN],
+        &[("HF_GATEWAY", &gateway)],
+    );
     assert!(
         stderr.contains(&format!(
             "cannot reach the gateway at http://127.0.0.1:{port}"
@@ -594,14 +602,7 @@ fn an_unreachable_gateway_fails_with_a_clear_message() {
 
 #[test]
 fn a_missing_token_is_named() {
-    let output = Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-        .args(["play", "--game", GAME])
-        .env_remove("HF_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = play_fails(&["--game", GAME], &[]);
     assert!(
         stderr.contains("no token: pass --token or set HF_TOKEN"),
         "{stderr}"
@@ -688,18 +689,11 @@ async fn a_gateway_without_guests_says_so() {
         r#"{"code":"NOT_FOUND","reason":"GUESTS_NOT_ALLOWED","message":"guest tokens are off"}"#,
     )
     .await;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_hidden-front"))
-            .args(["play", "--gateway", &url, "--guest", "--http", &http])
-            .env_remove("HF_TOKEN")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+    let stderr = tokio::task::spawn_blocking(move || {
+        play_fails(&["--gateway", &url, "--guest", "--http", &http], &[])
     })
     .await
     .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("this gateway does not hand out guest tokens (GUESTS_NOT_ALLOWED: guest tokens are off): pass a token with --token"),
         "{stderr}"
