@@ -61,6 +61,8 @@
 /// re-exported under its old path for callers of this crate.
 pub use hidden_front_inference::belief;
 mod formation;
+mod level;
 mod player;
 
+pub use level::{Level, UnknownLevel};
 pub use player::ComputerPlayer;

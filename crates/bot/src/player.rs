@@ -101,6 +101,12 @@ impl ComputerPlayer {
         }
     }
 
+    /// A player of `level` for `side` under `rules`, deterministic for a seed. (Every level
+    /// plays as [`Level::Belief`] until the others exist.)
+    pub fn with_level(side: Side, rules: Rules, _level: crate::Level, seed: u64) -> ComputerPlayer {
+        ComputerPlayer::new(side, rules, seed)
+    }
+
     /// The seat this player plays.
     pub fn side(&self) -> Side {
         self.side
