@@ -117,6 +117,17 @@ impl Beliefs {
         }
     }
 
+    /// The rule set.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// A sampler of complete opponent layouts consistent with what is known now (see
+    /// [`crate::sample`]).
+    pub fn sampler(&self) -> crate::Sampler {
+        crate::Sampler::new(self)
+    }
+
     /// Every kind of the rule set.
     pub fn all_kinds(&self) -> KindSet {
         self.all
