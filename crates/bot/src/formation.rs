@@ -1,12 +1,17 @@
-//! The computer player's deployment: the flag in an HQ walled in by mines, bombs in the middle of
-//! the half, a weak piece in the other HQ, the rest shuffled with the strongest pieces forward.
+//! The computer player's deployment. Junqi: the flag in an HQ walled in by mines, bombs in the
+//! middle of the half, a weak piece in the other HQ, the rest shuffled with the strongest pieces
+//! forward. Gunjin Shogi: a strong general-officer holding the HQ, the flag just in front of it
+//! (so it fights as that piece), mines beside the HQ, the rest random.
 
-use hidden_front_rules::piece::junqi;
-use hidden_front_rules::{Deployment, GameRng, Node, Nodes, PieceKind, Rules, Side};
+use hidden_front_rules::piece::{gunjin, junqi};
+use hidden_front_rules::{Deployment, Family, GameRng, Node, Nodes, PieceKind, Rules, Side};
 
 /// A deployment for `side` under `rules`, drawn with `rng`. Always valid: a plan that the engine's
 /// validation refuses (a rule set this plan does not foresee) falls back to a uniform random one.
 pub fn plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
+    if rules.family == Family::GunjinShogi {
+        return plan_gunjin(rules, side, rng);
+    }
     let planned = try_plan(rules, side, rng);
     match planned.validate(rules) {
         Ok(()) => planned,
@@ -101,4 +106,41 @@ fn try_plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
         place(node, kind, &mut free);
     }
     Deployment::new(side, placements)
+}
+
+/// Gunjin Shogi: a random deployment, then swaps (each checked by the engine, skipped if
+/// refused) that put a major general in the HQ, the flag in front of it and mines beside it.
+fn plan_gunjin(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
+    let topo = rules.topology();
+    let s = side.index();
+    let mut deployment = Deployment::random(rules, side, rng);
+    let Some(hq) = Nodes(topo.hq[s]).next() else {
+        return deployment;
+    };
+    let in_front = Nodes(topo.half[s]).find(|n| topo.behind[n.index()][s] & hq.bit() != 0);
+    let beside = Nodes(topo.neighbors[hq.index()] & topo.back_rows[s] & !hq.bit());
+    let mut wanted: Vec<(Node, PieceKind)> = vec![(hq, gunjin::MAJOR_GENERAL)];
+    if let Some(front) = in_front {
+        wanted.push((front, gunjin::FLAG));
+    }
+    wanted.extend(beside.map(|n| (n, gunjin::MINE)));
+    let mut placed = 0u64;
+    for (target, kind) in wanted {
+        if deployment.kind_at(target) == Some(kind) {
+            placed |= target.bit();
+            continue;
+        }
+        let from = deployment
+            .placements
+            .iter()
+            .find(|(n, k)| *k == kind && placed & n.bit() == 0)
+            .map(|(n, _)| *n);
+        if let Some(from) = from
+            && let Ok(next) = deployment.swapped(rules, from, target)
+        {
+            deployment = next;
+            placed |= target.bit();
+        }
+    }
+    deployment
 }

@@ -2,6 +2,20 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
+
+/// What one move may cost a level: a fixed amount of work, which makes the move a function of
+/// the seed and the events, and a wall-clock safety net.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Opponent layouts drawn from the belief and searched, per move (0: the level does not
+    /// sample).
+    pub samples: u32,
+    /// Wall-clock time after which the search stops drawing layouts (it always finishes the
+    /// first). Calibrated never to cut in on this project's machine at the default level; if
+    /// it does (a very loaded machine), the move can differ from run to run for one seed.
+    pub max_think: Duration,
+}
 
 /// How strongly (and how expensively) the computer plays. Every level is fed only its seat's
 /// projections and legal moves; they differ in how they choose.
@@ -17,12 +31,34 @@ pub enum Level {
     Search,
 }
 
+/// Layouts the search level draws per move.
+pub const SEARCH_SAMPLES: u32 = 32;
+
 impl Level {
     /// Every level, weakest first.
     pub const ALL: [Level; 4] = [Level::Random, Level::Greedy, Level::Belief, Level::Search];
 
     /// The level a game gets when the player names none: strong and fast.
     pub const DEFAULT: Level = Level::Search;
+
+    /// What a move may cost at this level (see [`Budget`]).
+    pub fn budget(self) -> Budget {
+        match self {
+            Level::Random | Level::Greedy | Level::Belief => Budget {
+                samples: 0,
+                max_think: Duration::from_millis(100),
+            },
+            Level::Search => Budget {
+                samples: SEARCH_SAMPLES,
+                max_think: Duration::from_millis(250),
+            },
+        }
+    }
+
+    /// Whether the level plays this rule set: every level plays both families.
+    pub fn supports(self, _rules: &hidden_front_rules::Rules) -> bool {
+        true
+    }
 
     /// The level's stable name, as the API and the command line take it.
     pub fn name(self) -> &'static str {

@@ -63,6 +63,8 @@ pub use hidden_front_inference::belief;
 mod formation;
 mod level;
 mod player;
+mod search;
+mod values;
 
-pub use level::{Level, UnknownLevel};
+pub use level::{Budget, Level, SEARCH_SAMPLES, UnknownLevel};
 pub use player::ComputerPlayer;

@@ -1,15 +1,15 @@
-//! The computer player: a board model rebuilt from projected events, and a one-ply expected-value
-//! choice among the legal moves.
+//! The computer player: a board model rebuilt from projected events, and the choice among the
+//! legal moves at its [`Level`]: random, greedy (one fight's expected material), belief (one ply
+//! of expected value with the danger after it) or search (see [`crate::search`]).
 
+use crate::Level;
 use crate::formation;
+use crate::values::{self, WIN, worth};
 use hidden_front_inference::{Beliefs, KIND_SLOTS, KindSet, Tracker};
-use hidden_front_rules::piece::junqi;
 use hidden_front_rules::{
-    Deployment, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side, ViewEvent,
+    Deployment, Family, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side,
+    ViewEvent,
 };
-
-/// Worth of capturing the enemy flag (the game is won).
-const WIN: f64 = 1000.0;
 /// Worth of keeping the own flag out of reach (scaled by the chance the attacker can move).
 const FLAG_DANGER: f64 = 400.0;
 /// Worth of keeping enemy pieces off the squares next to the own flag (one move from taking it).
@@ -22,41 +22,32 @@ const ADVANCE: f64 = 0.12;
 /// Plies without a fight after which attacks get a bonus (to avoid the no-combat draw).
 const RESTLESS_AFTER: u16 = 60;
 
-/// Material worth of a kind for the player's trade-offs.
-fn worth(kind: PieceKind) -> f64 {
-    match kind.0 {
-        9 => 12.0,
-        8 => 9.0,
-        7 => 7.0,
-        6 => 5.5,
-        5 => 4.5,
-        4 => 3.5,
-        3 => 2.5,
-        2 => 2.0,
-        1 => 3.0,
-        10 => 6.0,
-        11 => 2.5,
-        12 => 0.0,
-        _ => 3.0,
-    }
-}
-
 /// A computer player for one seat. It learns only from what its seat is shown ([`ViewEvent`]s
 /// and the list of legal moves), so it cannot know an opponent kind the seat does not know.
 #[derive(Debug, Clone)]
 pub struct ComputerPlayer {
-    side: Side,
-    rules: Rules,
-    rng: GameRng,
+    pub(crate) side: Side,
+    pub(crate) rules: Rules,
+    level: Level,
+    pub(crate) rng: GameRng,
     /// The board and the kind sets of the opponent's pieces, from the seat's events only.
-    tracker: Tracker,
+    pub(crate) tracker: Tracker,
     /// All-pairs step distances on the board (ignoring pieces), for "advance toward".
     distance: Vec<[u8; 64]>,
 }
 
+/// How much of the belief player's score a level counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// The expected material of the fight alone (and a won game).
+    Greedy,
+    /// Material, the danger of the position after the move, advance and the HQ freeze.
+    Belief,
+}
+
 /// What the player expects of one enemy piece: where it is and its kind chances.
 #[derive(Debug, Clone, Copy)]
-struct EnemyView {
+pub(crate) struct EnemyView {
     node: Node,
     chances: [f64; KIND_SLOTS],
 }
@@ -68,8 +59,17 @@ impl EnemyView {
 }
 
 impl ComputerPlayer {
-    /// A player for `side` under `rules`, deterministic for a seed.
+    /// A player for `side` under `rules` at [`Level::Belief`] (the player this crate had before
+    /// it had levels, kept so its callers and tests keep their behaviour), deterministic for a
+    /// seed. Games against people should name their level with [`ComputerPlayer::with_level`].
     pub fn new(side: Side, rules: Rules, seed: u64) -> ComputerPlayer {
+        ComputerPlayer::with_level(side, rules, Level::Belief, seed)
+    }
+
+    /// A player of `level` for `side` under `rules` (either family), deterministic for a seed:
+    /// the same seed and the same events give the same moves (for [`Level::Search`], as long as
+    /// its wall-clock safety net does not cut in, see [`Level::budget`]).
+    pub fn with_level(side: Side, rules: Rules, level: Level, seed: u64) -> ComputerPlayer {
         let topo = rules.topology();
         let n = topo.node_count as usize;
         let mut distance = vec![[u8::MAX; 64]; n];
@@ -95,16 +95,16 @@ impl ComputerPlayer {
         ComputerPlayer {
             side,
             rules,
+            level,
             rng: GameRng::from_seed(seed),
             tracker: Tracker::new(rules, side),
             distance,
         }
     }
 
-    /// A player of `level` for `side` under `rules`, deterministic for a seed. (Every level
-    /// plays as [`Level::Belief`] until the others exist.)
-    pub fn with_level(side: Side, rules: Rules, _level: crate::Level, seed: u64) -> ComputerPlayer {
-        ComputerPlayer::new(side, rules, seed)
+    /// The level this player plays at.
+    pub fn level(&self) -> Level {
+        self.level
     }
 
     /// The seat this player plays.
@@ -112,9 +112,13 @@ impl ComputerPlayer {
         self.side
     }
 
-    /// The deployment it wants (its own pieces only), valid under `rules`.
+    /// The deployment it wants (its own pieces only), valid under `rules`: a uniform random one
+    /// at [`Level::Random`], the planned formation at every other level.
     pub fn deployment(&mut self) -> Deployment {
-        formation::plan(&self.rules, self.side, &mut self.rng)
+        match self.level {
+            Level::Random => Deployment::random(&self.rules, self.side, &mut self.rng),
+            _ => formation::plan(&self.rules, self.side, &mut self.rng),
+        }
     }
 
     /// The kinds an opponent piece can still be, as the player has inferred them; `None` for an
@@ -147,7 +151,12 @@ impl ComputerPlayer {
         if legal.is_empty() {
             return None;
         }
-        let scores = self.score_moves(legal);
+        let scores = match self.level {
+            Level::Random => return Some(legal[self.rng.below(legal.len() as u32) as usize]),
+            Level::Greedy => self.score_moves_as(legal, Style::Greedy),
+            Level::Belief => self.score_moves(legal),
+            Level::Search => crate::search::score_moves(self, legal),
+        };
         let mut best: Option<(f64, Move)> = None;
         for (&mv, score) in legal.iter().zip(scores) {
             // A tiny seeded jitter breaks ties among equals.
@@ -160,9 +169,25 @@ impl ComputerPlayer {
         best.map(|(_, mv)| mv)
     }
 
-    /// The player's score of each move of `legal`, in order (higher is better). Exposed for
-    /// tests and diagnostics.
+    /// The belief player's score of each move of `legal`, in order (higher is better). Exposed
+    /// for tests and diagnostics.
     pub fn score_moves(&self, legal: &[Move]) -> Vec<f64> {
+        self.score_moves_as(legal, Style::Belief)
+    }
+
+    /// The score of each move of `legal` in `style`.
+    pub(crate) fn score_moves_as(&self, legal: &[Move], style: Style) -> Vec<f64> {
+        let enemies = self.enemy_views();
+        let model = self.model_position();
+        let targets = self.flag_targets(&enemies);
+        legal
+            .iter()
+            .map(|&mv| self.score(mv, &model, &enemies, &targets, style))
+            .collect()
+    }
+
+    /// Every enemy piece on the board by id: where it stands and its kind chances.
+    pub(crate) fn enemy_views(&self) -> [Option<EnemyView>; 256] {
         let marginals = self.tracker.beliefs().marginals();
         let mut enemies: [Option<EnemyView>; 256] = [None; 256];
         for (piece, chances) in self.tracker.beliefs().pieces().iter().zip(&marginals) {
@@ -178,18 +203,14 @@ impl ComputerPlayer {
                 e.node = Node(i as u8);
             }
         }
-        let model = self.model_position();
-        let targets = self.flag_targets(&enemies);
-        legal
-            .iter()
-            .map(|&mv| self.score(mv, &model, &enemies, &targets))
-            .collect()
+        enemies
     }
 
     /// The player's board as a position: own pieces with their kinds, enemy pieces with a
     /// stand-in kind that moves like them as far as known (fixed if they cannot move, an
     /// engineer if known to be one, a plain rank otherwise).
-    fn model_position(&self) -> Position {
+    pub(crate) fn model_position(&self) -> Position {
+        let plain = values::kinds(&self.rules).plain;
         let mut pos = Position::empty(self.rules, self.side.other());
         let topo = self.rules.topology();
         for (i, occ) in self.tracker.board().iter().enumerate() {
@@ -198,11 +219,11 @@ impl ComputerPlayer {
                 continue;
             }
             let kind = if occ.side == self.side {
-                self.tracker.own_kind(occ.id).unwrap_or(PieceKind(4))
+                self.tracker.own_kind(occ.id).unwrap_or(plain)
             } else {
                 match self.tracker.beliefs().get(occ.id).map(|p| p.possible) {
-                    Some(possible) => stand_in(possible, self.tracker.beliefs()),
-                    None => PieceKind(4),
+                    Some(possible) => stand_in(&self.rules, possible, self.tracker.beliefs()),
+                    None => plain,
                 }
             };
             pos.put(
@@ -217,14 +238,21 @@ impl ComputerPlayer {
         pos
     }
 
-    /// Enemy HQ nodes that may hold the flag, with the chance.
-    fn flag_targets(&self, enemies: &[Option<EnemyView>; 256]) -> Vec<(Node, f64)> {
+    /// Enemy HQ nodes that may hold the flag, with the chance (Gunjin Shogi: the enemy HQ, which
+    /// an officer takes by entering).
+    pub(crate) fn flag_targets(&self, enemies: &[Option<EnemyView>; 256]) -> Vec<(Node, f64)> {
         let topo = self.rules.topology();
+        if self.rules.family == Family::GunjinShogi {
+            return Nodes(topo.hq[self.side.other().index()])
+                .map(|hq| (hq, 1.0))
+                .collect();
+        }
+        let flag = values::kinds(&self.rules).flag;
         let mut targets: Vec<(Node, f64)> = Nodes(topo.hq[self.side.other().index()])
             .map(|hq| {
                 let p = match self.tracker.board()[hq.index()] {
                     Some(o) if o.side != self.side => {
-                        enemies[o.id.0 as usize].map_or(0.0, |e| e.p(junqi::FLAG))
+                        enemies[o.id.0 as usize].map_or(0.0, |e| e.p(flag))
                     }
                     _ => 0.0,
                 };
@@ -240,7 +268,7 @@ impl ComputerPlayer {
         targets
     }
 
-    fn distance_to_targets(&self, node: Node, targets: &[(Node, f64)]) -> f64 {
+    pub(crate) fn distance_to_targets(&self, node: Node, targets: &[(Node, f64)]) -> f64 {
         targets
             .iter()
             .map(|(t, _)| f64::from(self.distance[node.index()][t.index()]))
@@ -253,8 +281,10 @@ impl ComputerPlayer {
         model: &Position,
         enemies: &[Option<EnemyView>; 256],
         targets: &[(Node, f64)],
+        style: Style,
     ) -> f64 {
         let topo = self.rules.topology();
+        let kinds = values::kinds(&self.rules);
         if mv.from.index() >= topo.node_count as usize || mv.to.index() >= topo.node_count as usize
         {
             return f64::MIN / 2.0;
@@ -262,7 +292,7 @@ impl ComputerPlayer {
         let my_kind = model
             .piece_at(mv.from)
             .filter(|p| p.side == self.side)
-            .map_or(PieceKind(4), |p| p.kind);
+            .map_or(kinds.plain, |p| p.kind);
         let me = hidden_front_rules::Piece {
             side: self.side,
             kind: my_kind,
@@ -271,6 +301,10 @@ impl ComputerPlayer {
         let defender = self.tracker.board()[mv.to.index()]
             .filter(|o| o.side != self.side)
             .and_then(|o| enemies[o.id.0 as usize]);
+        // Gunjin Shogi: an officer that ends its move in the enemy HQ wins at once.
+        let takes_hq = self.rules.family == Family::GunjinShogi
+            && values::can_win_by_reaching(&self.rules, my_kind)
+            && topo.hq[self.side.other().index()] & mv.to.bit() != 0;
 
         // Outcome buckets: (attacker survives, defender survives) -> (chance, material change).
         let mut score = 0.0;
@@ -287,8 +321,12 @@ impl ComputerPlayer {
                         score += p * WIN;
                         continue;
                     }
-                    let delta =
-                        if d { 0.0 } else { worth(kind) } - if a { 0.0 } else { worth(my_kind) };
+                    if a && takes_hq {
+                        score += p * WIN;
+                        continue;
+                    }
+                    let delta = if d { 0.0 } else { worth(&self.rules, kind) }
+                        - if a { 0.0 } else { worth(&self.rules, my_kind) };
                     match buckets.iter_mut().find(|b| b.0 == a && b.1 == d) {
                         Some(b) => {
                             b.2 += p;
@@ -297,12 +335,16 @@ impl ComputerPlayer {
                         None => buckets.push((a, d, p, p * delta)),
                     }
                 }
-                if self.tracker.plies_without_combat() >= RESTLESS_AFTER {
+                if style == Style::Belief && self.tracker.plies_without_combat() >= RESTLESS_AFTER {
                     score += 0.5
                         + f64::from(self.tracker.plies_without_combat() - RESTLESS_AFTER) * 0.05;
                 }
             }
+            None if takes_hq => return WIN,
             None => buckets.push((true, false, 1.0, 0.0)),
+        }
+        if style == Style::Greedy {
+            return score + buckets.iter().map(|b| b.3).sum::<f64>();
         }
         for (attacker_survives, defender_survives, p, material) in buckets {
             let mut after = *model;
@@ -318,17 +360,19 @@ impl ComputerPlayer {
             if attacker_survives {
                 let gained = self.distance_to_targets(mv.from, targets)
                     - self.distance_to_targets(mv.to, targets);
-                let pace = match my_kind {
-                    junqi::BOMB => 0.3,
-                    junqi::ENGINEER => 0.6,
-                    _ => 1.0,
+                let pace = if Some(my_kind) == kinds.bomb {
+                    0.3
+                } else if my_kind == kinds.engineer {
+                    0.6
+                } else {
+                    1.0
                 };
                 score += p * ADVANCE * pace * gained;
                 // A piece entering an HQ without capturing is frozen there for good.
                 let frozen =
                     !self.rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
                 if frozen {
-                    score -= p * (worth(my_kind) * 0.8 + 1.0);
+                    score -= p * (worth(&self.rules, my_kind) * 0.8 + 1.0);
                 }
             }
         }
@@ -337,16 +381,25 @@ impl ComputerPlayer {
 
     /// How much the opponent can take next ply in `pos` (negative): for each own piece, the
     /// best expected gain of an enemy piece that can reach it, counted at [`THREAT_SHARE`]; the
-    /// own flag within reach counts as [`FLAG_DANGER`], an enemy piece that can reach (or take)
-    /// a square next to the flag as [`FLAG_NEAR`].
+    /// own goal (the flag; Gunjin Shogi: the HQ) within reach of a piece that wins there counts
+    /// as [`FLAG_DANGER`], an enemy piece that can reach (or take) a square next to it as
+    /// [`FLAG_NEAR`].
     fn danger(&self, pos: &Position, enemies: &[Option<EnemyView>; 256]) -> f64 {
         let mine = pos.occupied(self.side);
         let mut worst = [0.0f64; 64];
         let mut flag_risk = 0.0f64;
         let mut near_risk = 0.0f64;
-        let flags = pos.nodes_of(self.side, junqi::FLAG);
+        let goal = values::own_goal(pos, self.side);
         let topo = self.rules.topology();
-        let next_to_flag = Nodes(flags).fold(0u64, |m, f| m | topo.neighbors[f.index()]);
+        let next_to_flag = Nodes(goal).fold(0u64, |m, f| m | topo.neighbors[f.index()]) & !goal;
+        let winners = KindSet(
+            self.tracker
+                .beliefs()
+                .mobile_kinds()
+                .iter()
+                .filter(|&k| values::can_win_by_reaching(&self.rules, k))
+                .fold(0, |m, k| m | KindSet::only(k).0),
+        );
         for node in Nodes(pos.occupied(self.side.other())) {
             let Some(piece) = pos.piece_at(node) else {
                 continue;
@@ -359,17 +412,8 @@ impl ComputerPlayer {
             // strike the flag from there.
             for square in Nodes(dests & next_to_flag) {
                 let stands = match pos.piece_at(square) {
-                    None => self
-                        .tracker
-                        .beliefs()
-                        .mobile_kinds()
-                        .iter()
-                        .map(|k| enemy.p(k))
-                        .sum(),
-                    Some(victim) => self
-                        .tracker
-                        .beliefs()
-                        .mobile_kinds()
+                    None => winners.iter().map(|k| enemy.p(k)).sum(),
+                    Some(victim) => winners
                         .iter()
                         .filter(|&k| pos.judge(k, victim.kind).0)
                         .map(|k| enemy.p(k))
@@ -377,7 +421,22 @@ impl ComputerPlayer {
                 };
                 near_risk = near_risk.max(stands);
             }
-            let reach = dests & mine;
+            // The goal itself within reach: taken by any piece that wins there.
+            for target in Nodes(dests & goal) {
+                let takes: f64 = winners
+                    .iter()
+                    .filter(|&k| match pos.piece_at(target) {
+                        None => true,
+                        Some(victim) => {
+                            let (a, _, flag) = pos.judge(k, victim.kind);
+                            a || flag
+                        }
+                    })
+                    .map(|k| enemy.p(k))
+                    .sum();
+                flag_risk = flag_risk.max(takes);
+            }
+            let reach = dests & mine & !goal;
             if reach == 0 {
                 continue;
             }
@@ -385,17 +444,6 @@ impl ComputerPlayer {
                 let Some(victim) = pos.piece_at(target) else {
                     continue;
                 };
-                if victim.kind == junqi::FLAG {
-                    let mobile: f64 = self
-                        .tracker
-                        .beliefs()
-                        .mobile_kinds()
-                        .iter()
-                        .map(|k| enemy.p(k))
-                        .sum();
-                    flag_risk = flag_risk.max(mobile);
-                    continue;
-                }
                 let mut gain = 0.0;
                 for k in self.tracker.beliefs().mobile_kinds().iter() {
                     let p = enemy.p(k);
@@ -404,8 +452,11 @@ impl ComputerPlayer {
                     }
                     let (a, d, _) = pos.judge(k, victim.kind);
                     gain += p
-                        * (if d { 0.0 } else { worth(victim.kind) }
-                            - if a { 0.0 } else { worth(k) });
+                        * (if d {
+                            0.0
+                        } else {
+                            worth(&self.rules, victim.kind)
+                        } - if a { 0.0 } else { worth(&self.rules, k) });
                 }
                 let slot = &mut worst[target.index()];
                 *slot = slot.max(gain);
@@ -417,18 +468,20 @@ impl ComputerPlayer {
     }
 }
 
-/// A kind that moves like an enemy piece with these possible kinds, for reach questions.
-fn stand_in(possible: KindSet, beliefs: &Beliefs) -> PieceKind {
+/// A kind that moves like an enemy piece with these possible kinds, for reach questions: the
+/// kind itself when known, an immobile kind when it cannot move, a plain mover otherwise.
+fn stand_in(rules: &Rules, possible: KindSet, beliefs: &Beliefs) -> PieceKind {
     let mobile = beliefs.mobile_kinds();
-    if possible.0 & mobile.0 == 0 {
-        if possible.contains(junqi::FLAG) {
-            junqi::FLAG
+    let kinds = values::kinds(rules);
+    if let Some(kind) = possible.single() {
+        kind
+    } else if possible.0 & mobile.0 == 0 {
+        if possible.contains(kinds.flag) {
+            kinds.flag
         } else {
-            junqi::MINE
+            kinds.mine
         }
-    } else if possible.single() == Some(junqi::ENGINEER) {
-        junqi::ENGINEER
     } else {
-        PieceKind(5)
+        kinds.plain
     }
 }

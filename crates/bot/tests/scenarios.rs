@@ -1,11 +1,19 @@
 //! Hand-made positions: the engine's `Position` referees, the bot sees only the projection of a
 //! `PlayStarted` event and of each `Moved` event for its seat, and chooses among the engine's
-//! legal moves.
+//! legal moves. The choices every playing level must make (take a piece known weaker, throw a
+//! bomb at a known strong one, leave a known stronger one alone, never walk a non-engineer
+//! into a known mine, win when a move wins) are checked at each of them; the judgement of the
+//! position (defending the flag) at the belief and search levels.
 
-use hidden_front_bot::ComputerPlayer;
+use hidden_front_bot::{ComputerPlayer, Level};
 use hidden_front_rules::{
     Event, Move, Node, Piece, PieceId, Position, Rules, Side, Viewer, project,
 };
+
+/// The levels that choose by what they know (random does not).
+const PLAYING: [Level; 3] = [Level::Greedy, Level::Belief, Level::Search];
+/// The levels that judge the position after a move, not only its fight.
+const JUDGING: [Level; 2] = [Level::Belief, Level::Search];
 
 struct Scenario {
     rules: Rules,
@@ -19,9 +27,20 @@ fn node(name: &str) -> Node {
 }
 
 impl Scenario {
-    /// `pieces`: (square, side, code, id).
+    /// `pieces`: (square, side, code, id), the bot at the belief level.
     fn new(bot_side: Side, pieces: &[(&str, Side, &str, u8)]) -> Scenario {
-        let rules = Rules::default();
+        Scenario::at(Level::Belief, Rules::default(), bot_side, pieces)
+    }
+
+    /// `pieces`: (square, side, code, id), the bot at `level` under `rules`.
+    fn at(
+        level: Level,
+        rules: Rules,
+        bot_side: Side,
+        pieces: &[(&str, Side, &str, u8)],
+    ) -> Scenario {
+        let topo = rules.topology();
+        let node = |name: &str| topo.node(name).unwrap();
         let mut position = Position::empty(rules, bot_side);
         let mut started = Vec::new();
         for &(square, side, code, id) in pieces {
@@ -33,7 +52,7 @@ impl Scenario {
             assert!(position.put(node(square), piece), "{square} taken");
             started.push((node(square), piece));
         }
-        let mut bot = ComputerPlayer::new(bot_side, rules, 1);
+        let mut bot = ComputerPlayer::with_level(bot_side, rules, level, 1);
         let view = project(
             &Event::PlayStarted { pieces: started },
             Viewer::player(bot_side),
@@ -51,6 +70,8 @@ impl Scenario {
 
     /// Plays `from`-`to` for the owner of the piece on `from` and shows the bot its projection.
     fn play(&mut self, from: &str, to: &str) {
+        let topo = self.rules.topology();
+        let node = |name: &str| topo.node(name).unwrap();
         let mover = self.position.piece_at(node(from)).unwrap();
         self.position.set_to_move(mover.side);
         let mv = Move {
@@ -74,6 +95,12 @@ impl Scenario {
         let mv = self.bot.choose_move(&legal);
         assert!(legal.contains(&mv));
         mv
+    }
+
+    /// The name of the bot's choice.
+    fn choose_name(&mut self) -> String {
+        let mv = self.choose();
+        self.name(mv)
     }
 
     /// The bot's score of every legal move, by name.
@@ -129,14 +156,16 @@ fn takes_a_piece_known_to_be_weaker() {
         ("C7", North, "4", 21),
         ("E10", North, "3", 22),
     ]);
-    let mut s = Scenario::new(South, &pieces);
-    s.play("A7", "A6");
-    let mv = s.choose();
-    assert_eq!(
-        s.name(mv),
-        "C6-C7",
-        "expected the 9 to take the weaker piece"
-    );
+    for level in PLAYING {
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("A7", "A6");
+        let mv = s.choose();
+        assert_eq!(
+            s.name(mv),
+            "C6-C7",
+            "{level}: expected the 9 to take the weaker piece"
+        );
+    }
 }
 
 #[test]
@@ -150,14 +179,16 @@ fn throws_a_bomb_at_the_known_commander_and_keeps_the_seven_away() {
         ("C7", North, "9", 20),
         ("E10", North, "3", 22),
     ]);
-    let mut s = Scenario::new(South, &pieces);
-    s.play("C7", "C6");
-    let mv = s.choose();
-    assert_eq!(
-        s.name(mv),
-        "B6-C6",
-        "expected the bomb to meet the commander"
-    );
+    for level in PLAYING {
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("C7", "C6");
+        let mv = s.choose();
+        assert_eq!(
+            s.name(mv),
+            "B6-C6",
+            "{level}: expected the bomb to meet the commander"
+        );
+    }
 }
 
 #[test]
@@ -203,14 +234,16 @@ fn attacks_an_enemy_piece_next_to_its_flag_with_its_best_piece() {
         ("C7", North, "2", 21),
         ("E10", North, "3", 22),
     ]);
-    let mut s = Scenario::new(South, &pieces);
-    s.play("C2", "B2");
-    let mv = s.choose();
-    assert_eq!(
-        s.name(mv),
-        "E2-B2",
-        "expected the 7 to attack the piece next to the flag"
-    );
+    for level in JUDGING {
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("C2", "B2");
+        let mv = s.choose();
+        assert_eq!(
+            s.name(mv),
+            "E2-B2",
+            "{level}: expected the 7 to attack the piece next to the flag"
+        );
+    }
 }
 
 #[test]
@@ -265,14 +298,16 @@ fn strikes_an_enemy_piece_two_steps_from_its_flag() {
         ("C7", North, "2", 21),
         ("E10", North, "3", 22),
     ]);
-    let mut s = Scenario::new(South, &pieces);
-    s.play("C3", "C2");
-    let mv = s.choose();
-    assert_eq!(
-        s.name(mv),
-        "E2-C2",
-        "expected the 7 to meet the piece near the flag"
-    );
+    for level in JUDGING {
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("C3", "C2");
+        let mv = s.choose();
+        assert_eq!(
+            s.name(mv),
+            "E2-C2",
+            "{level}: expected the 7 to meet the piece near the flag"
+        );
+    }
 }
 
 #[test]
@@ -286,10 +321,16 @@ fn takes_a_piece_it_saw_turn_along_the_rails() {
         ("A7", North, "1", 20),
         ("E10", North, "3", 22),
     ]);
-    let mut s = Scenario::new(South, &pieces);
-    s.play("A7", "C6");
-    let mv = s.choose();
-    assert_eq!(s.name(mv), "C5-C6", "expected the 4 to take the engineer");
+    for level in PLAYING {
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("A7", "C6");
+        let mv = s.choose();
+        assert_eq!(
+            s.name(mv),
+            "C5-C6",
+            "{level}: expected the 4 to take the engineer"
+        );
+    }
 }
 
 #[test]
@@ -317,4 +358,89 @@ fn leaves_an_unknown_front_piece_alone_with_a_weak_piece() {
     );
     let mv = s.choose();
     assert_ne!(s.name(mv), "C5-C6", "the 4 attacked an unknown piece");
+}
+
+#[test]
+fn no_level_attacks_a_piece_known_to_be_stronger() {
+    for level in PLAYING {
+        let mut pieces = frame();
+        pieces.extend([
+            ("C6", South, "7", 1),
+            ("D6", South, "7", 2),
+            ("E3", South, "2", 3),
+            ("C7", North, "8", 20),
+            ("E10", North, "3", 22),
+        ]);
+        let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+        s.play("C7", "C6");
+        let mv = s.choose();
+        assert_ne!(mv.to, node("C6"), "{level} attacked a stronger piece");
+    }
+}
+
+#[test]
+fn no_level_walks_a_non_engineer_into_a_known_mine() {
+    // Sturdy mines: the enemy piece on A11 killed the bot's commander and stayed, which only a
+    // mine does. The bot's 8 on A9 could slide down the rail into it; its engineer on E9 clears
+    // mines.
+    let rules = Rules::parse("hidden-front+sturdy-mines").unwrap();
+    for level in PLAYING {
+        let mut pieces = frame();
+        pieces.extend([
+            ("A10", South, "9", 1),
+            ("A9", South, "8", 2),
+            ("E3", South, "2", 3),
+            ("A11", North, "M", 20),
+            ("E10", North, "3", 22),
+        ]);
+        let mut s = Scenario::at(level, rules, South, &pieces);
+        s.play("A10", "A11");
+        assert_eq!(
+            s.bot.possible_kinds(PieceId(20)),
+            Some(vec![hidden_front_rules::piece::junqi::MINE])
+        );
+        let mv = s.choose_name();
+        assert_ne!(mv, "A9-A11", "{level} sent its 8 into the known mine");
+    }
+}
+
+#[test]
+fn every_level_wins_by_entering_the_gunjin_hq_with_an_officer() {
+    let rules = Rules::parse("gunjin-shogi").unwrap();
+    for level in PLAYING {
+        let pieces = [
+            ("d7", South, "MAJ", 1),
+            ("a1", South, "FLG", 2),
+            ("b2", South, "GEN", 3),
+            ("a8", North, "FLG", 20),
+            ("h5", North, "CPT", 21),
+            ("g6", North, "MIN", 22),
+        ];
+        let mut s = Scenario::at(level, rules, South, &pieces);
+        assert_eq!(s.choose_name(), "d7-d8+e8", "{level} missed the HQ win");
+    }
+}
+
+#[test]
+fn judging_levels_strike_a_gunjin_piece_next_to_their_hq() {
+    // An enemy piece steps next to the bot's HQ; if it is an officer it wins by entering. The
+    // bot's general beside it beats everything that moves but the spy.
+    let rules = Rules::parse("gunjin-shogi").unwrap();
+    for level in JUDGING {
+        let pieces = [
+            ("c2", South, "GEN", 1),
+            ("a1", South, "FLG", 2),
+            ("h1", South, "CPT", 3),
+            ("d3", North, "COL", 20),
+            ("a8", North, "FLG", 21),
+            ("h8", North, "CPT", 22),
+        ];
+        let mut s = Scenario::at(level, rules, South, &pieces);
+        s.play("d3", "d2");
+        assert_eq!(
+            s.choose_name(),
+            "c2-d2",
+            "{level} let the piece stand by its HQ"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use hidden_front_bot::ComputerPlayer;
+use hidden_front_bot::{ComputerPlayer, Level};
 use hidden_front_rules::{
     Command, Event, Game, GameRng, Move, Outcome, Phase, Rules, Side, ViewEvent, Viewer, project,
     reveal,
@@ -31,29 +31,10 @@ pub struct Played {
 /// Panics if a projected event shows a kind of an opponent piece before the end: the harness
 /// must feed the bot exactly what a person in its seat gets.
 pub fn assert_no_opponent_kind(view: &ViewEvent, me: Side) {
-    match view {
-        ViewEvent::PlayStarted { pieces } => {
-            for p in pieces {
-                assert!(p.side == me || p.kind.is_none(), "leak in {view:?}");
-            }
-        }
-        ViewEvent::Moved {
-            side, kind, combat, ..
-        } => {
-            if *side != me {
-                assert!(kind.is_none(), "leak in {view:?}");
-            } else if let Some(c) = combat {
-                assert!(c.defender_kind.is_none(), "leak in {view:?}");
-            }
-        }
-        ViewEvent::DeploymentConfirmed {
-            side, deployment, ..
-        } => assert!(*side == me || deployment.is_none(), "leak in {view:?}"),
-        ViewEvent::DeploymentDrafted { deployment } => {
-            assert_eq!(deployment.side, me, "leak in {view:?}")
-        }
-        _ => {}
-    }
+    assert!(
+        !hidden_front_inference::shows_opponent_kind(view, me),
+        "leak in {view:?}"
+    );
 }
 
 /// Shows each bot `events` (just applied to `game`) as the session shows a player: as they
@@ -133,9 +114,16 @@ pub fn play(rules: Rules, seed: u64, south: Seat, north: Seat) -> Played {
     }
 }
 
-/// A bot seat.
+/// A bot seat (the belief level, `ComputerPlayer::new`).
 pub fn bot(side: Side, rules: Rules, seed: u64) -> Seat {
     Seat::Bot(Box::new(ComputerPlayer::new(side, rules, seed)))
+}
+
+/// A bot seat at `level`.
+pub fn bot_at(side: Side, rules: Rules, level: Level, seed: u64) -> Seat {
+    Seat::Bot(Box::new(ComputerPlayer::with_level(
+        side, rules, level, seed,
+    )))
 }
 
 /// A random seat.
