@@ -32,7 +32,7 @@ pub enum Level {
 }
 
 /// Layouts the search level draws per move.
-pub const SEARCH_SAMPLES: u32 = 32;
+pub const SEARCH_SAMPLES: u32 = 64;
 
 impl Level {
     /// Every level, weakest first.

@@ -2,9 +2,9 @@
 //! legal moves at its [`Level`]: random, greedy (one fight's expected material), belief (one ply
 //! of expected value with the danger after it) or search (see [`crate::search`]).
 
-use crate::Level;
 use crate::formation;
 use crate::values::{self, WIN, worth};
+use crate::{Budget, Level};
 use hidden_front_inference::{Beliefs, KIND_SLOTS, KindSet, Tracker};
 use hidden_front_rules::{
     Deployment, Family, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side,
@@ -29,11 +29,13 @@ pub struct ComputerPlayer {
     pub(crate) side: Side,
     pub(crate) rules: Rules,
     level: Level,
+    /// What a move may cost (the level's, unless set with [`ComputerPlayer::with_budget`]).
+    pub(crate) budget: Budget,
     pub(crate) rng: GameRng,
     /// The board and the kind sets of the opponent's pieces, from the seat's events only.
     pub(crate) tracker: Tracker,
     /// All-pairs step distances on the board (ignoring pieces), for "advance toward".
-    distance: Vec<[u8; 64]>,
+    pub(crate) distance: Vec<[u8; 64]>,
 }
 
 /// How much of the belief player's score a level counts.
@@ -96,6 +98,7 @@ impl ComputerPlayer {
             side,
             rules,
             level,
+            budget: level.budget(),
             rng: GameRng::from_seed(seed),
             tracker: Tracker::new(rules, side),
             distance,
@@ -105,6 +108,19 @@ impl ComputerPlayer {
     /// The level this player plays at.
     pub fn level(&self) -> Level {
         self.level
+    }
+
+    /// The same player with another budget per move: fewer layouts for quick checks, or no
+    /// wall-clock safety net where a move must be a function of the seed whatever the machine
+    /// (tests in debug builds).
+    pub fn with_budget(mut self, budget: Budget) -> ComputerPlayer {
+        self.budget = budget;
+        self
+    }
+
+    /// What a move may cost this player.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     /// The seat this player plays.

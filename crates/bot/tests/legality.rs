@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{bot, play, random};
-use hidden_front_bot::ComputerPlayer;
+use common::{bot, bot_at, play, random};
+use hidden_front_bot::{ComputerPlayer, Level};
 use hidden_front_rules::{Rules, Side};
 
 /// Every house option at once, and a short no-combat limit.
@@ -82,6 +82,78 @@ fn bot_moves_are_legal_against_itself() {
                 bot(Side::North, rules, seed + 1),
             );
             assert!(played.bot_moves > 0);
+        }
+    }
+}
+
+/// Gunjin Shogi rule sets: the default board, another wall with both options, the small board.
+fn gunjin_rule_sets() -> [Rules; 3] {
+    [
+        Rules::parse("gunjin-shogi").unwrap(),
+        Rules::parse("gunjin-shogi+y-gates+tank-beats-engineer+mine-survives").unwrap(),
+        Rules::parse("gunjin-shogi+23-pieces+no-combat-40").unwrap(),
+    ]
+}
+
+#[test]
+fn every_level_deploys_validly_in_both_families() {
+    for rules in rule_sets().into_iter().chain(gunjin_rule_sets()) {
+        for level in Level::ALL {
+            assert!(level.supports(&rules));
+            for side in Side::BOTH {
+                for seed in 0..40 {
+                    let d = ComputerPlayer::with_level(side, rules, level, seed).deployment();
+                    assert_eq!(d.side, side);
+                    assert_eq!(d.validate(&rules), Ok(()), "{rules} {level} {side} {seed}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_level_plays_legal_games_in_both_families() {
+    // Each level against the next one up (and search against itself), both colours; the
+    // harness checks every move and every projection.
+    for rules in rule_sets().into_iter().chain(gunjin_rule_sets()) {
+        for (i, &level) in Level::ALL.iter().enumerate() {
+            let other = Level::ALL[(i + 1).min(Level::ALL.len() - 1)];
+            for seed in 0..2u64 {
+                let (south, north) = if seed % 2 == 0 {
+                    (level, other)
+                } else {
+                    (other, level)
+                };
+                let played = play(
+                    rules,
+                    900 + seed,
+                    bot_at(Side::South, rules, south, seed, 8),
+                    bot_at(Side::North, rules, north, seed + 1, 8),
+                );
+                assert!(played.bot_moves > 0, "{rules} {level}: nobody moved");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_game_at_every_level() {
+    for rules in [Rules::default(), Rules::parse("gunjin-shogi").unwrap()] {
+        for level in Level::ALL {
+            let game = || {
+                play(
+                    rules,
+                    77,
+                    bot_at(Side::South, rules, level, 5, u32::MAX),
+                    bot_at(Side::North, rules, Level::Belief, 6, u32::MAX),
+                )
+            };
+            let (a, b) = (game(), game());
+            assert_eq!(
+                (a.outcome, a.plies),
+                (b.outcome, b.plies),
+                "{rules} {level}"
+            );
         }
     }
 }

@@ -3,11 +3,12 @@
 
 #![allow(dead_code)]
 
-use hidden_front_bot::{ComputerPlayer, Level};
+use hidden_front_bot::{Budget, ComputerPlayer, Level};
 use hidden_front_rules::{
     Command, Event, Game, GameRng, Move, Outcome, Phase, Rules, Side, ViewEvent, Viewer, project,
     reveal,
 };
+use std::time::Duration;
 
 /// Who sits in a seat.
 pub enum Seat {
@@ -119,11 +120,16 @@ pub fn bot(side: Side, rules: Rules, seed: u64) -> Seat {
     Seat::Bot(Box::new(ComputerPlayer::new(side, rules, seed)))
 }
 
-/// A bot seat at `level`.
-pub fn bot_at(side: Side, rules: Rules, level: Level, seed: u64) -> Seat {
-    Seat::Bot(Box::new(ComputerPlayer::with_level(
-        side, rules, level, seed,
-    )))
+/// A bot seat at `level`, with no wall-clock cut (so a seed fixes its moves on any machine,
+/// debug builds included) and at most `samples` layouts per move.
+pub fn bot_at(side: Side, rules: Rules, level: Level, seed: u64, samples: u32) -> Seat {
+    let budget = Budget {
+        samples: level.budget().samples.min(samples),
+        max_think: Duration::from_secs(3600),
+    };
+    Seat::Bot(Box::new(
+        ComputerPlayer::with_level(side, rules, level, seed).with_budget(budget),
+    ))
 }
 
 /// A random seat.
