@@ -8,10 +8,12 @@
 //! - [`rules_cli`] and [`rules_json`]: the rules engine over JSON Lines (`hidden-front rules`).
 //! - [`play`]: the terminal client (`hidden-front play`).
 //! - [`token`]: development player tokens (`hidden-front token`).
+//! - [`bot_cli`]: the computer's ladder of levels (`hidden-front bot ladder`).
 //!
 //! The binary (`main.rs`) only parses the command line and prints an error once.
 
 pub mod app;
+pub mod bot_cli;
 pub mod config;
 mod database;
 mod health;

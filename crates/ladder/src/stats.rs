@@ -1,0 +1,176 @@
+//! The figures of a ladder: scores with their 95% intervals as Elo differences, and think-time
+//! percentiles.
+
+use crate::referee::GameRecord;
+use hidden_front_bot::Level;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A level as its name in the JSON.
+fn level_name<S: serde::Serializer>(level: &Level, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(level.name())
+}
+
+/// Elo difference that a score (0..=1) stands for; clamped to +-1200 at a score of 1 or 0.
+pub fn elo_from_score(score: f64) -> f64 {
+    let s = score.clamp(0.0005, 0.9995);
+    (400.0 * (s / (1.0 - s)).log10()).clamp(-1200.0, 1200.0)
+}
+
+/// One pair's result, seen from the first level.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairStats {
+    /// The first level.
+    #[serde(serialize_with = "level_name")]
+    pub a: Level,
+    /// The second level.
+    #[serde(serialize_with = "level_name")]
+    pub b: Level,
+    /// Games that finished (crashed games are left out of the score).
+    pub games: u32,
+    /// Games `a` won.
+    pub wins: u32,
+    /// Games drawn.
+    pub draws: u32,
+    /// Games `a` lost.
+    pub losses: u32,
+    /// `a`'s score: (wins + draws / 2) / games.
+    pub score: f64,
+    /// The 95% interval of the score (normal approximation over the games' scores).
+    pub score_low: f64,
+    /// Upper end of the interval.
+    pub score_high: f64,
+    /// Elo difference `a` minus `b` the score stands for.
+    pub elo: f64,
+    /// Elo at the interval's lower end.
+    pub elo_low: f64,
+    /// Elo at the interval's upper end.
+    pub elo_high: f64,
+    /// Mean plies per finished game.
+    pub plies_mean: f64,
+    /// How the finished games ended (reason name: count).
+    pub endings: BTreeMap<String, u32>,
+    /// Games stopped by a panic or a leak.
+    pub crashes: u32,
+}
+
+impl PairStats {
+    /// The figures of the games of pair (`a`, `b`).
+    pub fn of<'a>(a: Level, b: Level, records: impl Iterator<Item = &'a GameRecord>) -> PairStats {
+        let mut stats = PairStats {
+            a,
+            b,
+            games: 0,
+            wins: 0,
+            draws: 0,
+            losses: 0,
+            score: 0.0,
+            score_low: 0.0,
+            score_high: 0.0,
+            elo: 0.0,
+            elo_low: 0.0,
+            elo_high: 0.0,
+            plies_mean: 0.0,
+            endings: BTreeMap::new(),
+            crashes: 0,
+        };
+        let mut scores = Vec::new();
+        let mut plies = 0u64;
+        for r in records {
+            let (Some(score), Some(outcome)) = (r.score_a(), r.outcome) else {
+                stats.crashes += 1;
+                continue;
+            };
+            scores.push(score);
+            plies += u64::from(r.plies);
+            *stats
+                .endings
+                .entry(outcome.reason.name().to_string())
+                .or_default() += 1;
+            match score {
+                1.0 => stats.wins += 1,
+                0.0 => stats.losses += 1,
+                _ => stats.draws += 1,
+            }
+        }
+        let n = scores.len();
+        stats.games = n as u32;
+        if n > 0 {
+            let nf = n as f64;
+            let mean = scores.iter().sum::<f64>() / nf;
+            let var = scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / nf;
+            let half = 1.96 * (var / nf).sqrt();
+            stats.score = mean;
+            stats.score_low = (mean - half).max(0.0);
+            stats.score_high = (mean + half).min(1.0);
+            stats.elo = elo_from_score(mean);
+            stats.elo_low = elo_from_score(stats.score_low);
+            stats.elo_high = elo_from_score(stats.score_high);
+            stats.plies_mean = plies as f64 / nf;
+        }
+        stats
+    }
+}
+
+/// One level's figures over all its games in the ladder.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelStats {
+    /// The level.
+    #[serde(serialize_with = "level_name")]
+    pub level: Level,
+    /// Moves it chose.
+    pub moves: u64,
+    /// Median think time per move, milliseconds.
+    pub think_p50_ms: f64,
+    /// 95th percentile think time per move, milliseconds.
+    pub think_p95_ms: f64,
+    /// Longest think time, milliseconds.
+    pub think_max_ms: f64,
+    /// Moves or deployments the engine would not have taken (must be 0).
+    pub illegal_moves: u32,
+}
+
+impl LevelStats {
+    /// The figures of `level` over `records`.
+    pub fn of(level: Level, records: &[GameRecord]) -> LevelStats {
+        let mut times: Vec<u32> = Vec::new();
+        let mut illegal = 0;
+        for r in records {
+            for (i, l) in [r.a, r.b].into_iter().enumerate() {
+                if l == level {
+                    times.extend_from_slice(&r.think_us[i]);
+                    illegal += r.illegal[i];
+                }
+            }
+        }
+        times.sort_unstable();
+        let pct = |q: f64| -> f64 {
+            if times.is_empty() {
+                return 0.0;
+            }
+            let i = ((times.len() as f64 - 1.0) * q).round() as usize;
+            f64::from(times[i]) / 1000.0
+        };
+        LevelStats {
+            level,
+            moves: times.len() as u64,
+            think_p50_ms: pct(0.5),
+            think_p95_ms: pct(0.95),
+            think_max_ms: pct(1.0),
+            illegal_moves: illegal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elo_of_even_and_three_quarters() {
+        assert!(elo_from_score(0.5).abs() < 1e-9);
+        assert!((elo_from_score(0.75) - 190.85).abs() < 0.1);
+        assert!((elo_from_score(0.25) + 190.85).abs() < 0.1);
+        assert_eq!(elo_from_score(1.0), elo_from_score(0.9995));
+    }
+}
