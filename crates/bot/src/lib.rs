@@ -1,4 +1,15 @@
-//! The Hidden Front computer player: a Junqi opponent for games against the computer.
+//! The Hidden Front computer player: an opponent for games against the computer, in Junqi and
+//! Gunjin Shogi, at four [`Level`]s (see `docs/bot.md` for each level and its measured
+//! strength):
+//! - `random`: a uniformly random legal move and a random deployment;
+//! - `greedy`: the best expected material of the move's fight alone;
+//! - `belief`: one ply of expected value with the danger of the position after it (below);
+//! - `search` (the default): every legal move played out on complete opponent layouts drawn
+//!   from the belief, with the opponent's best answer and the seat's recapture, averaged over
+//!   the layouts, on top of the belief score ([`Level::budget`]: 64 layouts a move).
+//!
+//! [`ComputerPlayer::new`] is the belief level (the player before levels existed);
+//! [`ComputerPlayer::with_level`] names the level.
 //!
 //! # No leak, by construction
 //! A [`ComputerPlayer`] is fed only what a person in its seat is fed: the events of the game as
@@ -27,7 +38,7 @@
 //! From these sets it estimates each piece's kind chances (each kind's copies spread over the
 //! pieces that can be it, by alternating row and column scaling).
 //!
-//! # How it chooses
+//! # How the belief level chooses
 //! Each legal move is scored by its expected value one ply ahead:
 //! - a fight is split into its possible outcomes (win, trade, loss, flag capture) by the kind
 //!   chances of the defender, each worth the material won or lost (commander 12 ... platoon 2,
@@ -43,19 +54,26 @@
 //!   piece in an empty HQ, and, after many plies without a fight, a bonus for fighting;
 //! - ties are broken by a tiny jitter from the seeded generator, so a seed fixes every choice.
 //!
+//! In Gunjin Shogi the same terms hold with its own material values, the HQ as the goal (an
+//! officer from GEN to MAJ entering it wins) and the engine's judge (a flag fights as the piece
+//! behind it).
+//!
 //! # Deployment
-//! The flag in an HQ, its back-row neighbours mined, bombs in the middle rows, the weakest
-//! non-engineer rank frozen in the other HQ, the strongest pieces forward; checked with the
+//! Junqi: the flag in an HQ, its back-row neighbours mined, bombs in the middle rows, the
+//! weakest non-engineer rank frozen in the other HQ, the strongest pieces forward. Gunjin
+//! Shogi: a major general in the HQ, the flag in front of it, mines beside it. Checked with the
 //! engine's deployment validation (falling back to a random legal deployment if a rule set
 //! ever refuses the plan).
 //!
 //! # Checked by
 //! `cargo nextest run -p hidden-front-bot`: refereed games (the engine's `Game` judges, the bot
 //! gets only its seat's projections and the engine's legal moves, and the harness asserts that
-//! no projection shows an opponent kind before the end) under the default and house rule sets,
-//! against a random mover and against itself; deployments for many seeds; hand-made positions
-//! for the fights it must take or avoid and for its flag's defence; and 100 fixed games against
-//! a uniformly random mover (100 won at the time of writing; the test demands at least 80).
+//! no projection shows an opponent kind before the end) at every level, under Junqi's default
+//! and house rule sets and three Gunjin Shogi rule sets; the same seed giving the same game at
+//! every level; deployments for many seeds; hand-made positions for the fights every level must
+//! take or avoid (a known weaker piece, a bomb at the known commander, a known stronger piece,
+//! a known mine), the Gunjin HQ win, and the flag's and HQ's defence; 100 fixed games against a
+//! uniformly random mover. The ordering of the levels: `crates/ladder`'s tests.
 
 /// The opponent-piece inference, moved to `hidden-front-inference` (shared with the browser);
 /// re-exported under its old path for callers of this crate.
