@@ -388,7 +388,7 @@ impl ComputerPlayer {
                 let frozen =
                     !self.rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
                 if frozen {
-                    score -= p * (worth(&self.rules, my_kind) * 0.8 + 1.0);
+                    score -= p * values::freeze_cost(&self.rules, my_kind);
                 }
             }
         }

@@ -187,6 +187,12 @@ fn value(
     }
     let rules = *after.rules();
     let topo = after.topology();
+    // A piece that ends in an HQ without winning is frozen there for good (in the layouts where
+    // that HQ holds the flag, the move won above instead).
+    let frozen = !rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
+    if frozen && report.combat.is_none_or(|c| c.attacker_survives) {
+        gained -= values::freeze_cost(&rules, report.mover.kind);
+    }
     let near = |goal: u64| Nodes(goal).fold(0u64, |m, g| m | topo.neighbors[g.index()]) & !goal;
     gained += PRESS * pressure(&after, side, distance);
     let mine = after.occupied(side);

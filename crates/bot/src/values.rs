@@ -51,6 +51,13 @@ pub(crate) fn worth(rules: &Rules, kind: PieceKind) -> f64 {
     }
 }
 
+/// What freezing a piece of this kind for good costs (a piece that ends its move in an HQ
+/// under rules that freeze it there, without winning): most of its worth, and a little more,
+/// so that even a weak piece does not wander in.
+pub(crate) fn freeze_cost(rules: &Rules, kind: PieceKind) -> f64 {
+    worth(rules, kind) * 0.8 + 1.0
+}
+
 /// Whether a piece of this kind wins by reaching the goal it attacks: in Junqi any mobile piece
 /// takes the flag; in Gunjin Shogi only GEN, LTG, MJG, COL, LTC and MAJ win by entering the HQ.
 pub(crate) fn can_win_by_reaching(rules: &Rules, kind: PieceKind) -> bool {
