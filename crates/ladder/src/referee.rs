@@ -3,8 +3,10 @@
 
 use hidden_front_bot::{Budget, ComputerPlayer, Level};
 use hidden_front_inference::shows_opponent_kind;
+use hidden_front_rules::piece::junqi;
 use hidden_front_rules::{
-    Command, Event, Game, GameRng, Move, Outcome, Phase, Rules, Side, Viewer, project, reveal,
+    Command, Event, Family, Game, GameRng, Move, Outcome, Phase, Rules, Side, Viewer, project,
+    reveal,
 };
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -29,6 +31,15 @@ pub struct GameRecord {
     pub illegal: [u32; 2],
     /// Why the game stopped early: a player's panic, or a projection that leaked a kind.
     pub crash: Option<String>,
+    /// Junqi: whether each level lost its commander to a bomb, `[a, b]` (its commander
+    /// attacking one, or a bomb attacking it).
+    pub commander_bombed: [bool; 2],
+    /// Junqi (HQ pieces frozen): steps of each level into an empty HQ, freezing the piece
+    /// there for good, `[a, b]`.
+    pub hq_freezes: [u32; 2],
+    /// Junqi (HQ pieces frozen): fights of each level won in an HQ against a piece that was
+    /// not the flag (a flag attempt that found a decoy; the piece is frozen there), `[a, b]`.
+    pub hq_decoys: [u32; 2],
 }
 
 impl GameRecord {
@@ -78,6 +89,9 @@ pub fn play_game(
         think_us: [Vec::new(), Vec::new()],
         illegal: [0, 0],
         crash: None,
+        commander_bombed: [false, false],
+        hq_freezes: [0, 0],
+        hq_decoys: [0, 0],
     };
     let result = catch_unwind(AssertUnwindSafe(|| {
         referee(rules, [a, b], a_side, first, seed, budget, &mut record)
@@ -178,9 +192,141 @@ fn referee(
         let events = game
             .handle(&Command::Move { side, mv }, &mut rng)
             .map_err(|e| format!("the engine refused the legal move {mv:?}: {e}"))?;
+        if rules.family == Family::Junqi {
+            count_mishaps(&rules, &events, slot, record);
+        }
         feed(&mut players, &events, &game)?;
         record.plies = game.plies();
     }
     game.outcome()
         .ok_or_else(|| "an ended game without an outcome".to_string())
+}
+
+/// Junqi: the known weaknesses of a player, counted from the full events (the referee's view,
+/// never a player's): a commander lost to a bomb, a piece frozen in an empty HQ, a flag
+/// attempt on an HQ that held another piece.
+fn count_mishaps(
+    rules: &Rules,
+    events: &[Event],
+    slot: impl Fn(Side) -> usize,
+    record: &mut GameRecord,
+) {
+    let hq = {
+        let topo = rules.topology();
+        topo.hq[0] | topo.hq[1]
+    };
+    for event in events {
+        let Event::Moved {
+            mv, piece, combat, ..
+        } = event
+        else {
+            continue;
+        };
+        match combat {
+            Some(c) => {
+                let pair = (piece.kind, c.defender.kind);
+                if pair == (junqi::COMMANDER, junqi::BOMB) {
+                    record.commander_bombed[slot(piece.side)] = true;
+                } else if pair == (junqi::BOMB, junqi::COMMANDER) {
+                    record.commander_bombed[slot(c.defender.side)] = true;
+                }
+                if c.attacker_survives && !c.flag_captured && hq & mv.to.bit() != 0 {
+                    record.hq_decoys[slot(piece.side)] += u32::from(!rules.hq_pieces_may_move);
+                }
+            }
+            None if hq & mv.to.bit() != 0 && !rules.hq_pieces_may_move => {
+                record.hq_freezes[slot(piece.side)] += 1;
+            }
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hidden_front_rules::position::Combat;
+    use hidden_front_rules::{Piece, PieceId, PieceKind};
+
+    fn record() -> GameRecord {
+        GameRecord {
+            a: Level::Belief,
+            b: Level::Search,
+            a_side: Side::South,
+            outcome: None,
+            plies: 0,
+            think_us: [Vec::new(), Vec::new()],
+            illegal: [0, 0],
+            crash: None,
+            commander_bombed: [false, false],
+            hq_freezes: [0, 0],
+            hq_decoys: [0, 0],
+        }
+    }
+
+    fn moved(rules: &Rules, from: &str, to: &str, mover: Piece, combat: Option<Combat>) -> Event {
+        let topo = rules.topology();
+        Event::Moved {
+            mv: Move {
+                from: topo.node(from).unwrap(),
+                to: topo.node(to).unwrap(),
+            },
+            piece: mover,
+            combat,
+            flag_reveal: Vec::new(),
+        }
+    }
+
+    fn piece(side: Side, kind: PieceKind) -> Piece {
+        Piece {
+            side,
+            kind,
+            id: PieceId(kind.0),
+        }
+    }
+
+    #[test]
+    fn mishaps_are_counted_for_the_side_that_suffers_them() {
+        let rules = Rules::default();
+        let slot = |s: Side| usize::from(s != Side::South);
+        let mut r = record();
+        // North's bomb takes south's commander; south steps a 3 into the empty HQ B12; and
+        // north's 8 wins a fight in south's HQ D1 against a 2.
+        let events = [
+            moved(
+                &rules,
+                "C7",
+                "C6",
+                piece(Side::North, junqi::BOMB),
+                Some(Combat {
+                    defender: piece(Side::South, junqi::COMMANDER),
+                    attacker_survives: false,
+                    defender_survives: false,
+                    flag_captured: false,
+                }),
+            ),
+            moved(&rules, "B11", "B12", piece(Side::South, PieceKind(3)), None),
+            moved(
+                &rules,
+                "D2",
+                "D1",
+                piece(Side::North, PieceKind(8)),
+                Some(Combat {
+                    defender: piece(Side::South, PieceKind(2)),
+                    attacker_survives: true,
+                    defender_survives: false,
+                    flag_captured: false,
+                }),
+            ),
+        ];
+        count_mishaps(&rules, &events, slot, &mut r);
+        assert_eq!(r.commander_bombed, [true, false]);
+        assert_eq!(r.hq_freezes, [1, 0]);
+        assert_eq!(r.hq_decoys, [0, 1]);
+        // Where HQ pieces move on, nothing is frozen.
+        let mut r = record();
+        let mobile = Rules::parse("hidden-front+hq-mobile").unwrap();
+        count_mishaps(&mobile, &events, slot, &mut r);
+        assert_eq!((r.hq_freezes, r.hq_decoys), ([0, 0], [0, 0]));
+    }
 }

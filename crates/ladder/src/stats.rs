@@ -128,6 +128,14 @@ pub struct LevelStats {
     pub think_max_ms: f64,
     /// Moves or deployments the engine would not have taken (must be 0).
     pub illegal_moves: u32,
+    /// Games it played.
+    pub games: u32,
+    /// Junqi: games in which it lost its commander to a bomb.
+    pub commander_bombed_games: u32,
+    /// Junqi: games in which it stepped a piece into an empty HQ (frozen there for good).
+    pub hq_freeze_games: u32,
+    /// Junqi: games in which it won a fight in an HQ against a piece that was not the flag.
+    pub hq_decoy_games: u32,
 }
 
 impl LevelStats {
@@ -135,11 +143,16 @@ impl LevelStats {
     pub fn of(level: Level, records: &[GameRecord]) -> LevelStats {
         let mut times: Vec<u32> = Vec::new();
         let mut illegal = 0;
+        let (mut games, mut bombed, mut frozen, mut decoys) = (0, 0, 0, 0);
         for r in records {
             for (i, l) in [r.a, r.b].into_iter().enumerate() {
                 if l == level {
                     times.extend_from_slice(&r.think_us[i]);
                     illegal += r.illegal[i];
+                    games += 1;
+                    bombed += u32::from(r.commander_bombed[i]);
+                    frozen += u32::from(r.hq_freezes[i] > 0);
+                    decoys += u32::from(r.hq_decoys[i] > 0);
                 }
             }
         }
@@ -158,6 +171,10 @@ impl LevelStats {
             think_p95_ms: pct(0.95),
             think_max_ms: pct(1.0),
             illegal_moves: illegal,
+            games,
+            commander_bombed_games: bombed,
+            hq_freeze_games: frozen,
+            hq_decoy_games: decoys,
         }
     }
 }

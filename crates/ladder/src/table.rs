@@ -1,4 +1,6 @@
-//! The ladder as text: the cross-table, then each level's think times and illegal moves.
+//! The ladder as text: the cross-table, how the games ended, then each level's think times,
+//! illegal moves and (Junqi) games with a commander lost to a bomb, a piece stepped into an
+//! empty HQ, a flag attempt that found another piece in the HQ.
 
 use crate::Ladder;
 use std::fmt;
@@ -42,19 +44,32 @@ impl fmt::Display for Ladder {
         }
         writeln!(
             f,
-            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8}",
-            "level", "moves", "p50 ms", "p95 ms", "max ms", "illegal"
+            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9}",
+            "level",
+            "moves",
+            "p50 ms",
+            "p95 ms",
+            "max ms",
+            "illegal",
+            "games",
+            "9 bombed",
+            "HQ freeze",
+            "HQ decoy"
         )?;
         for l in &self.levels {
             writeln!(
                 f,
-                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8}",
+                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9}",
                 l.level.name(),
                 l.moves,
                 l.think_p50_ms,
                 l.think_p95_ms,
                 l.think_max_ms,
-                l.illegal_moves
+                l.illegal_moves,
+                l.games,
+                l.commander_bombed_games,
+                l.hq_freeze_games,
+                l.hq_decoy_games
             )?;
         }
         write!(
