@@ -444,3 +444,57 @@ fn judging_levels_strike_a_gunjin_piece_next_to_their_hq() {
         );
     }
 }
+
+#[test]
+fn no_level_can_tell_hidden_kinds_apart() {
+    // The same public game twice, with the enemy's hidden kinds swapped around: each level must
+    // choose the same move, since it sees only projections (the search's layouts come from the
+    // belief, not from the game).
+    let armies = [["9", "4", "B"], ["B", "9", "4"]];
+    for rules in [Rules::default(), Rules::parse("gunjin-shogi").unwrap()] {
+        let gunjin = rules.family == hidden_front_rules::Family::GunjinShogi;
+        for level in Level::ALL {
+            let mut chosen = Vec::new();
+            for army in armies {
+                let army: Vec<&str> = if gunjin {
+                    army.iter()
+                        .map(|k| match *k {
+                            "9" => "GEN",
+                            "4" => "CPT",
+                            _ => "TNK",
+                        })
+                        .collect()
+                } else {
+                    army.to_vec()
+                };
+                let pieces: Vec<(&str, Side, &str, u8)> = if gunjin {
+                    vec![
+                        ("a1", South, "FLG", 40),
+                        ("c3", South, "MAJ", 1),
+                        ("e3", South, "ENG", 2),
+                        ("a8", North, "FLG", 30),
+                        ("c5", North, army[0], 20),
+                        ("d6", North, army[1], 21),
+                        ("f6", North, army[2], 22),
+                    ]
+                } else {
+                    let mut p = frame();
+                    p.extend([
+                        ("C5", South, "8", 1),
+                        ("E4", South, "1", 2),
+                        ("C7", North, army[0], 20),
+                        ("D7", North, army[1], 21),
+                        ("E7", North, army[2], 22),
+                    ]);
+                    p
+                };
+                let mut s = Scenario::at(level, rules, South, &pieces);
+                chosen.push(s.choose_name());
+            }
+            assert_eq!(
+                chosen[0], chosen[1],
+                "{rules} {level} told the armies apart"
+            );
+        }
+    }
+}
