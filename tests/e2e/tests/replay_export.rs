@@ -4,8 +4,10 @@
 //! fails at its line; a game still on and an unknown game are refused.
 
 use hidden_front_e2e::client::{self, get_game, phase_of, side_of};
+use hidden_front_e2e::player::engine_side;
 use hidden_front_e2e::{Player, Server, TestDatabase, binary, pb, play_to_end};
 use hidden_front_replay::Replay;
+use hidden_front_rules::{EndReason, Outcome, Side};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -84,11 +86,8 @@ fn agrees(replay: &Replay, view: &pb::GameView, south: &str, north: &str) {
     assert_eq!(replay.entries().len() as u64, view.version);
     assert_eq!(replay.plies(), view.plies);
     let outcome = view.outcome.as_ref().expect("an outcome");
-    let want_winner = match side_of(outcome.winner) {
-        pb::Side::South => Some(hidden_front_rules::Side::South),
-        pb::Side::North => Some(hidden_front_rules::Side::North),
-        pb::Side::Unspecified => None,
-    };
+    let winner = side_of(outcome.winner);
+    let want_winner = (winner != pb::Side::Unspecified).then(|| engine_side(winner));
     assert_eq!(replay.outcome().winner, want_winner);
     // The session's events carry no server time: the export says nothing it does not know.
     assert!(replay.entries().iter().all(|e| e.at.is_none()));
@@ -198,6 +197,10 @@ async fn finished_games_export_from_a_running_server_and_verify() {
     let replay = export_and_verify(&session, &gunjin.game_id, &file).await;
     agrees(&replay, &view, "kenji", "yumi");
     assert_eq!(replay.plies(), 0);
+    assert_eq!(
+        replay.outcome(),
+        Outcome::win(Side::South, EndReason::Resigned)
+    );
 
     // A game nobody created.
     let unknown = "0190c0de-0000-7000-8000-00000000dead";
