@@ -128,7 +128,8 @@ pub(crate) fn clock_readings(replay: &Replay) -> Vec<Option<i64>> {
             Event::Moved { .. } | Event::TimedOut { .. } => {
                 let reading = match (entry.at, turn_start) {
                     (Some(at), Some(start)) if move_millis > 0 => {
-                        Some(move_millis - (at.unix_millis() - start.unix_millis()))
+                        let used = at.unix_millis().saturating_sub(start.unix_millis());
+                        Some(move_millis.saturating_sub(used))
                     }
                     _ => None,
                 };
