@@ -245,3 +245,21 @@ impl std::str::FromStr for Timestamp {
             .map_err(|_| format!("{text:?} is out of range"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Timestamp;
+
+    #[test]
+    fn times_are_written_in_utc_with_milliseconds_and_read_in_any_offset() {
+        let t: Timestamp = "2025-12-01T23:45:08.6+09:00".parse().expect("RFC 3339");
+        assert_eq!(t.to_string(), "2025-12-01T14:45:08.600Z");
+        assert_eq!(t.to_string().parse::<Timestamp>(), Ok(t));
+        assert_eq!(
+            Timestamp::from_unix_millis(0).to_string(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert!("2025-12-01T14:45:08.6001Z".parse::<Timestamp>().is_err());
+        assert!("2025-13-01T14:45:08Z".parse::<Timestamp>().is_err());
+    }
+}
