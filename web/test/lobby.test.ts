@@ -80,6 +80,28 @@ describe("the lobby", () => {
     expect(localStorage.getItem("hf.timeControl")).toBe("online");
   });
 
+  it("plays the computer at the chosen level (search until one is chosen), under the chosen rules", async () => {
+    const { root, ws, navigate } = await open();
+    const level = root.querySelector('select[data-field="level"]') as HTMLSelectElement;
+    expect([...level.options].map((o) => o.value)).toEqual(["random", "greedy", "belief", "search"]);
+    expect(level.value).toBe("search");
+    (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
+    await flush();
+    const first = ws.last("play_computer")!;
+    expect(first.request).toMatchObject({ level: "search", rules: "hidden-front" });
+    ws.push({ id: first.id, type: "result", response: { gameId: "g5", seat: "SIDE_SOUTH", level: "search" } });
+    await flush();
+    expect(navigate).toHaveBeenCalledWith("/game/g5");
+    level.value = "greedy";
+    level.dispatchEvent(new Event("change"));
+    (root.querySelector('select[data-field="rules"]') as HTMLSelectElement).value = "gunjin-shogi";
+    root.querySelector('select[data-field="rules"]')!.dispatchEvent(new Event("change"));
+    (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
+    await flush();
+    expect(ws.last("play_computer")!.request).toMatchObject({ level: "greedy", rules: "gunjin-shogi" });
+    expect(localStorage.getItem("hf.level")).toBe("greedy");
+  });
+
   it("accepts an invite from its link and shows a refusal by its reason", async () => {
     const { root, ws, navigate } = await open("ABC123");
     (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();

@@ -8,6 +8,7 @@
 //! - [`rules_cli`] and [`rules_json`]: the rules engine over JSON Lines (`hidden-front rules`).
 //! - [`play`]: the terminal client (`hidden-front play`).
 //! - [`token`]: development player tokens (`hidden-front token`).
+//! - [`replay`]: replay export and verification (`hidden-front replay`).
 //! - [`bot_cli`]: the computer's ladder of levels (`hidden-front bot ladder`).
 //!
 //! The binary (`main.rs`) only parses the command line and prints an error once.
@@ -19,6 +20,7 @@ mod database;
 mod health;
 mod metrics_endpoint;
 pub mod play;
+pub mod replay;
 pub mod rules_cli;
 pub mod rules_json;
 pub mod serve;

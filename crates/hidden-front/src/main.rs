@@ -3,7 +3,7 @@
 //! [`Command`] variants).
 
 use clap::{Parser, Subcommand};
-use hidden_front::{bot_cli, config, play, rules_cli, serve, token};
+use hidden_front::{bot_cli, config, play, replay, rules_cli, serve, token};
 use std::process::ExitCode;
 
 /// Command line of the `hidden-front` binary.
@@ -36,6 +36,8 @@ enum Command {
     Play(play::PlayArgs),
     /// Load generator: games through the gateway, idle streams; see docs/benchmarks.md.
     Bench(hidden_front_bench::cli::BenchArgs),
+    /// Replays of finished games: export one from the session, verify a file with the engine.
+    Replay(replay::ReplayArgs),
     /// The computer player's tools: `bot ladder` plays its levels against each other.
     Bot(bot_cli::BotArgs),
 }
@@ -70,6 +72,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Token(args) => token::run(args)?,
         Command::Play(args) => runtime()?.block_on(play::run(args))?,
         Command::Bench(args) => runtime()?.block_on(hidden_front_bench::cli::run(args))?,
+        Command::Replay(args) => runtime()?.block_on(replay::run(args))?,
         Command::Bot(args) => bot_cli::run(args)?,
     }
     Ok(())

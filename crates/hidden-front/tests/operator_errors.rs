@@ -1,4 +1,4 @@
-//! What an operator reads when `migrate`, `serve` or `play` cannot go on: the real binary against
+//! What an operator reads when `migrate`, `serve`, `play` or `replay` cannot go on: the real binary against
 //! a port nobody listens on, a database and a user that do not exist on the real Postgres, and a
 //! fresh database migrated twice. Each failure is said once, names where and why, comes within a
 //! few seconds, exits non-zero, and shows no backtrace (even with `RUST_BACKTRACE=1`), no source
@@ -223,4 +223,25 @@ fn play_against_an_unreachable_gateway_shows_no_backtrace() {
             "cannot reach the gateway at http://127.0.0.1:{port}"
         )],
     );
+}
+
+#[test]
+fn replay_names_an_unreachable_session_a_bad_id_a_missing_file_and_a_bad_line() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let game = "0190c0de-0000-7000-8000-000000000001";
+    let export = run(&["replay", "export", game, "--session-url", &url], &[]);
+    assert_clean_failure(&export, &[game, &url, "Unavailable"]);
+    let export = run(
+        &["replay", "export", "not-a-game", "--session-url", &url],
+        &[],
+    );
+    assert_clean_failure(&export, &["\"not-a-game\" is not a game id"]);
+
+    let missing = std::env::temp_dir().join(format!("hf-no-replay-{}", std::process::id()));
+    let missing = missing.to_str().expect("a UTF-8 path");
+    let verify = run(&["replay", "verify", missing], &[]);
+    assert_clean_failure(&verify, &[missing, "No such file"]);
+    // Standard input (empty here) is read like a file.
+    let verify = run(&["replay", "verify", "-"], &[]);
+    assert_clean_failure(&verify, &["- does not verify: line 1: the file is empty"]);
 }

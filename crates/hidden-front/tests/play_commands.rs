@@ -109,15 +109,21 @@ fn lobby_commands_take_rule_sets_time_controls_and_options_in_any_order() {
         parse_lobby("computer"),
         Ok(LobbyInput::Computer {
             rules: "hidden-front".into(),
-            north: false
+            north: false,
+            level: None,
         })
     );
     assert_eq!(
-        parse_lobby("Computer north GUNJIN+y-gates"),
+        parse_lobby("Computer north GUNJIN+y-gates Greedy"),
         Ok(LobbyInput::Computer {
             rules: "gunjin-shogi+y-gates".into(),
-            north: true
+            north: true,
+            level: Some(hidden_front_bot::Level::Greedy),
         })
+    );
+    assert!(
+        parse_lobby("match search").unwrap_err().contains("no level"),
+        "a level belongs to `computer` only"
     );
     assert_eq!(
         parse_lobby("match rated gunjin-shogi+23-pieces relaxed"),

@@ -8,6 +8,7 @@
 use hidden_front_matchmaking::glicko::Rating;
 use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
 use hidden_front_matchmaking::store::*;
+use hidden_front_bot::Level;
 use hidden_front_rules::Side;
 use std::collections::HashSet;
 use std::future::Future;
@@ -680,10 +681,13 @@ pub async fn computer_games_are_leased(store: Arc<dyn MatchStore>) {
         rules: "hidden-front".into(),
         side: Side::North,
         seed: 42,
+        level: Level::Greedy,
     };
     assert_eq!(store.add_computer_game(game.clone()).await.unwrap(), game);
+    // A retry answers the first request's game, its seed and its level.
     let retry = ComputerGame {
         seed: 7,
+        level: Level::Search,
         ..game.clone()
     };
     assert_eq!(store.add_computer_game(retry).await.unwrap(), game);

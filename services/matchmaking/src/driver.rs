@@ -114,7 +114,7 @@ async fn play(
     })?;
     let side = game.side;
     let game_id = game.game_id.to_string();
-    let mut bot = ComputerPlayer::new(side, rules, game.seed);
+    let mut bot = ComputerPlayer::with_level(side, rules, game.level, game.seed);
     let mut stream = session
         .watch_game(pb::WatchGameRequest {
             game_id: game_id.clone(),
@@ -186,7 +186,15 @@ async fn play(
             .map(|m| wire::move_from_proto(&rules, Some(m)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| hidden_front_api_error::internal(format!("legal move list: {e}")))?;
-        let chosen = bot.choose_move(&moves);
+        // A search level thinks for up to its budget: off the async workers, so the other
+        // games this process drives (and its RPCs) do not wait on it.
+        let (thinker, chosen) = tokio::task::spawn_blocking(move || {
+            let chosen = bot.choose_move(&moves);
+            (bot, chosen)
+        })
+        .await
+        .map_err(|e| hidden_front_api_error::internal(format!("the computer's move: {e}")))?;
+        bot = thinker;
         let submitted = session
             .submit_move(pb::SubmitMoveRequest {
                 context: Some(context(

@@ -10,6 +10,7 @@ use crate::store::{
     MatchError, MatchStore, Queue, Ticket, TicketState,
 };
 use hidden_front_api_error::text::{self, TextKind};
+use hidden_front_bot::Level;
 use hidden_front_api_error::{ApiError, Reason, brief, quote};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
@@ -79,6 +80,21 @@ pub fn match_error_status(error: MatchError) -> Status {
 
 fn check_id(field: &str, value: &str) -> Result<(), Status> {
     text::required(field, value, TextKind::Id).map_err(Status::from)
+}
+
+/// The computer level a request names; empty means [`Level::DEFAULT`].
+fn parse_level(field: &str, name: &str) -> Result<Level, Status> {
+    if name.is_empty() {
+        return Ok(Level::DEFAULT);
+    }
+    name.parse::<Level>().map_err(|_| {
+        let levels = Level::ALL.map(Level::name).join(", ");
+        ApiError::invalid_field(
+            field,
+            format!("{} is not a computer level (levels: {levels})", quote(name)),
+        )
+        .into()
+    })
 }
 
 fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
@@ -741,17 +757,7 @@ impl MatchmakingApi for MatchmakingService {
             .into());
         }
         let rules = parse_rules("rules", &r.rules)?;
-        if rules.family != hidden_front_rules::Family::Junqi {
-            return Err(ApiError::new(
-                Reason::ComputerUnavailable,
-                format!(
-                    "rules: the computer plays Junqi rule sets only, not {}",
-                    quote(&r.rules)
-                ),
-            )
-            .with_violation("rules", "the computer plays Junqi rule sets only")
-            .into());
-        }
+        let level = parse_level("level", &r.level)?;
         let seat = match r.seat {
             0 => Side::South,
             s => wire::side_from_proto("seat", s).map_err(|e| Status::from(ApiError::from(e)))?,
@@ -765,6 +771,7 @@ impl MatchmakingApi for MatchmakingService {
             return Ok(Response::new(pb::PlayComputerResponse {
                 game_id: existing.game_id.to_string(),
                 seat: side_to_proto(existing.side.other()),
+                level: existing.level.name().to_owned(),
             }));
         }
         let (south, north) = match seat {
@@ -799,6 +806,7 @@ impl MatchmakingApi for MatchmakingService {
                 rules: rules.name(),
                 side: seat.other(),
                 seed: a ^ b,
+                level,
             })
             .await
             .map_err(match_error_status)?;
@@ -809,6 +817,7 @@ impl MatchmakingApi for MatchmakingService {
         Ok(Response::new(pb::PlayComputerResponse {
             game_id: game.game_id.to_string(),
             seat: side_to_proto(game.side.other()),
+            level: game.level.name().to_owned(),
         }))
     }
 

@@ -662,6 +662,7 @@ async fn start_computer_game(
         request_id: "game-1".into(),
         rules: String::new(),
         seat: pb::Side::South as i32,
+        level: "greedy".into(),
     };
     let created = client
         .play_computer(request.clone())
@@ -671,6 +672,7 @@ async fn start_computer_game(
     let retried = client.play_computer(request).await.unwrap().into_inner();
     assert_eq!(created.game_id, retried.game_id, "a retry is the same game");
     assert_eq!(created.seat, pb::Side::South as i32);
+    assert_eq!(created.level, "greedy");
     let game = created.game_id;
     confirm(session, &game, pb::Side::South).await;
     let events = session

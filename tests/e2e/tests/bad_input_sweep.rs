@@ -414,10 +414,25 @@ async fn a_huge_rules_name_is_refused_by_the_gateway() {
                 request_id: "huge-rules-computer".into(),
                 rules: big(),
                 seat: pb::Side::South as i32,
+                level: String::new(),
             },
         ))
         .await;
     problems.extend(field_refusal_problem(answer, "rules", "PlayComputer"));
+    for (request_id, level) in [("huge-level", big()), ("unknown-level", "grandmaster".into())] {
+        let answer = client
+            .play_computer(authed(
+                &token,
+                pb::PlayerServicePlayComputerRequest {
+                    request_id: request_id.into(),
+                    rules: String::new(),
+                    seat: pb::Side::South as i32,
+                    level,
+                },
+            ))
+            .await;
+        problems.extend(field_refusal_problem(answer, "level", "PlayComputer"));
+    }
     problems.extend(store_problems(&mut server, before).await);
     assert_no_problems(&problems);
 }

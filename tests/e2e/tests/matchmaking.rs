@@ -5,9 +5,10 @@
 //! - `two_players_queue_and_both_are_pushed_the_same_game`: both queue (casual), both get
 //!   `MatchFound` on their lobby streams (no polling), for one game with complementary seats; the
 //!   same in a Gunjin Shogi queue, whose game is a Gunjin Shogi game.
-//! - `a_game_against_the_computer_is_played_to_its_end`: a player asks for the computer and plays
-//!   random legal moves; the computer answers every move until the game ends, and the player
-//!   never sees a computer piece's kind before the end.
+//! - `a_junqi_game_against_the_computer_is_played_to_its_end_at_every_level` and its Gunjin
+//!   Shogi twin: one player per computer level asks for the computer and plays random legal
+//!   moves; the computer answers every move until the game ends, the answer names the level, and
+//!   the player never sees a computer piece's kind before the end.
 
 use hidden_front_e2e::gateway::{self, PlayerClient, authed, context};
 use hidden_front_e2e::player::assert_hides_opponent;
@@ -108,62 +109,130 @@ async fn queue_two(server: &Server, rules: &str) -> pb::GameView {
     view
 }
 
+/// The computer's levels, as the API names them.
+const LEVELS: [&str; 4] = ["random", "greedy", "belief", "search"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_game_against_the_computer_is_played_to_its_end() {
+async fn a_junqi_game_against_the_computer_is_played_to_its_end_at_every_level() {
+    games_against_the_computer_at_every_level("computer-junqi", "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gunjin_shogi_game_against_the_computer_is_played_to_its_end_at_every_level() {
+    games_against_the_computer_at_every_level("computer-gunjin", "gunjin-shogi").await;
+}
+
+/// One player per level asks for the computer under `rules`, all at once on one server, and
+/// plays random legal moves until the game ends. The answer names the level asked for (the
+/// default when none is), a retry is the same game, an unknown level is refused naming the
+/// field, and no player sees a computer piece's kind before the end.
+async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
     let db = TestDatabase::create().await;
-    let server = Server::start_with_args("computer", db.url(), SERVE_ARGS).await;
+    let server = Server::start_with_args(name, db.url(), SERVE_ARGS).await;
     let channel = gateway::channel(server.addr()).await;
-    let mut carol = PlayerClient::new(channel, "mm-carol");
-    let token = gateway::token("mm-carol");
-    // The computer plays Junqi only: a Gunjin Shogi request is refused, naming the field.
+    let mut carol = PlayerClient::new(channel.clone(), "mm-carol");
     let refused = carol
         .inner()
         .play_computer(authed(
-            &token,
+            &gateway::token("mm-carol"),
             pb::PlayerServicePlayComputerRequest {
-                request_id: "carol-gunjin".into(),
-                rules: "gunjin-shogi".into(),
+                request_id: "carol-grandmaster".into(),
+                rules: rules.into(),
                 seat: pb::Side::South as i32,
+                level: "grandmaster".into(),
             },
         ))
         .await
-        .expect_err("the computer does not play Gunjin Shogi");
+        .expect_err("an unknown level is refused");
     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
-    assert!(refused.message().contains("rules"), "{refused:?}");
-    let started = carol
+    assert!(refused.message().contains("level"), "{refused:?}");
+    // The default level, asked for by leaving the field empty, is named in the answer.
+    let default = carol
+        .inner()
+        .play_computer(authed(
+            &gateway::token("mm-carol"),
+            pb::PlayerServicePlayComputerRequest {
+                request_id: "carol-default".into(),
+                rules: rules.into(),
+                seat: pb::Side::North as i32,
+                level: String::new(),
+            },
+        ))
+        .await
+        .expect("PlayComputer at the default level")
+        .into_inner();
+    assert_eq!(default.level, "search");
+    assert_eq!(default.seat, pb::Side::North as i32);
+    let games = LEVELS.map(|level| {
+        let channel = channel.clone();
+        let rules = rules.to_owned();
+        tokio::spawn(async move {
+            let player = format!("mm-{level}");
+            let mut client = PlayerClient::new(channel, &player);
+            let plies = play_the_computer(&mut client, &rules, level).await;
+            (level, plies)
+        })
+    });
+    for game in games {
+        let (level, plies) = game.await.expect("the game's task");
+        assert!(plies > 0, "the player moved against the {level} level");
+    }
+}
+
+/// Plays random legal moves for south against the computer at `level`; returns the plies played.
+async fn play_the_computer(player: &mut PlayerClient, rules: &str, level: &str) -> u32 {
+    let token = gateway::token(player.player());
+    let request = pb::PlayerServicePlayComputerRequest {
+        request_id: format!("{level}-game"),
+        rules: rules.into(),
+        seat: pb::Side::South as i32,
+        level: level.into(),
+    };
+    let started = player
+        .inner()
+        .play_computer(authed(&token, request.clone()))
+        .await
+        .expect("PlayComputer")
+        .into_inner();
+    assert_eq!(started.level, level);
+    let retried = player
         .inner()
         .play_computer(authed(
             &token,
             pb::PlayerServicePlayComputerRequest {
-                request_id: "carol-vs-computer".into(),
-                rules: String::new(),
-                seat: pb::Side::South as i32,
+                level: String::new(),
+                ..request
             },
         ))
         .await
-        .expect("PlayComputer")
+        .expect("PlayComputer retried")
         .into_inner();
+    assert_eq!(retried.game_id, started.game_id, "a retry is the same game");
+    assert_eq!(retried.level, level, "a retry keeps the first request's level");
     let game = started.game_id.clone();
     assert_eq!(started.seat, pb::Side::South as i32);
-    carol
+    player
         .confirm(context(&game, "confirm", None))
         .await
         .expect("Confirm");
-    let mut stream = carol.subscribe(&game, 1, false).await.expect("Subscribe");
+    let mut stream = player.subscribe(&game, 1, false).await.expect("Subscribe");
     let mut rng = hidden_front_rules::GameRng::from_seed(11);
     let mut plies = 0;
     loop {
-        let view = carol.get_game(&game, false).await.expect("GetGame");
+        let view = player.get_game(&game, false).await.expect("GetGame");
         if view.phase == pb::Phase::Ended as i32 {
             assert!(view.outcome.is_some(), "an ended game has an outcome");
-            break;
+            if !rules.is_empty() {
+                assert!(view.rules.starts_with(rules), "{}", view.rules);
+            }
+            return plies;
         }
         assert_hides_opponent(&view);
         if view.phase == pb::Phase::Play as i32 && view.to_move == pb::Side::South as i32 {
-            let legal = carol.legal_moves(&game).await.expect("LegalMoves");
+            let legal = player.legal_moves(&game).await.expect("LegalMoves");
             if !legal.moves.is_empty() {
                 let pick = rng.below(legal.moves.len() as u32) as usize;
-                carol
+                player
                     .play(
                         context(&game, &format!("ply-{plies}"), Some(legal.version)),
                         legal.moves[pick].clone(),
@@ -180,5 +249,4 @@ async fn a_game_against_the_computer_is_played_to_its_end() {
             .expect("the stream works")
             .expect("the stream goes on until the end");
     }
-    assert!(plies > 0, "the player moved");
 }

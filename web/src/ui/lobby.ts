@@ -14,6 +14,8 @@ import { h, replaceKeepingFocus, type Child } from "./dom.js";
 /** The rule sets offered in the lobby. */
 /** The time controls a player may choose (the server's names; see docs/rules/junqi.md §7). */
 export const TIME_CONTROLS = ["online", "relaxed"] as const;
+/** The computer's levels, weakest first (crates/bot's `Level` names); the server's default is the last. */
+export const COMPUTER_LEVELS = ["random", "greedy", "belief", "search"] as const;
 
 export const RULE_SETS = [
   "hidden-front",
@@ -42,6 +44,7 @@ export class LobbyScreen {
   /** The chosen time control; empty until chosen, so each kind of game gets the server's default
    * (online for the queues, relaxed for invites). */
   private timeControl: string = local.getItem("hf.timeControl") ?? "";
+  private level: string = local.getItem("hf.level") ?? "search";
   private ticket: { id: string; since: number } | null = null;
   private invite: { code: string; link: string } | null = null;
   private games: GameSummaryJson[] | null = null;
@@ -171,7 +174,7 @@ export class LobbyScreen {
 
   private playComputer(): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("play_computer", { requestId: uid(), rules: this.rules });
+      const r = await this.deps.conn.request("play_computer", { requestId: uid(), rules: this.rules, level: this.level });
       if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
     });
   }
@@ -283,12 +286,25 @@ export class LobbyScreen {
       h("option", { value: "", selected: this.timeControl === "" }, t("lobby.clock.default")),
       TIME_CONTROLS.map((c) => h("option", { value: c, selected: c === this.timeControl }, t(`clock.choice.${c}` as Key))),
     );
+    const level = h(
+      "select",
+      {
+        "data-field": "level",
+        id: "level",
+        onchange: (e: Event) => {
+          this.level = (e.target as HTMLSelectElement).value;
+          local.setItem("hf.level", this.level);
+        },
+      },
+      COMPUTER_LEVELS.map((l) => h("option", { value: l, selected: l === this.level }, t(`level.${l}` as Key))),
+    );
     parts.push(
       h(
         "div",
         { class: "card play" },
         h("div", { class: "field" }, h("label", { for: "rules", class: "label" }, t("lobby.rules")), select),
         h("div", { class: "field" }, h("label", { for: "time-control", class: "label" }, t("lobby.clock")), clock),
+        h("div", { class: "field" }, h("label", { for: "level", class: "label" }, t("lobby.level")), level),
         h("div", { class: "actions" },
           h("button", { type: "button", class: "primary big", "data-action": "play-computer", disabled: this.busy, onclick: () => void this.playComputer() }, t("lobby.computer")),
           this.ticket

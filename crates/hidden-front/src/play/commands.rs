@@ -184,6 +184,8 @@ pub enum LobbyInput {
         rules: String,
         /// The seat wanted; `None` lets the server choose (south).
         north: bool,
+        /// The computer's level; `None` leaves it to the server (its default level).
+        level: Option<hidden_front_bot::Level>,
     },
     /// Join a matchmaking queue.
     Match {
@@ -227,7 +229,8 @@ pub enum LobbyInput {
 pub const LOBBY_HELP: &str = "\
 lobby commands (case does not matter; RULES is junqi (= hidden-front), gunjin (= gunjin-shogi)
 or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules` lists them):
-  computer [RULES] [north]        play the computer (relaxed time control; you are south unless north)
+  computer [RULES] [LEVEL] [north]  play the computer (relaxed time control; you are south unless north;
+                                  LEVEL: random, greedy, belief or search, the default)
   match [RULES] [TIME] [rated]    find an opponent (casual unless rated; online time unless relaxed)
   invite [RULES] [TIME]           create an invite: prints its link and code, then waits for your friend
   accept CODE|LINK                accept a friend's invite
@@ -286,6 +289,7 @@ struct Options {
     time_control: Option<String>,
     rated: bool,
     north: bool,
+    level: Option<hidden_front_bot::Level>,
 }
 
 fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, String> {
@@ -294,6 +298,7 @@ fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, S
         time_control: None,
         rated: false,
         north: false,
+        level: None,
     };
     for word in words {
         let lower = word.to_ascii_lowercase();
@@ -301,6 +306,7 @@ fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, S
             "online" | "relaxed" => "time",
             "rated" | "casual" => "rated",
             "north" | "south" => "seat",
+            _ if lower.parse::<hidden_front_bot::Level>().is_ok() => "level",
             _ => "rules",
         };
         if !allowed.contains(&kind) {
@@ -310,6 +316,7 @@ fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, S
                 ),
                 "rated" => format!("`{command}` is never rated (only `match` queues are)"),
                 "seat" => format!("`{command}` takes no seat (the server seats both players)"),
+                "level" => format!("`{command}` takes no level (only `computer` does)"),
                 _ => format!("`{command}`: {word:?} is not an option"),
             });
         }
@@ -317,6 +324,7 @@ fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, S
             "time" => out.time_control = Some(lower),
             "rated" => out.rated = lower == "rated",
             "seat" => out.north = lower == "north",
+            "level" => out.level = lower.parse().ok(),
             _ => match rules_word(word) {
                 Some(Ok(name)) => out.rules = name,
                 Some(Err(message)) => return Err(message),
@@ -348,10 +356,11 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
     };
     match keyword.as_str() {
         "computer" | "bot" => {
-            let o = options("computer", rest, &["rules", "seat"])?;
+            let o = options("computer", rest, &["rules", "seat", "level"])?;
             Ok(LobbyInput::Computer {
                 rules: o.rules,
                 north: o.north,
+                level: o.level,
             })
         }
         "match" | "queue" | "find" => {

@@ -78,7 +78,11 @@ pub async fn run(client: Client, lines: &mut mpsc::Receiver<String>) -> anyhow::
                 lobby.rating().await?;
                 continue;
             }
-            LobbyInput::Computer { rules, north } => lobby.computer(&rules, north).await?,
+            LobbyInput::Computer {
+                rules,
+                north,
+                level,
+            } => lobby.computer(&rules, north, level).await?,
             LobbyInput::Accept(code) => lobby.accept(&code).await?,
             LobbyInput::Open(game) => lobby.open(game).await?,
             LobbyInput::Watch(game) => Some((game, true)),
@@ -200,8 +204,10 @@ impl Lobby {
         &mut self,
         rules: &str,
         north: bool,
+        level: Option<hidden_front_bot::Level>,
     ) -> anyhow::Result<Option<(String, bool)>> {
         let request = pb::PlayerServicePlayComputerRequest {
+            level: level.map(|l| l.name().to_owned()).unwrap_or_default(),
             request_id: uuid::Uuid::new_v4().to_string(),
             rules: rules.to_string(),
             seat: if north {
@@ -213,8 +219,9 @@ impl Lobby {
         match within(self.client.play_computer(request)).await {
             Ok(answer) => {
                 say(&format!(
-                    "a game against the computer: {} ({rules}, relaxed time control), you play {}",
+                    "a game against the computer: {} ({rules}, level {}, relaxed time control), you play {}",
                     printable(&answer.game_id),
+                    printable(&answer.level),
                     side_name(answer.seat())
                 ))?;
                 Ok(Some((answer.game_id, false)))

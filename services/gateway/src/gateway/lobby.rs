@@ -171,6 +171,7 @@ impl Gateway {
                 request_id: request.request_id,
                 rules: request.rules,
                 seat: request.seat,
+                level: request.level,
             })
             .await
             .map_err(upstream_status)?
@@ -178,6 +179,7 @@ impl Gateway {
         Ok(pb::PlayerServicePlayComputerResponse {
             game_id: answer.game_id,
             seat: answer.seat,
+            level: answer.level,
         })
     }
 

@@ -394,6 +394,9 @@ pub struct ComputerGame {
     pub side: Side,
     /// The computer player's seed.
     pub seed: u64,
+    /// The computer's playing level, kept so a driver that takes the game over after a restart
+    /// plays it at the level the person chose.
+    pub level: hidden_front_bot::Level,
 }
 
 /// How the pairing rule picks pairs from a queue's waiting tickets (given priority first, then

@@ -46,7 +46,7 @@ const MATCH_COLUMNS: &str = "match_id, kind, rules, time_control, rated, south_p
      north_player, south_ticket, north_ticket, invite_code, created_ms, game_id";
 const INVITE_COLUMNS: &str = "i.code, i.player, i.invite_id, i.rules, i.time_control, i.state, \
      i.expires_ms, i.match_id, i.accepted_by, m.game_id";
-const COMPUTER_COLUMNS: &str = "game_id, player, request_id, rules, side, seed";
+const COMPUTER_COLUMNS: &str = "game_id, player, request_id, rules, side, seed, level";
 
 fn ms(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -128,6 +128,12 @@ fn computer_from(row: &PgRow) -> Result<ComputerGame, MatchError> {
         side: Side::parse(&side)
             .ok_or_else(|| MatchError::Corrupt(format!("computer side {side:?}")))?,
         seed: row.try_get::<i64, _>("seed")? as u64,
+        level: {
+            let level: String = row.try_get("level")?;
+            level
+                .parse()
+                .map_err(|_| MatchError::Corrupt(format!("computer level {level:?}")))?
+        },
     })
 }
 
@@ -862,8 +868,8 @@ impl MatchStore for PostgresMatchStore {
 
     async fn add_computer_game(&self, game: ComputerGame) -> Result<ComputerGame, MatchError> {
         sqlx::query(
-            "INSERT INTO mm_computer_games (game_id, player, request_id, rules, side, seed) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            "INSERT INTO mm_computer_games (game_id, player, request_id, rules, side, seed, level) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
         )
         .bind(game.game_id)
         .bind(&game.player)
@@ -871,6 +877,7 @@ impl MatchStore for PostgresMatchStore {
         .bind(&game.rules)
         .bind(game.side.name())
         .bind(game.seed as i64)
+        .bind(game.level.name())
         .execute(&self.pool)
         .await?;
         self.computer_game(&game.player, &game.request_id)
