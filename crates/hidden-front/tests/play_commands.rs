@@ -122,7 +122,9 @@ fn lobby_commands_take_rule_sets_time_controls_and_options_in_any_order() {
         })
     );
     assert!(
-        parse_lobby("match search").unwrap_err().contains("no level"),
+        parse_lobby("match search")
+            .unwrap_err()
+            .contains("no level"),
         "a level belongs to `computer` only"
     );
     assert_eq!(

@@ -5,10 +5,10 @@
 //! production library does not carry it.
 //! Checks never sleep to synchronise: racing tasks start at a barrier, waits are timeouts.
 
+use hidden_front_bot::Level;
 use hidden_front_matchmaking::glicko::Rating;
 use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
 use hidden_front_matchmaking::store::*;
-use hidden_front_bot::Level;
 use hidden_front_rules::Side;
 use std::collections::HashSet;
 use std::future::Future;

@@ -10,8 +10,8 @@ use crate::store::{
     MatchError, MatchStore, Queue, Ticket, TicketState,
 };
 use hidden_front_api_error::text::{self, TextKind};
-use hidden_front_bot::Level;
 use hidden_front_api_error::{ApiError, Reason, brief, quote};
+use hidden_front_bot::Level;
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_server::{

@@ -419,7 +419,10 @@ async fn a_huge_rules_name_is_refused_by_the_gateway() {
         ))
         .await;
     problems.extend(field_refusal_problem(answer, "rules", "PlayComputer"));
-    for (request_id, level) in [("huge-level", big()), ("unknown-level", "grandmaster".into())] {
+    for (request_id, level) in [
+        ("huge-level", big()),
+        ("unknown-level", "grandmaster".into()),
+    ] {
         let answer = client
             .play_computer(authed(
                 &token,

@@ -208,7 +208,10 @@ async fn play_the_computer(player: &mut PlayerClient, rules: &str, level: &str) 
         .expect("PlayComputer retried")
         .into_inner();
     assert_eq!(retried.game_id, started.game_id, "a retry is the same game");
-    assert_eq!(retried.level, level, "a retry keeps the first request's level");
+    assert_eq!(
+        retried.level, level,
+        "a retry keeps the first request's level"
+    );
     let game = started.game_id.clone();
     assert_eq!(started.seat, pb::Side::South as i32);
     player
