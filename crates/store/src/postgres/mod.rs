@@ -20,6 +20,7 @@
 //! connection, the migrations and the trait implementation, which only delegates.
 
 mod appends;
+mod batch;
 mod codec;
 mod ended;
 mod games;
@@ -75,6 +76,8 @@ struct Inner {
     notifier: Arc<Notifier>,
     /// The LISTEN task, started by the first [`GameStore::watch`].
     listener: OnceCell<ListenerTask>,
+    /// The queue that writes appends of many games in one statement (`batch.rs`).
+    group_commit: batch::GroupCommit,
 }
 
 impl PostgresStore {
@@ -112,6 +115,7 @@ impl PostgresStore {
                 listen_pool,
                 notifier: Arc::new(Notifier::new()),
                 listener: OnceCell::new(),
+                group_commit: batch::GroupCommit::default(),
             }),
         }
     }
