@@ -34,7 +34,7 @@ pub enum Mode {
 }
 
 /// Which server to measure.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
     /// A running server: its public gRPC address and the session's internal one, PUBLIC,INTERNAL.
     /// Its per-player action limit must allow the run (`serve --actions-per-second`).
@@ -79,7 +79,7 @@ pub struct TargetArgs {
 }
 
 /// Arguments of `bench play`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct PlayArgs {
     /// Games played at once (a new one starts when one ends).
     #[arg(long, default_value_t = 10)]
@@ -114,6 +114,11 @@ pub struct PlayArgs {
     /// The pgbench binary.
     #[arg(long, env = "HF_PGBENCH", default_value = "pgbench")]
     pub pgbench: PathBuf,
+    /// Play the same games once per store, one after the other, each on a server of its own
+    /// (e.g. `memory,postgres`), and report each store's figures and the ratio of their moves/s
+    /// (the last store's to the first's). The comparisons run once, after the last store.
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., requires = "spawn", conflicts_with = "store")]
+    pub stores: Vec<StoreKind>,
     /// The server to measure and the report file.
     #[command(flatten)]
     pub target: TargetArgs,
@@ -191,6 +196,15 @@ pub struct PlayReport {
     pub ratio_to_echo: Option<f64>,
 }
 
+/// The report of `bench play --stores`: one run per store, and how their moves/s compare.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StoresReport {
+    /// One report per store, in the order given.
+    pub runs: Vec<PlayReport>,
+    /// The last store's moves/s ÷ the first's (e.g. Postgres ÷ memory).
+    pub moves_ratio: Option<f64>,
+}
+
 /// The report of `bench streams`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StreamsReport {
@@ -256,6 +270,16 @@ const SPAWN_ARGS: &[&str] = &["--actions-per-second", "1000000"];
 /// Runs `hidden-front bench`.
 pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
     match args.mode {
+        Mode::Play(args) if !args.stores.is_empty() => {
+            let report = run_play_stores(&args).await?;
+            for run in &report.runs {
+                print!("{}", play_table(run));
+            }
+            print!("{}", stores_line(&report));
+            if let Some(path) = &args.target.json {
+                write_json(path, &report)?;
+            }
+        }
         Mode::Play(args) => {
             let report = run_play(&args).await?;
             print!("{}", play_table(&report));
@@ -338,6 +362,51 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
         echo,
         echo_error,
     })
+}
+
+/// `bench play --stores`: [`run_play`] once per store, the comparisons only after the last.
+pub async fn run_play_stores(args: &PlayArgs) -> Result<StoresReport, BenchError> {
+    let mut runs = Vec::new();
+    for (index, store) in args.stores.iter().enumerate() {
+        let mut run = args.clone();
+        run.target.store = *store;
+        if index + 1 < args.stores.len() {
+            run.compare_seconds = 0;
+        }
+        runs.push(run_play(&run).await?);
+    }
+    let moves = |run: Option<&PlayReport>| run.map(|r| r.play.moves_per_second);
+    let moves_ratio = match (moves(runs.first()), moves(runs.last())) {
+        (Some(first), Some(last)) if runs.len() > 1 && first > 0.0 => Some(last / first),
+        _ => None,
+    };
+    Ok(StoresReport { runs, moves_ratio })
+}
+
+/// The line comparing the stores of a `--stores` run.
+pub fn stores_line(report: &StoresReport) -> String {
+    let figures: Vec<String> = report
+        .runs
+        .iter()
+        .map(|run| {
+            let store = run
+                .store
+                .map_or("?".to_string(), |s| format!("{s:?}").to_lowercase());
+            format!(
+                "{store} {:.1} moves/s (ack p50 {} p99 {})",
+                run.play.moves_per_second,
+                ms(run.play.submit_to_ack.p50_ms),
+                ms(run.play.submit_to_ack.p99_ms)
+            )
+        })
+        .collect();
+    let ratio = report
+        .moves_ratio
+        .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+    format!(
+        "stores: {}; last / first moves/s {ratio}\n",
+        figures.join(", ")
+    )
 }
 
 /// `bench streams`.

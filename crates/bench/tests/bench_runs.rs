@@ -5,7 +5,9 @@
 //! when older than its sources), or `HF_BENCH_BIN`. Build it first: `cargo build -p hidden-front`.
 //! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 
-use hidden_front_bench::cli::{PlayArgs, StreamsArgs, TargetArgs, run_play, run_streams};
+use hidden_front_bench::cli::{
+    PlayArgs, StreamsArgs, TargetArgs, run_play, run_play_stores, run_streams, stores_line,
+};
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
 use std::path::PathBuf;
 
@@ -44,6 +46,7 @@ fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
         compare_seconds,
         no_pgbench: false,
         pgbench: PathBuf::from(std::env::var("HF_PGBENCH").unwrap_or_else(|_| "pgbench".into())),
+        stores: Vec::new(),
         target: target(store),
     }
 }
@@ -101,15 +104,31 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
     }
 }
 
+/// `--stores memory,postgres`: one run per store, durable moves on Postgres, and their ratio.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn play_on_postgres_plays_durable_moves_without_errors() {
-    let args = play_args(StoreKind::Postgres, 0);
-    let report = run_play(&args).await.expect("the bench runs");
-    let play = &report.play;
-    assert!(play.moves > 0, "no move was played: {play:?}");
-    assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
-    assert_eq!(report.store, Some(StoreKind::Postgres));
-    assert!(report.pgbench.is_none() && report.pgbench_error.is_some());
+async fn play_on_both_stores_plays_durable_moves_and_reports_the_ratio() {
+    let mut args = play_args(StoreKind::Memory, 0);
+    args.stores = vec![StoreKind::Memory, StoreKind::Postgres];
+    let report = run_play_stores(&args).await.expect("the bench runs");
+    let stores: Vec<_> = report.runs.iter().map(|run| run.store).collect();
+    assert_eq!(stores, [Some(StoreKind::Memory), Some(StoreKind::Postgres)]);
+    for run in &report.runs {
+        let play = &run.play;
+        assert!(play.moves > 0, "no move was played: {play:?}");
+        assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
+        assert!(run.pgbench.is_none() && run.pgbench_error.is_some());
+    }
+    let (memory, postgres) = (&report.runs[0].play, &report.runs[1].play);
+    let ratio = report.moves_ratio.expect("a ratio of two runs");
+    assert!(
+        (ratio - postgres.moves_per_second / memory.moves_per_second).abs() < 1e-9,
+        "{ratio} is not postgres / memory"
+    );
+    let line = stores_line(&report);
+    assert!(
+        line.contains("memory") && line.contains("postgres"),
+        "{line}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 
 use hidden_front_rules::Side;
 use hidden_front_store::postgres::PostgresStore;
-use hidden_front_store::{GameStore, StoreError};
+use hidden_front_store::{CommandRecord, GameStore, StoreError};
 use hidden_front_store_conformance::{
     Check, WAKE_DEADLINE, assert_log_is_whole, create_game, must_load, player, race_appends_across,
     reshuffle, within,
@@ -131,8 +131,10 @@ async fn two_processes_share_one_database() {
     let (meta, game) = create_game(&a, 1, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&b, id).await.version;
+    assert_eq!(a.known_version(id), None, "A follows nothing yet");
     let mut receiver = a.watch(id).await.expect("watch through A");
     assert_eq!(*receiver.borrow(), v0);
+    assert_eq!(a.known_version(id), Some(v0));
     let waiter = tokio::spawn(async move {
         within(
             WAKE_DEADLINE,
@@ -151,6 +153,7 @@ async fn two_processes_share_one_database() {
         .expect("append through B");
     let (mut receiver, seen) = waiter.await.expect("waiter");
     assert_eq!(seen, v1);
+    assert_eq!(a.known_version(id), Some(v1), "A heard of B's append");
 
     // Writers racing through both stores on several games at once.
     const GAMES: u64 = 4;
@@ -205,6 +208,99 @@ async fn two_processes_share_one_database() {
     assert!(*receiver.borrow_and_update() >= v1);
     a.close().await;
     b.close().await;
+    db.drop_database().await;
+}
+
+/// Appends of many games written together: one whose statement fails (its command key is
+/// known, though its version guard passes) gets its own error and writes nothing, and every other
+/// append racing it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_append_among_many_fails_alone() {
+    let db = TestDb::create().await;
+    let store = db.store(8).await;
+    let (meta, game) = create_game(&store, 3, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let v0 = must_load(&store, id).await.version;
+    let (next, events) = reshuffle(&game, 11);
+    let first = CommandRecord {
+        key: "k",
+        response: b"first answer",
+    };
+    let v1 = store
+        .append(id, v0, &events, &next, Some(first))
+        .await
+        .expect("the first append of k");
+    let mut others = Vec::new();
+    for seed in 0..40 {
+        let (meta, game) =
+            create_game(&store, 100 + seed, &player("south"), &player("north")).await;
+        let version = must_load(&store, meta.game_id).await.version;
+        others.push((meta.game_id, version, reshuffle(&game, seed)));
+    }
+    let mut appends = tokio::task::JoinSet::new();
+    for (game_id, version, (next, events)) in others.clone() {
+        let store = store.clone();
+        appends.spawn(async move {
+            let key = format!("other-{game_id}");
+            let command = CommandRecord {
+                key: &key,
+                response: b"other",
+            };
+            (
+                Some(game_id),
+                store
+                    .append(game_id, version, &events, &next, Some(command))
+                    .await,
+            )
+        });
+    }
+    let (again, again_events) = reshuffle(&next, 12);
+    {
+        let store = store.clone();
+        appends.spawn(async move {
+            let command = CommandRecord {
+                key: "k",
+                response: b"second answer",
+            };
+            (
+                None,
+                store
+                    .append(id, v1, &again_events, &again, Some(command))
+                    .await,
+            )
+        });
+    }
+    for (game_id, result) in appends.join_all().await {
+        match game_id {
+            Some(game_id) => {
+                let (_, version, (_, events)) = others
+                    .iter()
+                    .find(|(g, ..)| *g == game_id)
+                    .expect("one of ours");
+                assert_eq!(
+                    result.expect("an append beside the failing one commits"),
+                    version + events.len() as u64
+                );
+            }
+            None => match result {
+                Err(StoreError::DuplicateCommand { key, response, .. }) => {
+                    assert_eq!(key, "k");
+                    assert_eq!(response, b"first answer");
+                }
+                other => panic!("a known key with a passing guard must be a duplicate: {other:?}"),
+            },
+        }
+    }
+    assert_eq!(
+        must_load(&store, id).await.version,
+        v1,
+        "nothing of the retry stays"
+    );
+    assert_log_is_whole(&store, id).await;
+    for (game_id, ..) in &others {
+        assert_log_is_whole(&store, *game_id).await;
+    }
+    store.close().await;
     db.drop_database().await;
 }
 

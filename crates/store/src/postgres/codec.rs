@@ -42,6 +42,19 @@ pub(super) fn encode_json<T: Serialize>(
     })
 }
 
+/// Encodes a value as JSON text for a parameter the statement casts to `jsonb` (no intermediate
+/// `serde_json::Value`); fails like [`encode_json`].
+pub(super) fn encode_json_text<T: Serialize>(
+    game_id: Uuid,
+    what: &str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| StoreError::Corrupt {
+        game_id,
+        reason: format!("{what} does not encode as JSON: {error}"),
+    })
+}
+
 /// Decodes a `jsonb` column.
 pub(super) fn decode_json<T: DeserializeOwned>(
     game_id: Uuid,

@@ -1,11 +1,12 @@
-//! The `game_timers` table: arming and retagging slots (also inside an append's transaction),
+//! The `game_timers` table: arming slots (an append's timers are written by its own statement,
+//! `batch.rs`),
 //! and the clock's side of [`TimerStore`]: claims with leases (`FOR UPDATE SKIP LOCKED`, so
 //! several clocks share the rows), releases and batched deletes of fired timers.
 
 use super::PostgresStore;
 use super::codec::{from_db, is_foreign_key_violation, side_text, to_db, to_limit};
 use crate::StoreError;
-use crate::timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
+use crate::timers::{Timer, TimerKind, TimerSlot, TimerStore};
 use async_trait::async_trait;
 use hidden_front_rules::Side;
 use sqlx::postgres::PgRow;
@@ -36,38 +37,6 @@ pub(super) async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Resu
         Err(error) if is_foreign_key_violation(&error) => Err(StoreError::NotFound(timer.game_id)),
         Err(error) => Err(error.into()),
     }
-}
-
-/// Writes an append's timer changes (inside its transaction).
-pub(super) async fn apply_timer_change(
-    conn: &mut PgConnection,
-    game_id: Uuid,
-    change: &TimerChange,
-) -> Result<(), StoreError> {
-    if change.clear_all {
-        sqlx::query("DELETE FROM game_timers WHERE game_id = $1")
-            .bind(game_id)
-            .execute(&mut *conn)
-            .await?;
-    }
-    match change.turn {
-        Some(TurnTimerChange::Arm(timer)) => upsert_timer(&mut *conn, &timer).await?,
-        Some(TurnTimerChange::Retag { armed_version }) => {
-            sqlx::query(
-                "UPDATE game_timers SET armed_version = $2, claimed_by = NULL, claimed_until = NULL \
-                 WHERE game_id = $1 AND slot = 'turn'",
-            )
-            .bind(game_id)
-            .bind(to_db(armed_version))
-            .execute(&mut *conn)
-            .await?;
-        }
-        None => {}
-    }
-    for timer in &change.reconnect {
-        upsert_timer(&mut *conn, timer).await?;
-    }
-    Ok(())
 }
 
 /// A `game_timers` row as a [`Timer`].
