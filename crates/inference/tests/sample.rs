@@ -4,6 +4,10 @@
 //! kind it can still be, makes every piece that moved a mobile kind, replays every fight seen
 //! with the result seen, and keeps a revealed flag a flag.
 
+mod common;
+
+use common::feed;
+
 use hidden_front_inference::{KindSet, Tracker};
 use hidden_front_rules::{
     Command, Deployment, Event, Family, Game, GameRng, Move, Node, Phase, PieceId, PieceKind,
@@ -39,18 +43,6 @@ fn check_game(rules: Rules, seed: u64) -> u32 {
         Tracker::new(rules, Side::South),
         Tracker::new(rules, Side::North),
     ];
-    let feed = |trackers: &mut [Tracker; 2], events: &[Event]| {
-        for event in events {
-            if matches!(event, Event::Ended { .. }) {
-                continue;
-            }
-            for side in Side::BOTH {
-                if let Some(view) = project(event, Viewer::player(side), None) {
-                    trackers[side.index()].observe(&view);
-                }
-            }
-        }
-    };
     feed(&mut trackers, &events);
     for side in Side::BOTH {
         let events = game.handle(&Command::Confirm { side }, &mut rng).unwrap();

@@ -3,6 +3,10 @@
 //! the true kind of every opponent piece (the test reads the game; the tracker never does) is
 //! always among its possible kinds.
 
+mod common;
+
+use common::feed;
+
 use hidden_front_inference::Tracker;
 use hidden_front_rules::{
     Command, Event, Family, Game, GameRng, Move, Node, Phase, Piece, PieceId, PieceKind, Position,
@@ -282,18 +286,6 @@ fn check_game(rules: Rules, seed: u64) -> (u32, u32) {
     ];
     let mut truth: HashMap<PieceId, PieceKind> = HashMap::new();
     let mut narrowed = 0;
-    let feed = |trackers: &mut [Tracker; 2], events: &[Event]| {
-        for event in events {
-            if matches!(event, Event::Ended { .. }) {
-                continue;
-            }
-            for side in Side::BOTH {
-                if let Some(view) = project(event, Viewer::player(side), None) {
-                    trackers[side.index()].observe(&view);
-                }
-            }
-        }
-    };
     feed(&mut trackers, &events);
     for side in Side::BOTH {
         let events = game.handle(&Command::Confirm { side }, &mut rng).unwrap();

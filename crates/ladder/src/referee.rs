@@ -43,6 +43,23 @@ pub struct GameRecord {
 }
 
 impl GameRecord {
+    /// The record of a game about to start: nothing played, nothing counted.
+    pub fn new(a: Level, b: Level, a_side: Side) -> GameRecord {
+        GameRecord {
+            a,
+            b,
+            a_side,
+            outcome: None,
+            plies: 0,
+            think_us: [Vec::new(), Vec::new()],
+            illegal: [0, 0],
+            crash: None,
+            commander_bombed: [false, false],
+            hq_freezes: [0, 0],
+            hq_decoys: [0, 0],
+        }
+    }
+
     /// The pair, in ladder order.
     pub fn pair(&self) -> (Level, Level) {
         (self.a, self.b)
@@ -80,19 +97,7 @@ pub fn play_game(
     } else {
         Side::North
     };
-    let mut record = GameRecord {
-        a,
-        b,
-        a_side,
-        outcome: None,
-        plies: 0,
-        think_us: [Vec::new(), Vec::new()],
-        illegal: [0, 0],
-        crash: None,
-        commander_bombed: [false, false],
-        hq_freezes: [0, 0],
-        hq_decoys: [0, 0],
-    };
+    let mut record = GameRecord::new(a, b, a_side);
     let result = catch_unwind(AssertUnwindSafe(|| {
         referee(rules, [a, b], a_side, first, seed, budget, &mut record)
     }));
@@ -249,19 +254,7 @@ mod tests {
     use hidden_front_rules::{Piece, PieceId, PieceKind};
 
     fn record() -> GameRecord {
-        GameRecord {
-            a: Level::Belief,
-            b: Level::Search,
-            a_side: Side::South,
-            outcome: None,
-            plies: 0,
-            think_us: [Vec::new(), Vec::new()],
-            illegal: [0, 0],
-            crash: None,
-            commander_bombed: [false, false],
-            hq_freezes: [0, 0],
-            hq_decoys: [0, 0],
-        }
+        GameRecord::new(Level::Belief, Level::Search, Side::South)
     }
 
     fn moved(rules: &Rules, from: &str, to: &str, mover: Piece, combat: Option<Combat>) -> Event {

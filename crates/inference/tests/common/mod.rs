@@ -1,0 +1,19 @@
+//! What the inference tests share: feeding a refereed game's events to both seats' trackers.
+
+use hidden_front_inference::Tracker;
+use hidden_front_rules::{Event, Side, Viewer, project};
+
+/// Shows both seats' trackers `events` (just applied to the game) as the session shows each
+/// player: its own projection only. The end is left out, since it reveals every piece.
+pub fn feed(trackers: &mut [Tracker; 2], events: &[Event]) {
+    for event in events {
+        if matches!(event, Event::Ended { .. }) {
+            continue;
+        }
+        for side in Side::BOTH {
+            if let Some(view) = project(event, Viewer::player(side), None) {
+                trackers[side.index()].observe(&view);
+            }
+        }
+    }
+}
