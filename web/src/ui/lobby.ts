@@ -261,43 +261,12 @@ export class LobbyScreen {
         ),
       );
     }
-    const select = h(
-      "select",
-      {
-        "data-field": "rules",
-        id: "rules",
-        onchange: (e: Event) => {
-          this.rules = (e.target as HTMLSelectElement).value;
-          local.setItem("hf.rules", this.rules);
-        },
-      },
-      RULE_SETS.map((r) => h("option", { value: r, selected: r === this.rules }, hasKey(`rules.${r}`) ? t(`rules.${r}` as Key) : r)),
-    );
-    const clock = h(
-      "select",
-      {
-        "data-field": "time-control",
-        id: "time-control",
-        onchange: (e: Event) => {
-          this.timeControl = (e.target as HTMLSelectElement).value;
-          local.setItem("hf.timeControl", this.timeControl);
-        },
-      },
-      h("option", { value: "", selected: this.timeControl === "" }, t("lobby.clock.default")),
-      TIME_CONTROLS.map((c) => h("option", { value: c, selected: c === this.timeControl }, t(`clock.choice.${c}` as Key))),
-    );
-    const level = h(
-      "select",
-      {
-        "data-field": "level",
-        id: "level",
-        onchange: (e: Event) => {
-          this.level = (e.target as HTMLSelectElement).value;
-          local.setItem("hf.level", this.level);
-        },
-      },
-      COMPUTER_LEVELS.map((l) => h("option", { value: l, selected: l === this.level }, t(`level.${l}` as Key))),
-    );
+    const select = choice("rules", "hf.rules", this.rules, (v) => (this.rules = v),
+      RULE_SETS.map((r): [string, string] => [r, hasKey(`rules.${r}`) ? t(`rules.${r}` as Key) : r]));
+    const clock = choice("time-control", "hf.timeControl", this.timeControl, (v) => (this.timeControl = v),
+      [["", t("lobby.clock.default")], ...TIME_CONTROLS.map((c): [string, string] => [c, t(`clock.choice.${c}` as Key)])]);
+    const level = choice("level", "hf.level", this.level, (v) => (this.level = v),
+      COMPUTER_LEVELS.map((l): [string, string] => [l, t(`level.${l}` as Key)]));
     parts.push(
       h(
         "div",
@@ -362,4 +331,21 @@ export class LobbyScreen {
     );
     replaceKeepingFocus(this.root, parts);
   }
+}
+
+/** A lobby choice: a `<select>` whose pick is kept in the screen (`set`) and remembered in `localStorage` under `key`. */
+function choice(field: string, key: string, value: string, set: (v: string) => void, options: [string, string][]): HTMLElement {
+  return h(
+    "select",
+    {
+      "data-field": field,
+      id: field,
+      onchange: (e: Event) => {
+        const v = (e.target as HTMLSelectElement).value;
+        set(v);
+        local.setItem(key, v);
+      },
+    },
+    options.map(([v, label]) => h("option", { value: v, selected: v === value }, label)),
+  );
 }
