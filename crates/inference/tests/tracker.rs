@@ -10,7 +10,7 @@ use common::feed;
 use hidden_front_inference::Tracker;
 use hidden_front_rules::{
     Command, Event, Family, Game, GameRng, Move, Node, Phase, Piece, PieceId, PieceKind, Position,
-    Rules, Side, ViewCombat, ViewEvent, ViewPiece, Viewer, project,
+    Rules, Side, ViewCombat, ViewEvent, ViewPiece,
 };
 use std::collections::HashMap;
 
