@@ -367,17 +367,6 @@ pub trait GameStore: TimerStore {
         limit: usize,
     ) -> Result<Vec<GameSummary>, StoreError>;
 
-    /// The newest version of the game this process knows of without reading the store, or
-    /// `None` when it cannot say. A cached copy at this version may answer a read-only question
-    /// (the legal moves) without a store read. The memory store knows every version. Postgres
-    /// knows its own commits and, for the games someone in this process follows
-    /// ([`GameStore::watch`]), the commits of other processes as their `NOTIFY` arrives: a copy
-    /// can be behind by that delay, so use it only for answers that name their version.
-    fn known_version(&self, game_id: Uuid) -> Option<u64> {
-        let _ = game_id;
-        None
-    }
-
     /// Checks that the store answers (a health check): Postgres runs `SELECT 1`; the memory
     /// store is always reachable.
     async fn ping(&self) -> Result<(), StoreError> {

@@ -164,10 +164,6 @@ impl MemoryStore {
 
 #[async_trait]
 impl GameStore for MemoryStore {
-    fn known_version(&self, game_id: Uuid) -> Option<u64> {
-        self.state().games.get(&game_id).map(StoredGame::version)
-    }
-
     async fn create_armed(
         &self,
         creation_key: &str,

@@ -100,16 +100,6 @@ impl Notifier {
         });
     }
 
-    /// The latest version the game's channel carries, if someone watches the game (otherwise the
-    /// registry has not been following it and knows nothing).
-    pub fn latest(&self, game_id: Uuid) -> Option<u64> {
-        self.registry()
-            .senders
-            .get(&game_id)
-            .filter(|sender| sender.receiver_count() > 0)
-            .map(|sender| *sender.borrow())
-    }
-
     /// The games someone is watching now, so a LISTEN connection that was lost can re-read their
     /// versions after reconnecting (notifications sent while it was down are gone for good).
     pub fn watched(&self) -> Vec<Uuid> {
@@ -170,10 +160,8 @@ mod tests {
         notifier.notify(game, 2);
         assert_eq!((*a.borrow(), *b.borrow()), (2, 2));
         assert_eq!(notifier.watched(), vec![game]);
-        assert_eq!(notifier.latest(game), Some(2));
         drop((a, b));
         assert!(notifier.watched().is_empty());
-        assert_eq!(notifier.latest(game), None, "nobody follows it any more");
         // A notification for an abandoned channel removes it.
         notifier.notify(game, 3);
         assert!(notifier.is_empty());

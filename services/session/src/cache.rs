@@ -77,24 +77,6 @@ impl SessionService {
     }
 }
 
-impl SessionService {
-    /// The game for a read-only answer that names its version: the cached copy when the store
-    /// knows of no newer version ([`hidden_front_store::GameStore::known_version`]), so it costs
-    /// no store read; otherwise (nothing cached, or the store cannot say) read as by
-    /// [`SessionService::load`] with `fresh`.
-    pub(crate) async fn load_known(&self, game_id: Uuid) -> Result<GameRecord, Status> {
-        if let Some(record) = self.cache.get(game_id)
-            && self
-                .store
-                .known_version(game_id)
-                .is_some_and(|known| record.version >= known)
-        {
-            return Ok(record);
-        }
-        self.load(game_id, true).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,10 +122,6 @@ impl GameStore for MeteredStore {
         )
     }
 
-    fn known_version(&self, game_id: Uuid) -> Option<u64> {
-        self.inner.known_version(game_id)
-    }
-
     async fn ping(&self) -> Result<(), StoreError> {
         counted("ping", self.inner.ping().await)
     }

@@ -126,7 +126,7 @@ impl SessionService {
     ) -> Result<pb::ListLegalMovesResponse, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
         let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
-        let record = self.load_known(game_id).await?;
+        let record = self.load(game_id, true).await?;
         let game = &record.game;
         let rules = *game.rules();
         let moves = if game.phase() == Phase::Play && game.to_move() == side {

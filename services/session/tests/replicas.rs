@@ -146,39 +146,6 @@ async fn a_refusal_on_a_stale_cached_game_is_judged_again_on_the_stored_game() {
     assert_log_is_whole(&store, &game).await;
 }
 
-/// `ListLegalMoves` answers from the cache only when the store knows of no newer version: a
-/// replica whose copy is behind (the game still in deployment there) lists the moves of the game
-/// as it is, at its current version.
-#[tokio::test]
-async fn legal_moves_on_a_replica_behind_follow_the_stored_game() {
-    let store = Arc::new(MemoryStore::new());
-    let (a, b) = (replica(&store, 100), replica(&store, 100));
-    let (game, first) = create(&a, "legal-moves").await;
-    assert_eq!(look(&b, &game).await.phase, pb::Phase::Deployment as i32);
-    confirm(&a, &game, pb::Side::South).await;
-    let started = confirm(&a, &game, pb::Side::North).await.version;
-    let listed = b
-        .list_legal_moves(Request::new(pb::ListLegalMovesRequest {
-            game_id: game.clone(),
-            side: first as i32,
-        }))
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(listed.version, started, "listed at the stored version");
-    assert!(!listed.moves.is_empty(), "the side to move has moves");
-    // Listed again from A's own cache (A made the last append): the same answer.
-    let again = a
-        .list_legal_moves(Request::new(pb::ListLegalMovesRequest {
-            game_id: game.clone(),
-            side: first as i32,
-        }))
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(again, listed);
-}
-
 #[tokio::test]
 async fn a_cache_smaller_than_the_games_only_costs_store_reads() {
     let store = Arc::new(MemoryStore::new());

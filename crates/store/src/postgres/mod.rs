@@ -236,12 +236,6 @@ impl GameStore for PostgresStore {
         games::ping(self).await
     }
 
-    fn known_version(&self, game_id: Uuid) -> Option<u64> {
-        // Only once the LISTEN task runs does a watched game's channel follow other processes.
-        self.inner.listener.get()?;
-        self.inner.notifier.latest(game_id)
-    }
-
     async fn games_of_player(
         &self,
         player: &str,
