@@ -10,8 +10,8 @@ use common::feed;
 
 use hidden_front_inference::{KindSet, Tracker};
 use hidden_front_rules::{
-    Command, Deployment, Event, Family, Game, GameRng, Move, Node, Phase, PieceId, PieceKind,
-    Position, Rules, Side, Viewer, piece::gunjin, project,
+    Command, Deployment, Event, Family, Game, GameRng, Node, Phase, PieceId, PieceKind, Position,
+    Rules, Side, Viewer, piece::gunjin, project,
 };
 use std::collections::HashMap;
 
@@ -59,9 +59,7 @@ fn check_game(rules: Rules, seed: u64) -> u32 {
     let mut checked = 0;
     while game.phase() == Phase::Play {
         let side = game.to_move();
-        let legal: Vec<Move> = game.position().legal_moves().iter().collect();
-        let mv = legal[rng.below(legal.len() as u32) as usize];
-        let events = game.handle(&Command::Move { side, mv }, &mut rng).unwrap();
+        let events = common::random_move(&mut game, &mut rng);
         for e in &events {
             if let Event::Moved {
                 piece,

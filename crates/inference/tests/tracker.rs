@@ -296,10 +296,7 @@ fn check_game(rules: Rules, seed: u64) -> (u32, u32) {
     }
     let mut fights = 0;
     while game.phase() == Phase::Play {
-        let side = game.to_move();
-        let legal: Vec<Move> = game.position().legal_moves().iter().collect();
-        let mv = legal[rng.below(legal.len() as u32) as usize];
-        let events = game.handle(&Command::Move { side, mv }, &mut rng).unwrap();
+        let events = common::random_move(&mut game, &mut rng);
         if events.iter().any(|e| {
             matches!(
                 e,
