@@ -25,6 +25,7 @@ mod appends;
 mod ended;
 mod games;
 mod helpers;
+mod lifecycle;
 mod presence;
 mod races;
 mod timers;
@@ -34,6 +35,7 @@ pub use appends::*;
 pub use ended::*;
 pub use games::*;
 pub use helpers::*;
+pub use lifecycle::*;
 pub use presence::*;
 pub use races::*;
 pub use timers::*;
@@ -99,6 +101,9 @@ macro_rules! conformance_tests {
             timers_complete_only_the_fired_timer,
             timers_concurrent_claimers_share_without_overlap,
             ended_games_feed_in_order_once,
+            lifecycle_facts_commit_with_their_events,
+            lifecycle_watch_wakes_after_facts,
+            lifecycle_followers_miss_nothing_under_concurrent_writers,
         );
     };
 }

@@ -44,7 +44,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
         now + Duration::from_secs(90),
     );
     store
-        .create_armed(&format!("k-{id}"), &meta, &events, &game, &[deadline])
+        .create_armed(&format!("k-{id}"), &meta, &events, &game, &[deadline], &[])
         .await
         .expect("create with a timer");
     assert_eq!(store.timers_of(id).await.unwrap(), vec![deadline]);
@@ -69,6 +69,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
                 ..TimerChange::none()
             },
             trace_parent: None,
+            facts: &[],
         })
         .await;
     assert!(
@@ -101,6 +102,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
                 ..TimerChange::none()
             },
             trace_parent: None,
+            facts: &[],
         })
         .await
         .unwrap();
@@ -124,6 +126,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
                 ..TimerChange::none()
             },
             trace_parent: None,
+            facts: &[],
         })
         .await
         .unwrap();
@@ -168,6 +171,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
                 ..TimerChange::none()
             },
             trace_parent: None,
+            facts: &[],
         })
         .await
         .unwrap();

@@ -32,6 +32,11 @@ pub mod timers;
 
 pub use timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 
+/// The lifecycle facts the store keeps in its outbox (their own crate: what is told is a domain
+/// decision, where it is kept is the store's).
+pub use hidden_front_lifecycle as lifecycle;
+use hidden_front_lifecycle::{Fact, NewFact};
+
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
 use serde::{Deserialize, Serialize};
@@ -91,6 +96,17 @@ pub struct GameMeta {
 }
 
 impl GameMeta {
+    /// Who sits where, as lifecycle facts name it.
+    pub fn seats(&self) -> lifecycle::derive::Seats<'_> {
+        lifecycle::derive::Seats {
+            game_id: self.game_id,
+            rules: &self.rules,
+            time_control: &self.time_control.name,
+            south_player: &self.south_player,
+            north_player: &self.north_player,
+        }
+    }
+
     /// The player seated on `side`.
     pub fn player(&self, side: Side) -> &str {
         match side {
@@ -192,6 +208,9 @@ pub struct Append<'a> {
     /// The W3C `traceparent` of the command, stored with each event so whoever delivers them
     /// continues its trace.
     pub trace_parent: Option<&'a str>,
+    /// The lifecycle facts the events cause, written to the outbox in the same transaction
+    /// (after the outbox's earlier facts, in this order).
+    pub facts: &'a [NewFact],
 }
 
 /// Why a store operation failed.
@@ -264,11 +283,12 @@ pub trait GameStore: TimerStore {
         events: &[Event],
         game: &Game,
     ) -> Result<Created, StoreError> {
-        self.create_armed(creation_key, meta, events, game, &[])
+        self.create_armed(creation_key, meta, events, game, &[], &[])
             .await
     }
 
-    /// [`GameStore::create`], arming `timers` in the same transaction (not when replayed).
+    /// [`GameStore::create`], arming `timers` and recording `facts` in the outbox in the same
+    /// transaction (neither when replayed).
     async fn create_armed(
         &self,
         creation_key: &str,
@@ -276,6 +296,7 @@ pub trait GameStore: TimerStore {
         events: &[Event],
         game: &Game,
         timers: &[Timer],
+        facts: &[NewFact],
     ) -> Result<Created, StoreError>;
 
     /// The game's metadata, version and state; `None` if there is no such game.
@@ -304,6 +325,7 @@ pub trait GameStore: TimerStore {
             command,
             timers: &TimerChange::none(),
             trace_parent: None,
+            facts: &[],
         })
         .await
     }
@@ -320,6 +342,17 @@ pub trait GameStore: TimerStore {
         after_cursor: u64,
         limit: usize,
     ) -> Result<Vec<EndedRecord>, StoreError>;
+
+    /// The outbox's facts after position `after` (0 reads from the start), in position order,
+    /// at most `limit`. Positions follow commit order: once a reader has seen position N, no fact
+    /// below N can still appear.
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError>;
+
+    /// A receiver of the outbox's last position: it changes after every commit that records
+    /// facts, also commits of other processes on the same database (rapid commits may coalesce
+    /// into one wake-up; read with [`GameStore::facts_after`] from your cursor). It starts at the
+    /// current position, marked as seen.
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError>;
 
     /// The stored answer of a command already applied to the game, if any.
     async fn command_response(

@@ -9,6 +9,7 @@ use crate::{
     StoreError, StoredEvent,
 };
 use async_trait::async_trait;
+use hidden_front_lifecycle::{Fact, NewFact};
 use hidden_front_rules::{Event, Game, Phase, Side};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
@@ -25,6 +26,18 @@ use uuid::Uuid;
 pub struct MemoryStore {
     state: Mutex<State>,
     notifier: Notifier,
+    /// The outbox's last position, for [`GameStore::watch_facts`].
+    fact_position: FactPosition,
+}
+
+/// The sending side of the outbox's position, created with the store.
+#[derive(Debug)]
+struct FactPosition(watch::Sender<u64>);
+
+impl Default for FactPosition {
+    fn default() -> FactPosition {
+        FactPosition(watch::channel(0).0)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +53,8 @@ struct State {
     timers: HashMap<(Uuid, TimerSlot), ArmedTimer>,
     /// The same timers in deadline order, for claiming.
     due: BTreeSet<(SystemTime, Uuid, SlotKey)>,
+    /// The lifecycle outbox: `facts[i]` has position `i + 1`.
+    facts: Vec<Fact>,
 }
 
 /// A [`TimerSlot`] as an ordered key.
@@ -69,6 +84,25 @@ struct ArmedTimer {
 }
 
 impl State {
+    /// Appends `facts` to the outbox, dated `now`; returns the last position.
+    fn record_facts(&mut self, facts: &[NewFact], now: SystemTime) -> u64 {
+        for fact in facts {
+            let game_created_at = self
+                .games
+                .get(&fact.game_id)
+                .map_or(now, |stored| stored.created_at);
+            self.facts.push(Fact {
+                position: self.facts.len() as u64 + 1,
+                id: fact.id,
+                game_id: fact.game_id,
+                occurred_at: now,
+                game_created_at,
+                body: fact.body.clone(),
+            });
+        }
+        self.facts.len() as u64
+    }
+
     fn arm(&mut self, timer: Timer) {
         self.cancel(timer.game_id, timer.slot());
         self.due
@@ -122,6 +156,8 @@ impl State {
 #[derive(Debug)]
 struct StoredGame {
     meta: GameMeta,
+    /// When it was created (dates its lifecycle facts' game age).
+    created_at: SystemTime,
     game: Game,
     /// The log with each event's trace parent; `events[i]` has seq `i + 1`, so the version is
     /// `events.len()`.
@@ -155,6 +191,13 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
+    /// Wakes the outbox's followers after a commit that recorded facts.
+    fn announce_facts(&self, facts: &[NewFact], position: u64) {
+        if !facts.is_empty() {
+            crate::notifier::advance_position(&self.fact_position.0, position);
+        }
+    }
+
     /// The state (a `parking_lot` lock, never poisoned: operations change nothing until all
     /// their checks passed, so a panic elsewhere leaves the data consistent).
     fn state(&self) -> MutexGuard<'_, State> {
@@ -171,6 +214,7 @@ impl GameStore for MemoryStore {
         events: &[Event],
         game: &Game,
         timers: &[Timer],
+        facts: &[NewFact],
     ) -> Result<Created, StoreError> {
         let mut state = self.state();
         if let Some(game_id) = state.creations.get(creation_key) {
@@ -195,6 +239,7 @@ impl GameStore for MemoryStore {
             meta.game_id,
             StoredGame {
                 meta: meta.clone(),
+                created_at: SystemTime::now(),
                 game: game.clone(),
                 events: events.iter().map(|e| (e.clone(), None)).collect(),
                 commands: HashMap::new(),
@@ -204,6 +249,9 @@ impl GameStore for MemoryStore {
         for timer in timers {
             state.arm(*timer);
         }
+        let position = state.record_facts(facts, SystemTime::now());
+        drop(state);
+        self.announce_facts(facts, position);
         Ok(Created {
             game_id: meta.game_id,
             replayed: false,
@@ -228,8 +276,9 @@ impl GameStore for MemoryStore {
             command,
             timers,
             trace_parent,
+            facts,
         } = append;
-        let version = {
+        let (version, position) = {
             let mut state = self.state();
             let stored = state
                 .games
@@ -270,12 +319,25 @@ impl GameStore for MemoryStore {
                 state.ended.push(game_id);
             }
             state.apply_timers(game_id, timers);
-            version
+            (version, state.record_facts(facts, SystemTime::now()))
         };
         if !events.is_empty() {
             self.notifier.notify(game_id, version);
         }
+        self.announce_facts(facts, position);
         Ok(version)
+    }
+
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        let state = self.state();
+        let skip = usize::try_from(after).unwrap_or(usize::MAX);
+        Ok(state.facts.iter().skip(skip).take(limit).cloned().collect())
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        let mut receiver = self.fact_position.0.subscribe();
+        receiver.borrow_and_update();
+        Ok(receiver)
     }
 
     async fn command_response(

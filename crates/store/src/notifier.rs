@@ -130,6 +130,16 @@ impl Notifier {
     }
 }
 
+/// Moves a shared position forward, never back (two commits may announce out of order), and
+/// wakes receivers only when it moved: the outbox's followers in both stores.
+pub(crate) fn advance_position(position: &watch::Sender<u64>, to: u64) {
+    position.send_if_modified(|last| {
+        let newer = to > *last;
+        *last = (*last).max(to);
+        newer
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,3 +202,4 @@ mod tests {
         assert!(notifier.is_empty());
     }
 }
+

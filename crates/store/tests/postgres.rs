@@ -445,6 +445,8 @@ async fn migrations_are_idempotent() {
             "game_events",
             "game_timers",
             "games",
+            "lifecycle_counter",
+            "lifecycle_facts",
             "presence"
         ]
     );

@@ -740,3 +740,81 @@ fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outc
     };
     Ok(Outcome { winner, reason })
 }
+
+/// The proto form of a lifecycle fact (`WatchLifecycle`): the typed body, and the same data as
+/// the CloudEvents JSON a webhook carries, so both routes say one thing.
+pub fn lifecycle_fact_to_proto(fact: &hidden_front_lifecycle::Fact) -> pb::LifecycleFact {
+    use hidden_front_lifecycle::FactBody;
+    use pb::lifecycle_fact::Body;
+    let body = match &fact.body {
+        FactBody::GameCreated {
+            rules,
+            time_control,
+            south_player,
+            north_player,
+        } => Body::GameCreated(pb::GameCreatedFact {
+            rules: rules.clone(),
+            time_control: time_control.clone(),
+            south_player: south_player.clone(),
+            north_player: north_player.clone(),
+        }),
+        FactBody::SeatsFilled {
+            south_player,
+            north_player,
+        } => Body::SeatsFilled(pb::SeatsFilledFact {
+            south_player: south_player.clone(),
+            north_player: north_player.clone(),
+        }),
+        FactBody::PlayStarted { first_mover } => Body::PlayStarted(pb::PlayStartedFact {
+            first_mover: side_to_proto(*first_mover) as i32,
+        }),
+        FactBody::GameEnded {
+            winner,
+            winner_player,
+            reason,
+            plies,
+            south_player,
+            north_player,
+        } => Body::GameEnded(pb::GameEndedFact {
+            winner: opt_side_to_proto(*winner),
+            winner_player: winner_player.clone().unwrap_or_default(),
+            reason: end_reason_to_proto(*reason) as i32,
+            plies: *plies,
+            south_player: south_player.clone(),
+            north_player: north_player.clone(),
+            duration_millis: u64::try_from(fact.game_age().as_millis()).unwrap_or(u64::MAX),
+        }),
+        FactBody::SeatLost { side, player } => Body::SeatLost(pb::SeatLostFact {
+            side: side_to_proto(*side) as i32,
+            player: player.clone(),
+        }),
+        FactBody::RatingChanged { rules, changes } => Body::RatingChanged(pb::RatingChangedFact {
+            rules: rules.clone(),
+            changes: changes
+                .iter()
+                .map(|change| pb::RatingChange {
+                    player: change.player.clone(),
+                    old_rating: change.old_rating,
+                    new_rating: change.new_rating,
+                })
+                .collect(),
+        }),
+        FactBody::GameAborted { operator, reason } => Body::GameAborted(pb::GameAbortedFact {
+            operator: operator.clone(),
+            reason: reason.clone(),
+        }),
+    };
+    let occurred_at = fact
+        .occurred_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    pb::LifecycleFact {
+        cursor: fact.position,
+        id: fact.id.to_string(),
+        r#type: fact.body.kind().event_type().to_owned(),
+        game_id: fact.game_id.to_string(),
+        occurred_at_unix_millis: u64::try_from(occurred_at.as_millis()).unwrap_or(u64::MAX),
+        data_json: hidden_front_lifecycle::cloudevents::data(fact).to_string(),
+        body: Some(body),
+    }
+}

@@ -138,7 +138,7 @@ async fn main() {
                     fire_at: fire_ats[i],
                 };
                 memory
-                    .create_armed(&format!("k{i}"), &meta, &events, &game, &[timer])
+                    .create_armed(&format!("k{i}"), &meta, &events, &game, &[timer], &[])
                     .await
                     .unwrap();
             }

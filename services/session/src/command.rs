@@ -14,7 +14,7 @@ use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Command, Event, Game, GameRng, Viewer, project, reveal};
-use hidden_front_store::{Append, CommandRecord, GameRecord, StoreError};
+use hidden_front_store::{Append, CommandRecord, GameRecord, StoreError, lifecycle};
 use hidden_front_wire as wire;
 use prost::Message;
 use std::time::Instant;
@@ -83,6 +83,7 @@ impl SessionService {
             let result = self.result_for(&record, &game, &events, Viewer::player(ctx.side));
             let bytes = result.encode_to_vec();
             let timer_change = self.timer_change(&record, &game, &events).await?;
+            let facts = lifecycle::derive::append_facts(record.meta.seats(), &events, &game);
             match self
                 .store
                 .append_armed(Append {
@@ -96,6 +97,7 @@ impl SessionService {
                     }),
                     timers: &timer_change,
                     trace_parent: hidden_front_telemetry::current_traceparent().as_deref(),
+                    facts: &facts,
                 })
                 .await
             {

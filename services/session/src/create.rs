@@ -11,7 +11,7 @@ use hidden_front_api_error::text::TextKind;
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Game, Rules, Side};
-use hidden_front_store::GameMeta;
+use hidden_front_store::{GameMeta, lifecycle};
 use hidden_front_wire as wire;
 use tonic::Status;
 use uuid::Uuid;
@@ -73,7 +73,14 @@ impl SessionService {
         );
         let created = self
             .store
-            .create_armed(&key, &meta, &events, &game, &[deadline])
+            .create_armed(
+                &key,
+                &meta,
+                &events,
+                &game,
+                &[deadline],
+                &lifecycle::derive::creation_facts(meta.seats()),
+            )
             .await
             .map_err(|e| store_error_status(&e))?;
         if !created.replayed {

@@ -30,6 +30,7 @@ mod counters;
 mod create;
 mod errors;
 mod fire;
+mod lifecycle;
 mod metered;
 mod presence;
 mod queries;

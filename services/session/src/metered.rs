@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
+use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
     Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
     StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
@@ -45,13 +46,22 @@ impl GameStore for MeteredStore {
         events: &[Event],
         game: &Game,
         timers: &[Timer],
+        facts: &[NewFact],
     ) -> Result<Created, StoreError> {
         counted(
             "create",
             self.inner
-                .create_armed(creation_key, meta, events, game, timers)
+                .create_armed(creation_key, meta, events, game, timers, facts)
                 .await,
         )
+    }
+
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        counted("facts_after", self.inner.facts_after(after, limit).await)
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        counted("watch_facts", self.inner.watch_facts().await)
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {

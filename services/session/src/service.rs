@@ -158,4 +158,15 @@ impl SessionApi for SessionService {
     ) -> Result<Response<Self::WatchGameStream>, Status> {
         self.watch(request.into_inner()).await.map(Response::new)
     }
+
+    type WatchLifecycleStream = crate::lifecycle::FactStream;
+
+    async fn watch_lifecycle(
+        &self,
+        request: Request<pb::WatchLifecycleRequest>,
+    ) -> Result<Response<Self::WatchLifecycleStream>, Status> {
+        self.follow_lifecycle(request.into_inner())
+            .await
+            .map(Response::new)
+    }
 }

@@ -26,6 +26,7 @@ pub(super) async fn append_armed(
         command,
         timers,
         trace_parent,
+        facts,
     } = append;
     let new_version = expected_version.saturating_add(events.len() as u64);
     let first_seq = expected_version.saturating_add(1);
@@ -55,6 +56,7 @@ pub(super) async fn append_armed(
             .map(|event| encode_json_text(game_id, "event", event))
             .collect::<Result<_, _>>()?,
         trace_parent: trace_parent.map(str::to_owned),
+        facts: facts.to_vec(),
         ends: events.iter().any(|e| matches!(e, Event::Ended { .. })),
         clear_all: timers.clear_all,
         arms,

@@ -21,7 +21,9 @@
 
 use super::CHANNEL;
 use super::codec::side_text;
+use super::outbox::FactColumns;
 use crate::timers::Timer;
+use hidden_front_lifecycle::NewFact;
 use sqlx::postgres::PgPool;
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashSet, VecDeque};
@@ -53,6 +55,8 @@ pub(super) struct Encoded {
     /// Each event's JSON text.
     pub(super) events: Vec<String>,
     pub(super) trace_parent: Option<String>,
+    /// The lifecycle facts to record with it.
+    pub(super) facts: Vec<NewFact>,
     /// Whether the append ends the game (it takes a place in the ended-games feed).
     pub(super) ends: bool,
     /// Delete the game's timers except the slots armed below.
@@ -185,7 +189,7 @@ async fn write_alone(pool: &PgPool, append: &Encoded) -> Written {
 /// The one statement: for every append whose version guard passes, the snapshot, the feed
 /// position (from the counter row, whose lock is held to commit, so positions follow commit
 /// order; a position taken by an append whose guard failed stays unused), the command record,
-/// the events, the timers and the `NOTIFY`. Returns the games whose guard passed.
+/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the games whose guard passed.
 async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid>, sqlx::Error> {
     let mut columns = Columns::default();
     for append in appends {
@@ -215,6 +219,7 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
         arm_fire_ats,
         retag_games,
         retag_versions,
+        facts,
     } = columns;
     let rows: Vec<Uuid> = sqlx::query_scalar(
         "WITH input AS ( \
@@ -262,10 +267,17 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
              claimed_until = NULL \
            FROM UNNEST($22::uuid[], $23::bigint[]) AS r (game_id, armed_version) \
            WHERE t.game_id = r.game_id AND t.slot = 'turn' \
-             AND r.game_id IN (SELECT game_id FROM guard)) \
+             AND r.game_id IN (SELECT game_id FROM guard)), \
+         recorded AS ( \
+           SELECT lifecycle_record(array_agg(f.id ORDER BY f.ord), \
+                                   array_agg(f.game_id ORDER BY f.ord), \
+                                   array_agg(f.body ORDER BY f.ord)) AS facts \
+           FROM UNNEST($25::uuid[], $26::uuid[], $27::text[]) WITH ORDINALITY \
+             AS f (id, game_id, body, ord) \
+           WHERE f.game_id IN (SELECT game_id FROM guard)) \
          SELECT game_id, CASE WHEN event_count > 0 \
                  THEN pg_notify($24, game_id::text || ':' || version::text) END AS announced \
-         FROM guard",
+         FROM guard, recorded",
     )
     .bind(game_ids)
     .bind(expected)
@@ -291,6 +303,9 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
     .bind(retag_games)
     .bind(retag_versions)
     .bind(CHANNEL)
+    .bind(facts.ids)
+    .bind(facts.games)
+    .bind(facts.bodies)
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().collect())
@@ -324,6 +339,8 @@ struct Columns<'a> {
     arm_fire_ats: Vec<OffsetDateTime>,
     retag_games: Vec<Uuid>,
     retag_versions: Vec<i64>,
+    /// Every append's facts, in batch order (those of a game whose guard fails are skipped).
+    facts: FactColumns,
 }
 
 impl<'a> Columns<'a> {
@@ -370,5 +387,6 @@ impl<'a> Columns<'a> {
             self.retag_games.push(game_id);
             self.retag_versions.push(version);
         }
+        self.facts.push(&append.facts);
     }
 }

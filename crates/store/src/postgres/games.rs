@@ -10,6 +10,7 @@ use super::codec::{
 use super::timers::upsert_timer;
 use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
+use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
@@ -22,6 +23,7 @@ pub(super) async fn create_armed(
     events: &[Event],
     game: &Game,
     timers: &[Timer],
+    facts: &[NewFact],
 ) -> Result<Created, StoreError> {
     let game_id = meta.game_id;
     let time_control = encode_json(game_id, "time control", &meta.time_control)?;
@@ -85,6 +87,7 @@ pub(super) async fn create_armed(
     for timer in timers {
         upsert_timer(&mut tx, timer).await?;
     }
+    super::outbox::record(&mut tx, facts).await?;
     tx.commit().await?;
     Ok(Created {
         game_id,

@@ -26,6 +26,7 @@ mod batch;
 mod codec;
 mod ended;
 mod games;
+mod outbox;
 mod presence;
 mod timers;
 mod watch;
@@ -37,6 +38,7 @@ use crate::{
     StoreError, StoredEvent,
 };
 use async_trait::async_trait;
+use hidden_front_lifecycle::{Fact, NewFact};
 use hidden_front_rules::{Event, Game, Side};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
 use std::str::FromStr;
@@ -52,6 +54,8 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations"
 
 /// The NOTIFY channel announcing committed appends; payload `<game_id>:<version>`.
 pub const CHANNEL: &str = "hf_game_events";
+
+pub use outbox::LIFECYCLE_CHANNEL;
 
 /// Default pool size of [`PostgresStore::connect`]: enough for a busy session replica, small
 /// enough that a dozen replicas fit under Postgres' default 100 connections.
@@ -80,6 +84,8 @@ struct Inner {
     listener: OnceCell<ListenerTask>,
     /// The queue that writes appends of many games in one statement (`batch.rs`).
     group_commit: batch::GroupCommit,
+    /// The outbox's last position, fed by the LISTEN task (`outbox.rs`).
+    fact_position: Arc<watch_channel::Sender<u64>>,
 }
 
 impl PostgresStore {
@@ -125,6 +131,7 @@ impl PostgresStore {
                 notifier: Arc::new(Notifier::new()),
                 listener: OnceCell::new(),
                 group_commit: batch::GroupCommit::default(),
+                fact_position: Arc::new(watch_channel::channel(0).0),
             }),
         }
     }
@@ -182,8 +189,9 @@ impl GameStore for PostgresStore {
         events: &[Event],
         game: &Game,
         timers: &[Timer],
+        facts: &[NewFact],
     ) -> Result<Created, StoreError> {
-        games::create_armed(self, creation_key, meta, events, game, timers).await
+        games::create_armed(self, creation_key, meta, events, game, timers, facts).await
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
@@ -250,6 +258,14 @@ impl GameStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<EndedRecord>, StoreError> {
         ended::ended_games(self, after_cursor, limit).await
+    }
+
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        outbox::facts_after(self, after, limit).await
+    }
+
+    async fn watch_facts(&self) -> Result<watch_channel::Receiver<u64>, StoreError> {
+        outbox::watch_facts(self).await
     }
 }
 

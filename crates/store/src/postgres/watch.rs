@@ -5,10 +5,11 @@
 
 use super::codec::from_db;
 use super::games::version_of;
-use super::{CHANNEL, PostgresStore};
+use super::{CHANNEL, LIFECYCLE_CHANNEL, PostgresStore};
 use crate::StoreError;
 use crate::listen::{Heard, Listen};
 use crate::notifier::Notifier;
+use crate::notifier::advance_position;
 use sqlx::Row;
 use sqlx::postgres::PgPool;
 use std::sync::Arc;
@@ -34,11 +35,13 @@ pub(super) async fn ensure_listening(store: &PostgresStore) -> Result<(), StoreE
         .inner
         .listener
         .get_or_try_init(|| async {
-            let listen = Listen::connect(&store.inner.listen_pool, &[CHANNEL]).await?;
+            let listen =
+                Listen::connect(&store.inner.listen_pool, &[CHANNEL, LIFECYCLE_CHANNEL]).await?;
             let task = tokio::spawn(run_listener(
                 listen,
                 store.inner.pool.clone(),
                 Arc::clone(&store.inner.notifier),
+                Arc::clone(&store.inner.fact_position),
             ));
             Ok::<_, StoreError>(ListenerTask(task))
         })
@@ -64,24 +67,45 @@ pub(super) async fn watch(
     Ok(receiver)
 }
 
-/// Feeds NOTIFY payloads into the notifier, forever. Notifications sent while the connection is
-/// down are lost, so after every reconnection it re-reads the versions of all watched games (and
-/// if that fails, drops the connection and tries again after the next reconnection).
-async fn run_listener(mut listen: Listen, pool: PgPool, notifier: Arc<Notifier>) {
+/// Feeds NOTIFY payloads into the notifier (games) and the outbox's position (lifecycle facts),
+/// forever. Notifications sent while the connection is down are lost, so after every
+/// reconnection it re-reads the versions of all watched games and the outbox's position (and if
+/// that fails, drops the connection and tries again after the next reconnection).
+async fn run_listener(
+    mut listen: Listen,
+    pool: PgPool,
+    notifier: Arc<Notifier>,
+    fact_position: Arc<watch::Sender<u64>>,
+) {
     loop {
         match listen.next().await {
+            Heard::Notification(notification) if notification.channel() == LIFECYCLE_CHANNEL => {
+                if let Ok(position) = notification.payload().parse() {
+                    advance_position(&fact_position, position);
+                }
+            }
             Heard::Notification(notification) => {
                 if let Some((game_id, version)) = parse_payload(notification.payload()) {
                     notifier.notify(game_id, version);
                 }
             }
             Heard::MayHaveMissed => {
-                if resync(&pool, &notifier).await.is_err() {
+                let resynced = match resync(&pool, &notifier).await {
+                    Ok(()) => resync_facts(&pool, &fact_position).await,
+                    Err(error) => Err(error),
+                };
+                if resynced.is_err() {
                     listen.reconnect();
                 }
             }
         }
     }
+}
+
+/// Re-reads the outbox's position.
+async fn resync_facts(pool: &PgPool, fact_position: &watch::Sender<u64>) -> Result<(), StoreError> {
+    advance_position(fact_position, super::outbox::last_position(pool).await?);
+    Ok(())
 }
 
 /// Re-reads the versions of every watched game and notifies them.

@@ -1,0 +1,240 @@
+//! Lifecycle facts: what the platform's other services (accounts, ratings display, rewards,
+//! anti-cheat, analytics, support) are told about games, and nothing more.
+//!
+//! A fact is derived from the engine's events of one append ([`derive`]) and written to the
+//! outbox in the same transaction as those events, so a fact exists if and only if what it
+//! reports committed. Consumers read the outbox from a cursor (its commit-ordered
+//! [`Fact::position`]), over the session's `WatchLifecycle` stream or as webhooks, and each fact
+//! keeps the [`Fact::id`] it was written with, so a redelivery is recognisable.
+//!
+//! **No fact carries hidden information.** Payloads name players, seats, results, reasons, ply
+//! counts and times, never a piece, a kind or a square: a consumer may be told of a game in
+//! progress without learning anything a player may not know.
+
+pub mod cloudevents;
+pub mod derive;
+
+use hidden_front_rules::{EndReason, Side};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, SystemTime};
+use uuid::Uuid;
+
+/// A fact about to be written: its id is chosen before the write, so every reader, every retry
+/// and every redelivery sees the same one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewFact {
+    /// The fact's id (UUID v7), stable across redeliveries.
+    pub id: Uuid,
+    /// The game it is about.
+    pub game_id: Uuid,
+    /// What happened.
+    pub body: FactBody,
+}
+
+impl NewFact {
+    /// A fact about `game_id` with a fresh id.
+    pub fn new(game_id: Uuid, body: FactBody) -> NewFact {
+        NewFact {
+            id: Uuid::now_v7(),
+            game_id,
+            body,
+        }
+    }
+}
+
+/// A fact as the outbox holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    /// Its place in the outbox: increasing in commit order, so "after cursor N" is exactly what
+    /// committed after the fact at N (positions may skip numbers, never go back).
+    pub position: u64,
+    /// The id it was written with.
+    pub id: Uuid,
+    /// The game it is about.
+    pub game_id: Uuid,
+    /// When it was written (the store's time of the transaction).
+    pub occurred_at: SystemTime,
+    /// When the game was created (the store's time), which dates the game's duration.
+    pub game_created_at: SystemTime,
+    /// What happened.
+    pub body: FactBody,
+}
+
+impl Fact {
+    /// How long the game had lasted when this fact was written.
+    pub fn game_age(&self) -> Duration {
+        self.occurred_at
+            .duration_since(self.game_created_at)
+            .unwrap_or_default()
+    }
+}
+
+/// What happened, with the data a consumer needs and nothing secret. Stored as JSON (tagged by
+/// `kind`), so the outbox never needs a migration to carry a new fact kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FactBody {
+    /// A game exists, under these rules and clock.
+    GameCreated {
+        /// The rule set's name.
+        rules: String,
+        /// The time control's name (`online`, `relaxed`, `custom`).
+        time_control: String,
+        /// The player in the south seat.
+        south_player: String,
+        /// The player in the north seat.
+        north_player: String,
+    },
+    /// Both seats have players. Games are created with both seats taken, so this is written
+    /// with [`FactBody::GameCreated`]; it is its own fact so consumers that care only about
+    /// seating need not learn how a game is created.
+    SeatsFilled {
+        /// The player in the south seat.
+        south_player: String,
+        /// The player in the north seat.
+        north_player: String,
+    },
+    /// Both deployments are in and the first move is due.
+    PlayStarted {
+        /// Who moves first.
+        first_mover: Side,
+    },
+    /// The game is over.
+    GameEnded {
+        /// The winning seat, `None` for a draw or a game without a result.
+        winner: Option<Side>,
+        /// The winning player, `None` when nobody won.
+        winner_player: Option<String>,
+        /// Why it ended (serialized snake_case: `flag_captured`, `resigned`, ...).
+        reason: EndReason,
+        /// Plies played.
+        plies: u32,
+        /// The player in the south seat.
+        south_player: String,
+        /// The player in the north seat.
+        north_player: String,
+    },
+    /// A player left during deployment without confirming; the game ends without a result.
+    SeatLost {
+        /// The seat.
+        side: Side,
+        /// The player who held it.
+        player: String,
+    },
+    /// A rated game moved both players' ratings.
+    RatingChanged {
+        /// The rule set the ratings are for.
+        rules: String,
+        /// South's change, then north's.
+        changes: Vec<RatingChange>,
+    },
+    /// An operator stopped the game (it also gets a [`FactBody::GameEnded`] with reason
+    /// `aborted`).
+    GameAborted {
+        /// Who aborted it (the admin credential's name).
+        operator: String,
+        /// The operator's reason.
+        reason: String,
+    },
+}
+
+/// One player's rating before and after a game.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatingChange {
+    /// The player.
+    pub player: String,
+    /// The rating before the game.
+    pub old_rating: f64,
+    /// The rating after it.
+    pub new_rating: f64,
+}
+
+/// The kinds of fact, for names and filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FactKind {
+    /// [`FactBody::GameCreated`].
+    GameCreated,
+    /// [`FactBody::SeatsFilled`].
+    SeatsFilled,
+    /// [`FactBody::PlayStarted`].
+    PlayStarted,
+    /// [`FactBody::GameEnded`].
+    GameEnded,
+    /// [`FactBody::SeatLost`].
+    SeatLost,
+    /// [`FactBody::RatingChanged`].
+    RatingChanged,
+    /// [`FactBody::GameAborted`].
+    GameAborted,
+}
+
+impl FactKind {
+    /// Every kind.
+    pub const ALL: [FactKind; 7] = [
+        FactKind::GameCreated,
+        FactKind::SeatsFilled,
+        FactKind::PlayStarted,
+        FactKind::GameEnded,
+        FactKind::SeatLost,
+        FactKind::RatingChanged,
+        FactKind::GameAborted,
+    ];
+
+    /// The stored name (the JSON `kind` tag): `game_created`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            FactKind::GameCreated => "game_created",
+            FactKind::SeatsFilled => "seats_filled",
+            FactKind::PlayStarted => "play_started",
+            FactKind::GameEnded => "game_ended",
+            FactKind::SeatLost => "seat_lost",
+            FactKind::RatingChanged => "rating_changed",
+            FactKind::GameAborted => "game_aborted",
+        }
+    }
+
+    /// The versioned CloudEvents `type` (`hiddenfront.game.ended.v1`, ...). A change to a
+    /// payload that could break a consumer gets a new version, never a changed meaning.
+    pub fn event_type(self) -> &'static str {
+        match self {
+            FactKind::GameCreated => "hiddenfront.game.created.v1",
+            FactKind::SeatsFilled => "hiddenfront.game.seats_filled.v1",
+            FactKind::PlayStarted => "hiddenfront.game.play_started.v1",
+            FactKind::GameEnded => "hiddenfront.game.ended.v1",
+            FactKind::SeatLost => "hiddenfront.game.seat_lost.v1",
+            FactKind::RatingChanged => "hiddenfront.rating.changed.v1",
+            FactKind::GameAborted => "hiddenfront.game.aborted.v1",
+        }
+    }
+}
+
+impl FactBody {
+    /// Its kind.
+    pub fn kind(&self) -> FactKind {
+        match self {
+            FactBody::GameCreated { .. } => FactKind::GameCreated,
+            FactBody::SeatsFilled { .. } => FactKind::SeatsFilled,
+            FactBody::PlayStarted { .. } => FactKind::PlayStarted,
+            FactBody::GameEnded { .. } => FactKind::GameEnded,
+            FactBody::SeatLost { .. } => FactKind::SeatLost,
+            FactBody::RatingChanged { .. } => FactKind::RatingChanged,
+            FactBody::GameAborted { .. } => FactKind::GameAborted,
+        }
+    }
+
+    /// The JSON the outbox stores (tagged by `kind`).
+    pub fn to_json(&self) -> String {
+        // A plain data enum of strings, numbers and options always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads what [`FactBody::to_json`] wrote.
+    pub fn from_json(text: &str) -> Result<FactBody, FactDecodeError> {
+        serde_json::from_str(text).map_err(|e| FactDecodeError(e.to_string()))
+    }
+}
+
+/// A stored fact that does not decode (a bug or a tampered database).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("stored lifecycle fact does not decode: {0}")]
+pub struct FactDecodeError(pub String);

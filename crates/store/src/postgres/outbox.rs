@@ -1,0 +1,111 @@
+//! The lifecycle outbox in Postgres (`migrations/0006_lifecycle.sql`): facts are written by the
+//! SQL function `lifecycle_record`, the one writer every transaction that records facts calls
+//! (the group-commit statement, game creation, matchmaking's rating transaction), and read here
+//! by position; followers are woken by its `NOTIFY` on [`LIFECYCLE_CHANNEL`].
+
+use super::PostgresStore;
+use super::codec::{from_db, to_db, to_limit};
+use crate::StoreError;
+use crate::notifier::advance_position;
+use hidden_front_lifecycle::{Fact, FactBody, NewFact};
+use sqlx::postgres::PgPool;
+use sqlx::types::time::OffsetDateTime;
+use sqlx::{PgConnection, Row};
+use std::time::SystemTime;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// The NOTIFY channel of the outbox; payload: the last position a commit wrote.
+pub const LIFECYCLE_CHANNEL: &str = "hf_lifecycle";
+
+/// Facts as the array parameters `lifecycle_record(ids, games, bodies)` takes.
+#[derive(Debug, Default)]
+pub(super) struct FactColumns {
+    pub(super) ids: Vec<Uuid>,
+    pub(super) games: Vec<Uuid>,
+    pub(super) bodies: Vec<String>,
+}
+
+impl FactColumns {
+    /// Adds `facts` after the ones already there.
+    pub(super) fn push(&mut self, facts: &[NewFact]) {
+        for fact in facts {
+            self.ids.push(fact.id);
+            self.games.push(fact.game_id);
+            self.bodies.push(fact.body.to_json());
+        }
+    }
+}
+
+/// Records `facts` in the transaction `conn` is in (nothing for none, and then the counter is
+/// not locked).
+pub(super) async fn record(conn: &mut PgConnection, facts: &[NewFact]) -> Result<(), sqlx::Error> {
+    if facts.is_empty() {
+        return Ok(());
+    }
+    let mut columns = FactColumns::default();
+    columns.push(facts);
+    sqlx::query("SELECT lifecycle_record($1::uuid[], $2::uuid[], $3::text[])")
+        .bind(columns.ids)
+        .bind(columns.games)
+        .bind(columns.bodies)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+#[tracing::instrument(name = "store.facts_after", level = "debug", skip_all, fields(db.system = "postgresql", after = after))]
+pub(super) async fn facts_after(
+    store: &PostgresStore,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<Fact>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT f.position, f.fact_id, f.game_id, f.body::text AS body, f.occurred_at, \
+                coalesce(g.created_at, f.occurred_at) AS game_created_at \
+         FROM lifecycle_facts f LEFT JOIN games g ON g.game_id = f.game_id \
+         WHERE f.position > $1 ORDER BY f.position LIMIT $2",
+    )
+    .bind(to_db(after))
+    .bind(to_limit(limit))
+    .fetch_all(&store.inner.pool)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let game_id: Uuid = row.try_get("game_id")?;
+            let body: String = row.try_get("body")?;
+            let occurred_at: OffsetDateTime = row.try_get("occurred_at")?;
+            let game_created_at: OffsetDateTime = row.try_get("game_created_at")?;
+            Ok(Fact {
+                position: from_db(game_id, "position", row.try_get("position")?)?,
+                id: row.try_get("fact_id")?,
+                game_id,
+                occurred_at: SystemTime::from(occurred_at),
+                game_created_at: SystemTime::from(game_created_at),
+                body: FactBody::from_json(&body).map_err(|e| StoreError::Corrupt {
+                    game_id,
+                    reason: e.to_string(),
+                })?,
+            })
+        })
+        .collect()
+}
+
+/// The outbox's last committed position.
+pub(super) async fn last_position(pool: &PgPool) -> Result<u64, StoreError> {
+    let last: i64 = sqlx::query_scalar("SELECT last FROM lifecycle_counter")
+        .fetch_one(pool)
+        .await?;
+    from_db(Uuid::nil(), "lifecycle position", last)
+}
+
+/// [`crate::GameStore::watch_facts`]: LISTEN first (the store's one LISTEN connection), then
+/// read the position, so no commit after the read goes unnoticed.
+pub(super) async fn watch_facts(store: &PostgresStore) -> Result<watch::Receiver<u64>, StoreError> {
+    super::watch::ensure_listening(store).await?;
+    let mut receiver = store.inner.fact_position.subscribe();
+    let position = last_position(&store.inner.pool).await?;
+    advance_position(&store.inner.fact_position, position);
+    receiver.borrow_and_update();
+    Ok(receiver)
+}
