@@ -234,6 +234,14 @@ impl FactBody {
     }
 }
 
+/// Somewhere facts can be recorded outside a store's own transactions: the in-memory outbox, for
+/// writers in the same process whose own state is in memory too (matchmaking's one-box store),
+/// where there is no shared transaction to join. Durable writers record in their transaction.
+pub trait FactSink: Send + Sync + std::fmt::Debug {
+    /// Appends `facts` to the outbox, in order.
+    fn record(&self, facts: &[NewFact]);
+}
+
 /// A stored fact that does not decode (a bug or a tampered database).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("stored lifecycle fact does not decode: {0}")]

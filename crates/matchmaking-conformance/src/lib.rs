@@ -6,6 +6,7 @@
 //! Checks never sleep to synchronise: racing tasks start at a barrier, waits are timeouts.
 
 use hidden_front_bot::Level;
+use hidden_front_lifecycle::{FactBody, RatingChange as LifecycleRatingChange};
 use hidden_front_matchmaking::glicko::Rating;
 use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
 use hidden_front_matchmaking::store::*;
@@ -613,6 +614,15 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
         ]),
         requeue: vec![requeue.clone()],
         events: vec![(a.clone(), told.clone())],
+        // Recorded in the lifecycle outbox with the plan (the Postgres store in its transaction).
+        facts: vec![FactBody::RatingChanged {
+            rules: q.rules.clone(),
+            changes: vec![LifecycleRatingChange {
+                player: a.clone(),
+                old_rating: Rating::default().rating,
+                new_rating: rating.rating,
+            }],
+        }],
     };
     let seen = std::sync::Mutex::new(None);
     let decide = |held: Option<&HeldMatch>| {

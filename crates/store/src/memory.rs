@@ -205,6 +205,13 @@ impl MemoryStore {
     }
 }
 
+impl hidden_front_lifecycle::FactSink for MemoryStore {
+    fn record(&self, facts: &[NewFact]) {
+        let position = self.state().record_facts(facts, SystemTime::now());
+        self.announce_facts(facts, position);
+    }
+}
+
 #[async_trait]
 impl GameStore for MemoryStore {
     async fn create_armed(

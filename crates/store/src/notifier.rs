@@ -202,4 +202,3 @@ mod tests {
         assert!(notifier.is_empty());
     }
 }
-

@@ -13,6 +13,7 @@ use crate::store::{
     EndOfGamePlan, EndedGame, EndedResult, HeldMatch, LobbyEventKind, MatchError, MatchKind,
     MatchStore, Queue, RatingChange, Ticket, TicketState,
 };
+use hidden_front_lifecycle::{FactBody, RatingChange as LifecycleRatingChange};
 use hidden_front_rules::Side;
 use uuid::Uuid;
 
@@ -87,6 +88,21 @@ pub fn on_game_ended(
             (_, south_player, (_, south_games)),
             (_, north_player, (_, north_games)),
         ] = seats;
+        plan.facts.push(FactBody::RatingChanged {
+            rules: m.rules.clone(),
+            changes: vec![
+                LifecycleRatingChange {
+                    player: south_player.clone(),
+                    old_rating: held.south_rating.0.rating,
+                    new_rating: south.rating,
+                },
+                LifecycleRatingChange {
+                    player: north_player.clone(),
+                    old_rating: held.north_rating.0.rating,
+                    new_rating: north.rating,
+                },
+            ],
+        });
         plan.ratings = Some([
             RatingChange {
                 player: south_player.clone(),
@@ -233,6 +249,26 @@ mod tests {
                 "{result:?}"
             );
             assert!(p.requeue.is_empty() && p.events.is_empty(), "{result:?}");
+            // The lifecycle feed is told both players' old and new ratings.
+            assert_eq!(
+                p.facts,
+                [FactBody::RatingChanged {
+                    rules: h.the_match.rules.clone(),
+                    changes: vec![
+                        LifecycleRatingChange {
+                            player: "sue".into(),
+                            old_rating: h.south_rating.0.rating,
+                            new_rating: south.rating,
+                        },
+                        LifecycleRatingChange {
+                            player: "nat".into(),
+                            old_rating: h.north_rating.0.rating,
+                            new_rating: north.rating,
+                        },
+                    ],
+                }],
+                "{result:?}"
+            );
         }
         let won = plan(&h, EndedResult::Won(Side::South)).ratings.unwrap();
         let lost = plan(&h, EndedResult::Won(Side::North)).ratings.unwrap();
@@ -258,6 +294,7 @@ mod tests {
         let game = ended(Uuid::now_v7(), EndedResult::SeatLost(vec![Side::South]));
         let p = on_game_ended(Some(&h), &game, 100, 5_000);
         assert_eq!(p.ratings, None, "a lost seat is not a result");
+        assert!(p.facts.is_empty(), "and no rating fact");
         let id = requeue_ticket_id(game.game_id);
         assert_eq!(
             p.requeue,

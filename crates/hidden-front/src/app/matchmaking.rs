@@ -6,18 +6,26 @@ use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
 use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService};
+use hidden_front_store::lifecycle::FactSink;
+use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
 use std::sync::Arc;
 
 /// The matchmaking service; its gRPC server and its background loops come from it.
 pub(crate) fn service(
     postgres: Option<&PostgresStore>,
+    memory: Option<&Arc<MemoryStore>>,
     session_url: &str,
     invite_base_url: &str,
 ) -> anyhow::Result<MatchmakingService> {
     let store: Arc<dyn MatchStore> = match postgres {
         Some(postgres) => Arc::new(PostgresMatchStore::from_pool(postgres.pool().clone())),
-        None => Arc::new(MemoryMatchStore::new()),
+        None => match memory {
+            Some(outbox) => Arc::new(MemoryMatchStore::with_fact_sink(
+                Arc::clone(outbox) as Arc<dyn FactSink>
+            )),
+            None => Arc::new(MemoryMatchStore::new()),
+        },
     };
     let session = hidden_front_channel::session_client(session_url)
         .with_context(|| format!("session URL {session_url:?}"))?;

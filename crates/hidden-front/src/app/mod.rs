@@ -112,7 +112,14 @@ impl Application {
         });
         let matchmaking = roles
             .matchmaking
-            .then(|| matchmaking::service(stores.postgres.as_ref(), &session_url, &invite_base_url))
+            .then(|| {
+                matchmaking::service(
+                    stores.postgres.as_ref(),
+                    stores.memory.as_ref(),
+                    &session_url,
+                    &invite_base_url,
+                )
+            })
             .transpose()?;
         let (player, gateway, http_routes) = match roles.gateway {
             true => {

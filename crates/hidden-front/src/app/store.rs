@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub(crate) struct Stores {
     pub games: Arc<dyn GameStore>,
     pub postgres: Option<PostgresStore>,
+    /// The same store as `games` when it is in memory: matchmaking's memory store records its
+    /// lifecycle facts (rating changes) in its outbox.
+    pub memory: Option<Arc<MemoryStore>>,
 }
 
 /// Opens the store `args` names. A process without the session, the clock or matchmaking (a
@@ -39,12 +42,15 @@ pub(crate) async fn open(args: &ServeArgs, roles: Roles) -> anyhow::Result<Store
     Ok(Stores {
         games: Arc::new(store.clone()),
         postgres: Some(store),
+        memory: None,
     })
 }
 
 fn memory() -> Stores {
+    let store = Arc::new(MemoryStore::new());
     Stores {
-        games: Arc::new(MemoryStore::new()),
+        games: Arc::clone(&store) as Arc<dyn GameStore>,
         postgres: None,
+        memory: Some(store),
     }
 }

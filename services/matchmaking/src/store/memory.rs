@@ -3,8 +3,10 @@
 //! (the conformance suite runs on both). Nothing survives the process.
 
 use super::*;
+use hidden_front_lifecycle::FactSink;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use tokio::sync::broadcast;
 
 #[derive(Default)]
@@ -24,6 +26,9 @@ struct State {
 pub struct MemoryMatchStore {
     state: Mutex<State>,
     wakeups: broadcast::Sender<String>,
+    /// Where the lifecycle facts of settled games go (the game store's outbox in a one-box
+    /// process); `None` drops them (unit tests).
+    facts: Option<Arc<dyn FactSink>>,
 }
 
 impl Default for MemoryMatchStore {
@@ -38,6 +43,15 @@ impl MemoryMatchStore {
         MemoryMatchStore {
             state: Mutex::new(State::default()),
             wakeups: broadcast::channel(1024).0,
+            facts: None,
+        }
+    }
+
+    /// An empty store that records settled games' lifecycle facts in `facts`.
+    pub fn with_fact_sink(facts: Arc<dyn FactSink>) -> MemoryMatchStore {
+        MemoryMatchStore {
+            facts: Some(facts),
+            ..MemoryMatchStore::new()
         }
     }
 
@@ -404,6 +418,11 @@ impl MatchStore for MemoryMatchStore {
             });
         let plan = decide(held.as_ref());
         state.persist(&plan);
+        if let Some(sink) = &self.facts {
+            let facts = plan.new_facts(game_id);
+            // Under the lock, so the facts follow the plan in the order plans are persisted.
+            sink.record(&facts);
+        }
         drop(state);
         for (player, _) in &plan.events {
             let _ = self.wakeups.send(player.clone());

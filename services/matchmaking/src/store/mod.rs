@@ -13,6 +13,7 @@ pub mod postgres;
 use crate::glicko::Rating;
 use async_trait::async_trait;
 pub use hidden_front_api_error::Reason;
+use hidden_front_lifecycle::{FactBody, NewFact};
 use hidden_front_rules::Side;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -372,6 +373,19 @@ pub struct EndOfGamePlan {
     pub requeue: Vec<Ticket>,
     /// Lobby events to write: (player, what).
     pub events: Vec<(String, LobbyEventKind)>,
+    /// Lifecycle facts about the game to record with the plan (the rating change), in the same
+    /// transaction; the store gives each its id.
+    pub facts: Vec<FactBody>,
+}
+
+impl EndOfGamePlan {
+    /// The plan's facts about `game_id`, each with a fresh id, as the store records them.
+    pub fn new_facts(&self, game_id: Uuid) -> Vec<NewFact> {
+        self.facts
+            .iter()
+            .map(|body| NewFact::new(game_id, body.clone()))
+            .collect()
+    }
 }
 
 /// The end-of-game policy as a store calls it, with what it holds about the game's match (`None`

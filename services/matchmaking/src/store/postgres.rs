@@ -300,6 +300,7 @@ impl PostgresMatchStore {
     /// Writes an end-of-game plan as it is, inside `tx` (the rating rows it changes are locked).
     async fn persist(
         tx: &mut Transaction<'_, Postgres>,
+        game_id: Uuid,
         plan: &EndOfGamePlan,
         now_ms: u64,
     ) -> Result<(), MatchError> {
@@ -330,6 +331,16 @@ impl PostgresMatchStore {
         }
         for (player, kind) in &plan.events {
             push_event(tx, player, kind, now_ms).await?;
+        }
+        if !plan.facts.is_empty() {
+            // The outbox's one writer (migrations/0006_lifecycle.sql), in this transaction.
+            let facts = plan.new_facts(game_id);
+            sqlx::query("SELECT lifecycle_record($1::uuid[], $2::uuid[], $3::text[])")
+                .bind(facts.iter().map(|f| f.id).collect::<Vec<_>>())
+                .bind(facts.iter().map(|f| f.game_id).collect::<Vec<_>>())
+                .bind(facts.iter().map(|f| f.body.to_json()).collect::<Vec<_>>())
+                .execute(&mut **tx)
+                .await?;
         }
         Ok(())
     }
@@ -810,7 +821,7 @@ impl MatchStore for PostgresMatchStore {
             }
         };
         let plan = decide(held.as_ref());
-        Self::persist(&mut tx, &plan, now_ms).await?;
+        Self::persist(&mut tx, game_id, &plan, now_ms).await?;
         tx.commit().await?;
         Ok(Some(plan))
     }
