@@ -438,6 +438,7 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
                 token,
                 rng: SeatRng::new(seed.wrapping_mul(salt)),
                 keys: 0,
+                seen_version: 0,
                 client: PlayerServiceClient::new(run.pool.pick()),
             };
             seats.push(tokio::spawn(seat.run()));
@@ -474,6 +475,9 @@ struct Seat {
     token: String,
     rng: SeatRng,
     keys: u64,
+    /// The last event seq this seat's stream delivered: its `LegalMoves` asks for at least that
+    /// version, which the session may answer from its cache.
+    seen_version: u64,
     client: PlayerServiceClient<Channel>,
 }
 
@@ -641,6 +645,7 @@ impl Seat {
                 continue;
             }
             next_seq = event.seq + 1;
+            self.seen_version = event.seq;
             match event.event {
                 Some(Event::PlayStarted(_)) => my_turn = self.first == self.side,
                 Some(Event::Moved(moved)) if moved.side != self.side as i32 => {
@@ -704,6 +709,7 @@ impl Seat {
                 &self.token,
                 pb::LegalMovesRequest {
                     game_id: self.game_id.clone(),
+                    min_version: Some(self.seen_version),
                 },
             );
             let legal = match self.client.legal_moves(request).await {

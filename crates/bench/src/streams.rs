@@ -329,6 +329,7 @@ impl Seat {
                 &self.token,
                 pb::LegalMovesRequest {
                     game_id: self.game_id.clone(),
+                    min_version: None,
                 },
             ))
             .await

@@ -397,6 +397,7 @@ impl Gateway {
             .list_legal_moves(pb::ListLegalMovesRequest {
                 game_id: game_id.to_string(),
                 side: hidden_front_wire::side_to_proto(side) as i32,
+                min_version: request.min_version,
             })
             .await?
             .into_inner();

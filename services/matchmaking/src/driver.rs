@@ -173,6 +173,7 @@ async fn play(
             .list_legal_moves(pb::ListLegalMovesRequest {
                 game_id: game_id.clone(),
                 side: wire::side_to_proto(side) as i32,
+                min_version: Some(last_seq),
             })
             .await?
             .into_inner();

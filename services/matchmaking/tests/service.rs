@@ -619,6 +619,7 @@ async fn play_south_randomly(
                 .list_legal_moves(pb::ListLegalMovesRequest {
                     game_id: game.into(),
                     side: pb::Side::South as i32,
+                    min_version: None,
                 })
                 .await
                 .unwrap()

@@ -126,7 +126,15 @@ impl SessionService {
     ) -> Result<pb::ListLegalMovesResponse, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
         let side = wire::side_from_proto("side", request.side).map_err(wire_status)?;
-        let record = self.load(game_id, true).await?;
+        // From the cache only when it is at least as new as what the caller has seen: an answer
+        // older than an event the caller saw would be a position it has left behind.
+        let cached = request
+            .min_version
+            .and_then(|min| self.cache.get(game_id).filter(|r| r.version >= min));
+        let record = match cached {
+            Some(record) => record,
+            None => self.load(game_id, true).await?,
+        };
         let game = &record.game;
         let rules = *game.rules();
         let moves = if game.phase() == Phase::Play && game.to_move() == side {

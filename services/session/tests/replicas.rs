@@ -77,6 +77,7 @@ async fn a_legal_move(s: &SessionService, game: &str, side: pb::Side) -> pb::Mov
     s.list_legal_moves(Request::new(pb::ListLegalMovesRequest {
         game_id: game.into(),
         side: side as i32,
+        min_version: None,
     }))
     .await
     .unwrap()
@@ -163,4 +164,61 @@ async fn a_cache_smaller_than_the_games_only_costs_store_reads() {
         assert_eq!(look(&s, game).await.version, north.version);
         assert_eq!(look(&s, game).await.phase, pb::Phase::Play as i32);
     }
+}
+
+async fn legal(
+    s: &SessionService,
+    game: &str,
+    side: pb::Side,
+    min_version: u64,
+) -> pb::ListLegalMovesResponse {
+    s.list_legal_moves(Request::new(pb::ListLegalMovesRequest {
+        game_id: game.into(),
+        side: side as i32,
+        min_version: Some(min_version),
+    }))
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// `ListLegalMoves` with `min_version` may answer from the replica's cache, but never at a version
+/// older than the caller says it has seen: a replica whose cache is behind another's append reads
+/// the store.
+#[tokio::test]
+async fn legal_moves_never_answer_older_than_the_version_the_caller_has_seen() {
+    let store = Arc::new(MemoryStore::new());
+    let (a, b) = (replica(&store, 100), replica(&store, 100));
+    let (game, first) = create(&a, "legal").await;
+    confirm(&a, &game, pb::Side::South).await;
+    let started = confirm(&a, &game, pb::Side::North).await.version;
+    // B caches the game at the start of play.
+    assert_eq!(look(&b, &game).await.version, started);
+    assert!(!legal(&b, &game, first, started).await.moves.is_empty());
+    // A plays the first move; B's cache is now one version behind.
+    let mv = a_legal_move(&a, &game, first).await;
+    let moved = a
+        .submit_move(Request::new(pb::SubmitMoveRequest {
+            context: ctx(&game, first, "m1"),
+            r#move: Some(mv),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+        .version;
+    // Asked for at least what the caller saw (the move), B reads the store: the mover has no
+    // moves now, and the answer is at the move's version.
+    let after = legal(&b, &game, first, moved).await;
+    assert_eq!(after.version, moved);
+    assert!(after.moves.is_empty(), "not the mover's turn any more");
+    let other = if first == pb::Side::South {
+        pb::Side::North
+    } else {
+        pb::Side::South
+    };
+    let reply = legal(&b, &game, other, moved).await;
+    assert_eq!(reply.version, moved);
+    assert!(!reply.moves.is_empty());
 }

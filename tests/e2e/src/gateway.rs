@@ -178,6 +178,7 @@ impl PlayerClient {
     pub async fn legal_moves(&mut self, game_id: &str) -> Result<pb::LegalMovesResponse, Status> {
         let request = self.request(pb::LegalMovesRequest {
             game_id: game_id.to_string(),
+            min_version: None,
         });
         Ok(self.client.legal_moves(request).await?.into_inner())
     }

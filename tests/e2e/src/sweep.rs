@@ -522,6 +522,7 @@ pub async fn into_play(session: &mut Client, goods: &mut Goods, created_first: p
             .list_legal_moves(pb::ListLegalMovesRequest {
                 game_id: game_id.clone(),
                 side: side as i32,
+                min_version: None,
             })
             .await
             .unwrap_or_else(|s| panic!("ListLegalMoves({side:?}) failed: {s:?}"))

@@ -940,7 +940,8 @@ async fn every_call(
         "LegalMoves",
         legal_moves,
         pb::LegalMovesRequest {
-            game_id: game_id.into()
+            game_id: game_id.into(),
+            min_version: None,
         }
     );
     call!(

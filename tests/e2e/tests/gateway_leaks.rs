@@ -439,6 +439,7 @@ impl Game {
         );
         let request = pb::LegalMovesRequest {
             game_id: self.game_id.clone(),
+            min_version: None,
         };
         match self.clients[who]
             .unary::<_, pb::LegalMovesResponse>("LegalMoves", request)

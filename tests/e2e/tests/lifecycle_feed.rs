@@ -105,7 +105,7 @@ async fn the_feed_tells_games_in_commit_order_resumes_from_any_cursor_and_surviv
 
     // The typed body and the JSON data say the same, and agree with the session's view.
     let view = client::get_game(&mut client, &played.game_id, pb::Viewer::Spectator).await;
-    let outcome = view.outcome.clone().expect("an outcome");
+    let outcome = view.outcome.expect("an outcome");
     let ended = facts
         .iter()
         .find(|f| f.game_id == played.game_id && f.r#type == "hiddenfront.game.ended.v1")

@@ -620,6 +620,7 @@ impl Game {
     async fn list_moves(&mut self, from: Option<String>) -> std::io::Result<()> {
         let answer = within(self.client.legal_moves(pb::LegalMovesRequest {
             game_id: self.game_id.clone(),
+            min_version: None,
         }))
         .await;
         let moves = match answer {
