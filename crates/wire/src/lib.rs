@@ -144,6 +144,7 @@ pub fn end_reason_to_proto(reason: EndReason) -> pb::EndReason {
         EndReason::Timeouts => pb::EndReason::Timeouts,
         EndReason::Disconnected => pb::EndReason::Disconnected,
         EndReason::SeatLost => pb::EndReason::SeatLost,
+        EndReason::Aborted => pb::EndReason::Aborted,
     }
 }
 
@@ -731,6 +732,7 @@ fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outc
         Ok(pb::EndReason::Timeouts) => EndReason::Timeouts,
         Ok(pb::EndReason::Disconnected) => EndReason::Disconnected,
         Ok(pb::EndReason::SeatLost) => EndReason::SeatLost,
+        Ok(pb::EndReason::Aborted) => EndReason::Aborted,
         Ok(pb::EndReason::Unspecified) | Err(_) => {
             return Err(invalid(
                 format!("{field}.reason"),
