@@ -21,6 +21,7 @@
 //! `changed()`, and racing tasks start together at a barrier. They assume a store of their own
 //! (fresh player names keep them apart anyway).
 
+mod admin;
 mod appends;
 mod ended;
 mod games;
@@ -30,6 +31,7 @@ mod races;
 mod timers;
 mod watch;
 
+pub use admin::*;
 pub use appends::*;
 pub use ended::*;
 pub use games::*;
@@ -99,6 +101,8 @@ macro_rules! conformance_tests {
             timers_complete_only_the_fired_timer,
             timers_concurrent_claimers_share_without_overlap,
             ended_games_feed_in_order_once,
+            find_games_by_every_criterion,
+            audit_log_appends_lists_and_filters,
         );
     };
 }
