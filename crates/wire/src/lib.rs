@@ -123,6 +123,19 @@ pub fn viewer_to_proto(viewer: Viewer) -> pb::Viewer {
     }
 }
 
+/// Reads a phase field (the admin API's search by phase).
+pub fn phase_from_proto(field: &str, value: i32) -> Result<Phase, FieldError> {
+    match pb::Phase::try_from(value) {
+        Ok(pb::Phase::Deployment) => Ok(Phase::Deployment),
+        Ok(pb::Phase::Play) => Ok(Phase::Play),
+        Ok(pb::Phase::Ended) => Ok(Phase::Ended),
+        _ => Err(invalid(
+            field,
+            "must be PHASE_DEPLOYMENT, PHASE_PLAY or PHASE_ENDED",
+        )),
+    }
+}
+
 /// The proto phase of an engine phase.
 pub fn phase_to_proto(phase: Phase) -> pb::Phase {
     match phase {

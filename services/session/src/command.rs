@@ -7,7 +7,7 @@
 use crate::actions::{Action, PlayerRequest};
 use crate::counters::{count_phase_change, is_refusal, outcome_of};
 use crate::errors::{game_error_status, store_error_status};
-use crate::request::{Context, parse_context};
+use crate::request::{Actor, Context, parse_context};
 use crate::service::SessionService;
 use crate::timers;
 use hidden_front_api_error::{ApiError, Reason};
@@ -53,7 +53,7 @@ impl SessionService {
         skip_all,
         fields(
             game_id = %ctx.game_id,
-            side = ctx.side.name(),
+            actor = ctx.actor.name(),
             expected_version = ctx.expected_version,
             version = tracing::field::Empty,
             event_count = tracing::field::Empty,
@@ -80,9 +80,15 @@ impl SessionService {
                 Err(_) if !fresh => continue,
                 Err(refusal) => return self.refuse(ctx, refusal).await,
             };
-            let result = self.result_for(&record, &game, &events, Viewer::player(ctx.side));
+            let result = self.result_for(&record, &game, &events, ctx.actor.viewer());
             let bytes = result.encode_to_vec();
             let timer_change = self.timer_change(&record, &game, &events).await?;
+            // lifecycle: GameAborted. An operator's abort records who stopped the game and why
+            // with the append (the lifecycle outbox's "game aborted" fact goes here).
+            let _aborted_by = match &ctx.actor {
+                Actor::Operator(action) => Some((&action.operator, &action.reason)),
+                Actor::Seat(_) => None,
+            };
             match self
                 .store
                 .append_armed(Append {
@@ -270,8 +276,7 @@ impl SessionService {
         let started = Instant::now();
         let (context, action) = request.into_inner().into_action()?;
         let result = match parse_context(context) {
-            Ok(ctx) => {
-                let side = ctx.side;
+            Ok((ctx, side)) => {
                 self.execute(&ctx, |record| action.command(record.game.rules(), side))
                     .await
             }
