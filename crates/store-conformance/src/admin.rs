@@ -179,6 +179,18 @@ pub async fn find_games_by_every_criterion(store: Arc<dyn GameStore>) {
         "only games in play are stuck, never those in deployment"
     );
 
+    // One game by id.
+    let one_game = store
+        .find_games(&GameFilter {
+            game_id: Some(meta.game_id),
+            limit: 10,
+            ..GameFilter::default()
+        })
+        .await
+        .expect("find by id");
+    assert_eq!(ids(&one_game), vec![meta.game_id], "by id");
+    assert_eq!(one_game[0], playing[0], "the same game reads the same");
+
     // Limit.
     let one = store
         .find_games(&GameFilter {

@@ -20,6 +20,8 @@ pub const MAX_ADMIN_PAGE: usize = 500;
 /// set selects every game. Newest first by creation time (then id), at most `limit`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GameFilter {
+    /// Only this game (how one game's times are read).
+    pub game_id: Option<Uuid>,
     /// Games this player sits in, on either seat.
     pub player: Option<String>,
     /// Games in this phase.

@@ -157,10 +157,11 @@ impl StoredGame {
     /// Whether the game passes every criterion of `filter` but the cursor.
     fn matches(&self, filter: &GameFilter) -> bool {
         let meta = &self.meta;
-        filter
-            .player
-            .as_ref()
-            .is_none_or(|p| meta.south_player == *p || meta.north_player == *p)
+        filter.game_id.is_none_or(|id| meta.game_id == id)
+            && filter
+                .player
+                .as_ref()
+                .is_none_or(|p| meta.south_player == *p || meta.north_player == *p)
             && filter.phase.is_none_or(|phase| self.game.phase() == phase)
             && filter.rules.as_ref().is_none_or(|r| meta.rules == *r)
             && filter.created_from.is_none_or(|t| self.created_at >= t)

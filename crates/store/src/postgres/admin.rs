@@ -50,6 +50,7 @@ impl AdminStore for PostgresStore {
                AND ($6::timestamptz IS NULL \
                     OR (g.phase = $10 AND COALESCE(last.created_at, g.created_at) < $6)) \
                AND ($7::timestamptz IS NULL OR (g.created_at, g.game_id) < ($7, $8::uuid)) \
+               AND ($11::uuid IS NULL OR g.game_id = $11) \
              ORDER BY g.created_at DESC, g.game_id DESC LIMIT $9",
         )
         .bind(filter.player.as_deref())
@@ -62,6 +63,7 @@ impl AdminStore for PostgresStore {
         .bind(filter.after.map(|c| c.game_id))
         .bind(to_limit(page(filter.limit)))
         .bind(play)
+        .bind(filter.game_id)
         .fetch_all(&self.inner.pool)
         .await?;
         tracing::Span::current().record("game_count", rows.len());
