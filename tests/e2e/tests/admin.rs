@@ -6,7 +6,7 @@
 //! inspection and the abort with operator and reason; a player's token is refused
 //! PERMISSION_DENIED.
 
-use hidden_front_e2e::gateway::{self, PlayerClient, authed, context, follow_to_end};
+use hidden_front_e2e::gateway::{self, PlayerClient, authed, context, follow_to_end, lobby};
 use hidden_front_e2e::{Server, TestDatabase, binary, pb};
 use std::process::Output;
 use std::time::Duration;
@@ -41,16 +41,6 @@ fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("--json prints JSON")
 }
 
-async fn lobby(player: &mut PlayerClient) -> tonic::Streaming<pb::WatchLobbyResponse> {
-    let token = gateway::token(player.player());
-    player
-        .inner()
-        .watch_lobby(authed(&token, pb::WatchLobbyRequest { after_seq: 0 }))
-        .await
-        .expect("WatchLobby")
-        .into_inner()
-}
-
 /// Both players queue (rated, tickets named after `attempt`) and are paired: the game id.
 async fn rated_match(players: &mut [PlayerClient; 2], attempt: &str) -> String {
     let mut streams = Vec::new();
@@ -79,20 +69,11 @@ async fn rated_match(players: &mut [PlayerClient; 2], attempt: &str) -> String {
     }
     let mut games = Vec::new();
     for stream in &mut streams {
-        let found = loop {
-            let item = tokio::time::timeout(DEADLINE, stream.message())
-                .await
-                .expect("a lobby event in time")
-                .expect("the lobby stream works")
-                .expect("the lobby stream goes on");
-            // The lobby log replays earlier matches too: this attempt's ticket is the one.
-            if let Some(pb::lobby_event::Kind::MatchFound(found)) =
-                item.event.and_then(|event| event.kind)
-                && found.ticket_id.starts_with(&format!("{attempt}-"))
-            {
-                break found;
-            }
-        };
+        // The lobby log replays earlier matches too: this attempt's ticket is the one.
+        let found = gateway::match_found(stream, DEADLINE, |found| {
+            found.ticket_id.starts_with(&format!("{attempt}-"))
+        })
+        .await;
         games.push(found.game_id);
     }
     assert_eq!(games[0], games[1], "both are pushed the same game");
