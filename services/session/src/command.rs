@@ -46,14 +46,14 @@ impl SessionService {
     /// Runs one command through the judge-and-append loop described in the crate docs.
     /// `make` turns the loaded game into the engine command (it may refuse, e.g. a bad square).
     ///
-    /// Its span carries the game, the seat and the versions only: never the command's squares'
-    /// pieces nor the events, which may reveal hidden ranks.
+    /// Its span carries the game, the seat (`operator` for an operator's abort) and the versions
+    /// only: never the command's squares' pieces nor the events, which may reveal hidden ranks.
     #[tracing::instrument(
         name = "session.command",
         skip_all,
         fields(
             game_id = %ctx.game_id,
-            actor = ctx.actor.name(),
+            side = ctx.actor.name(),
             expected_version = ctx.expected_version,
             version = tracing::field::Empty,
             event_count = tracing::field::Empty,
