@@ -140,6 +140,10 @@ reasons! {
     NotSeated = "NOT_SEATED" => PermissionDenied,
     /// The player may not do this to that object (for example accept their own invite).
     NotAllowed = "NOT_ALLOWED" => PermissionDenied,
+    /// The admin API needs an operator's credential; this one (a player's token) is not one.
+    AdminRequired = "ADMIN_REQUIRED" => PermissionDenied,
+    /// The admin API is off: no operator credential is configured on this server.
+    AdminNotConfigured = "ADMIN_NOT_CONFIGURED" => FailedPrecondition,
     /// Too many actions in a short time; slow down.
     RateLimited = "RATE_LIMITED" => ResourceExhausted,
     /// Too many open streams or connections.

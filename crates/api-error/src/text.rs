@@ -22,6 +22,9 @@ pub enum TextKind {
     Token,
     /// A W3C trace context header value: at most 512 bytes.
     TraceContext,
+    /// A person's note kept on record (an operator's reason for an inspection or an abort): at
+    /// most 512 bytes.
+    Note,
 }
 
 impl TextKind {
@@ -32,7 +35,7 @@ impl TextKind {
             TextKind::Rules => 256,
             TextKind::Name => 64,
             TextKind::Token => 16,
-            TextKind::TraceContext => 512,
+            TextKind::TraceContext | TextKind::Note => 512,
         }
     }
 }

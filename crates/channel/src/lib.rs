@@ -11,6 +11,7 @@ mod balance;
 
 pub use balance::{BalanceError, balanced_channel};
 
+use hidden_front_proto::v1::admin_service_client::AdminServiceClient;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_telemetry::TracedChannel;
@@ -42,6 +43,13 @@ pub fn channel(url: &str) -> Result<Channel, BalanceError> {
 /// A client of the session service at `url`; each call carries the caller's trace context.
 pub fn session_client(url: &str) -> Result<SessionServiceClient<TracedChannel>, BalanceError> {
     Ok(SessionServiceClient::new(TracedChannel::new(channel(url)?))
+        .max_decoding_message_size(MAX_ANSWER_BYTES))
+}
+
+/// A client of the admin API at `url` (the session's internal port); each call carries the
+/// caller's trace context. Inspections answer a whole game, so the same answer limit holds.
+pub fn admin_client(url: &str) -> Result<AdminServiceClient<TracedChannel>, BalanceError> {
+    Ok(AdminServiceClient::new(TracedChannel::new(channel(url)?))
         .max_decoding_message_size(MAX_ANSWER_BYTES))
 }
 

@@ -72,6 +72,16 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub jwt_secret: Vec<String>,
+    /// Operator tokens of the admin API as `NAME=TOKEN` (repeatable; the env var comma-separated);
+    /// NAME is who the audit log records, TOKEN at least 24 bytes. None: the admin API refuses
+    /// every call. docs/admin.md.
+    #[arg(
+        long = "admin-token",
+        env = "HF_ADMIN_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub admin_tokens: Vec<String>,
     /// Public keys for player tokens as `ALG:PATH` (e.g. `RS256:/keys/idp.pem`), comma-separated.
     #[arg(long, env = "HF_JWT_PUBLIC_KEYS", value_delimiter = ',')]
     pub jwt_public_keys: Vec<String>,

@@ -7,6 +7,7 @@
 //! asking the public port about `SessionService` answers NOT_FOUND, as it would on a process
 //! without it, instead of a status for a service that is not there.
 
+use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
@@ -120,7 +121,9 @@ impl Checker {
             for &service in &port.services {
                 let ok = match service {
                     PLAYER_SERVICE => gateway_ok,
-                    SESSION_SERVICE | CLOCK_SERVICE | MATCHMAKING_SERVICE => store_ok,
+                    SESSION_SERVICE | ADMIN_SERVICE | CLOCK_SERVICE | MATCHMAKING_SERVICE => {
+                        store_ok
+                    }
                     _ => None,
                 };
                 if let Some(ok) = ok {

@@ -9,10 +9,12 @@
 //! - [`play`]: the terminal client (`hidden-front play`).
 //! - [`token`]: development player tokens (`hidden-front token`).
 //! - [`replay`]: replay export and verification (`hidden-front replay`).
+//! - [`admin_cli`]: the admin API for on-call engineers (`hidden-front admin`).
 //! - [`bot_cli`]: the computer's ladder of levels (`hidden-front bot ladder`).
 //!
 //! The binary (`main.rs`) only parses the command line and prints an error once.
 
+pub mod admin_cli;
 pub mod app;
 pub mod bot_cli;
 pub mod config;

@@ -23,7 +23,7 @@ pub(crate) const SOUTH_DEPLOYMENT: &str = "South-Deployment";
 pub(crate) const NORTH_DEPLOYMENT: &str = "North-Deployment";
 
 /// Every end reason, for reading their names back.
-pub(crate) const END_REASONS: [EndReason; 9] = [
+pub(crate) const END_REASONS: [EndReason; 10] = [
     EndReason::FlagCaptured,
     EndReason::HqEntered,
     EndReason::NoLegalMoves,
@@ -33,6 +33,7 @@ pub(crate) const END_REASONS: [EndReason; 9] = [
     EndReason::Timeouts,
     EndReason::Disconnected,
     EndReason::SeatLost,
+    EndReason::Aborted,
 ];
 
 /// The whole text.

@@ -241,6 +241,7 @@ fn command_for(game: &Game, rest: &[Entry]) -> Result<Command, String> {
             (EndReason::Disconnected, Some(winner)) => Command::Disconnected {
                 side: winner.other(),
             },
+            (EndReason::Aborted, None) => Command::Abort,
             (reason, _) => {
                 return Err(format!(
                     "an end by {} follows from the event that causes it, and nothing before \

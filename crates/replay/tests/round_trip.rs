@@ -58,6 +58,7 @@ fn random_games_of_both_families_round_trip_and_verify() {
             EndReason::AgreedDraw,
             EndReason::Disconnected,
             EndReason::SeatLost,
+            EndReason::Aborted,
         ] {
             assert!(
                 reasons.contains_key(&(family, reason.name())),

@@ -97,6 +97,9 @@ pub enum Command {
         /// The absent player.
         side: Side,
     },
+    /// An operator stops the game (support staff, an on-call engineer): it ends without a
+    /// result, in any phase but ended. Who and why are recorded by the caller, not the engine.
+    Abort,
 }
 
 /// The flag (or flags) of a side shown to everyone, under the `flag-reveal` option.
@@ -647,6 +650,15 @@ impl Game {
                     side.other(),
                     EndReason::Disconnected,
                 ))])
+            }
+            Command::Abort => {
+                if self.phase == Phase::Ended {
+                    return Err(GameError::WrongPhase {
+                        needed: Phase::Play,
+                        actual: Phase::Ended,
+                    });
+                }
+                Ok(vec![self.ended(Outcome::draw(EndReason::Aborted))])
             }
         }
     }

@@ -26,6 +26,8 @@ pub enum EndReason {
     Disconnected,
     /// A player left during deployment without confirming: the game is cancelled, no result.
     SeatLost,
+    /// An operator stopped the game ([`crate::Command::Abort`]): no result.
+    Aborted,
 }
 
 impl EndReason {
@@ -41,6 +43,7 @@ impl EndReason {
             EndReason::Timeouts => "timeouts",
             EndReason::Disconnected => "disconnected",
             EndReason::SeatLost => "seat_lost",
+            EndReason::Aborted => "aborted",
         }
     }
 }

@@ -1669,6 +1669,37 @@ mod game_machine {
     }
 
     #[test]
+    fn an_operator_aborts_a_game_in_deployment_or_play_but_not_after_the_end() {
+        // In deployment: the game ends at once, without a result.
+        let mut d = Driver::new("hidden-front", S, 15);
+        let events = d.ok(Command::Abort);
+        assert_eq!(
+            ended_outcome(&events),
+            Some(Outcome::draw(EndReason::Aborted))
+        );
+        assert_eq!(d.game.phase(), Phase::Ended);
+        d.check_replay();
+        // In play: the same, whoever is to move.
+        let mut d = Driver::started("hidden-front", S, 16);
+        let events = d.ok(Command::Abort);
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            ended_outcome(&events),
+            Some(Outcome::draw(EndReason::Aborted))
+        );
+        d.check_replay();
+        // An ended game is refused like any other command.
+        assert_eq!(
+            d.refused(Command::Abort),
+            GameError::WrongPhase {
+                needed: Phase::Play,
+                actual: Phase::Ended
+            }
+        );
+        assert_eq!(EndReason::Aborted.name(), "aborted");
+    }
+
+    #[test]
     fn draw_offers_can_be_made_on_either_turn_and_accepted() {
         // Offer on the opponent's turn.
         let mut d = Driver::started("hidden-front", S, 6);

@@ -21,6 +21,7 @@
 //! `changed()`, and racing tasks start together at a barrier. They assume a store of their own
 //! (fresh player names keep them apart anyway).
 
+mod admin;
 mod appends;
 mod ended;
 mod games;
@@ -31,6 +32,7 @@ mod races;
 mod timers;
 mod watch;
 
+pub use admin::*;
 pub use appends::*;
 pub use ended::*;
 pub use games::*;
@@ -104,6 +106,8 @@ macro_rules! conformance_tests {
             lifecycle_facts_commit_with_their_events,
             lifecycle_watch_wakes_after_facts,
             lifecycle_followers_miss_nothing_under_concurrent_writers,
+            find_games_by_every_criterion,
+            audit_log_appends_lists_and_filters,
         );
     };
 }

@@ -25,11 +25,16 @@
 /// The LISTEN/NOTIFY helper the Postgres store follows appends with (its own crate, which
 /// matchmaking uses too).
 pub use hidden_front_pg_listen as listen;
+pub mod admin;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;
 pub mod timers;
 
+pub use admin::{
+    AdminStore, AuditAction, AuditEntry, AuditQuery, FoundGame, GameCursor, GameFilter,
+    NewAuditEntry,
+};
 pub use timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 
 /// The lifecycle facts the store keeps in its outbox (their own crate: what is told is a domain
@@ -270,9 +275,10 @@ pub struct EndedRecord {
 /// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].
 ///
 /// Every store also keeps the games' timers ([`TimerStore`]), because they are written in the
-/// same transaction as the events that arm them.
+/// same transaction as the events that arm them, and answers the admin API ([`AdminStore`]:
+/// finding games, the audit log), because it holds the games.
 #[async_trait]
-pub trait GameStore: TimerStore {
+pub trait GameStore: TimerStore + AdminStore {
     /// Creates a game with its first events (`events[0]` gets seq 1) and the state after them.
     /// Idempotent on `creation_key`: a second call with the same key writes nothing and returns
     /// the first game's id with `replayed: true`.

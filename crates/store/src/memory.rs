@@ -2,6 +2,9 @@
 //! and the fast store for unit tests; it keeps the same contract as Postgres and passes the same
 //! conformance suite, but loses everything when the process exits.
 
+use crate::admin::{
+    AdminStore, AuditEntry, AuditQuery, FoundGame, GameFilter, NewAuditEntry, page, to_micros,
+};
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
@@ -55,6 +58,8 @@ struct State {
     due: BTreeSet<(SystemTime, Uuid, SlotKey)>,
     /// The lifecycle outbox: `facts[i]` has position `i + 1`.
     facts: Vec<Fact>,
+    /// The audit log, oldest first: `audit[i]` has id `i + 1`.
+    audit: Vec<AuditEntry>,
 }
 
 /// A [`TimerSlot`] as an ordered key.
@@ -156,8 +161,6 @@ impl State {
 #[derive(Debug)]
 struct StoredGame {
     meta: GameMeta,
-    /// When it was created (dates its lifecycle facts' game age).
-    created_at: SystemTime,
     game: Game,
     /// The log with each event's trace parent; `events[i]` has seq `i + 1`, so the version is
     /// `events.len()`.
@@ -166,11 +169,41 @@ struct StoredGame {
     commands: HashMap<String, Vec<u8>>,
     /// (side, gateway) -> (connected, lease until).
     presence: HashMap<(Side, String), (bool, SystemTime)>,
+    /// When it was created (microseconds, as Postgres keeps it; also dates its lifecycle facts'
+    /// game age).
+    created_at: SystemTime,
+    /// When its last event was appended (microseconds).
+    last_event_at: SystemTime,
 }
 
 impl StoredGame {
     fn version(&self) -> u64 {
         self.events.len() as u64
+    }
+
+    fn summary(&self) -> GameSummary {
+        GameSummary {
+            meta: self.meta.clone(),
+            phase: self.game.phase(),
+            version: self.version(),
+        }
+    }
+
+    /// Whether the game passes every criterion of `filter` but the cursor.
+    fn matches(&self, filter: &GameFilter) -> bool {
+        let meta = &self.meta;
+        filter.game_id.is_none_or(|id| meta.game_id == id)
+            && filter
+                .player
+                .as_ref()
+                .is_none_or(|p| meta.south_player == *p || meta.north_player == *p)
+            && filter.phase.is_none_or(|phase| self.game.phase() == phase)
+            && filter.rules.as_ref().is_none_or(|r| meta.rules == *r)
+            && filter.created_from.is_none_or(|t| self.created_at >= t)
+            && filter.created_before.is_none_or(|t| self.created_at < t)
+            && filter
+                .idle_since
+                .is_none_or(|t| self.game.phase() == Phase::Play && self.last_event_at < t)
     }
 
     fn presence_at(&self, now: SystemTime) -> Presence {
@@ -242,15 +275,17 @@ impl GameStore for MemoryStore {
                 games.push(meta.game_id);
             }
         }
+        let now = to_micros(SystemTime::now());
         state.games.insert(
             meta.game_id,
             StoredGame {
                 meta: meta.clone(),
-                created_at: SystemTime::now(),
                 game: game.clone(),
                 events: events.iter().map(|e| (e.clone(), None)).collect(),
                 commands: HashMap::new(),
                 presence: HashMap::new(),
+                created_at: now,
+                last_event_at: now,
             },
         );
         for timer in timers {
@@ -316,6 +351,9 @@ impl GameStore for MemoryStore {
                     .map(|e| (e.clone(), trace_parent.map(str::to_owned))),
             );
             stored.game = game.clone();
+            if !events.is_empty() {
+                stored.last_event_at = to_micros(SystemTime::now());
+            }
             if let Some(command) = command {
                 stored
                     .commands
@@ -444,11 +482,7 @@ impl GameStore for MemoryStore {
             .rev()
             .filter_map(|game_id| state.games.get(game_id))
             .take(limit)
-            .map(|stored| GameSummary {
-                meta: stored.meta.clone(),
-                phase: stored.game.phase(),
-                version: stored.version(),
-            })
+            .map(StoredGame::summary)
             .collect())
     }
 
@@ -477,6 +511,73 @@ impl GameStore for MemoryStore {
                 })
             })
             .collect())
+    }
+}
+
+#[async_trait]
+impl AdminStore for MemoryStore {
+    async fn find_games(&self, filter: &GameFilter) -> Result<Vec<FoundGame>, StoreError> {
+        let state = self.state();
+        let mut found: Vec<FoundGame> = state
+            .games
+            .values()
+            .filter(|stored| stored.matches(filter))
+            .filter(|stored| {
+                filter.after.is_none_or(|c| {
+                    (stored.created_at, stored.meta.game_id) < (c.created_at, c.game_id)
+                })
+            })
+            .map(|stored| FoundGame {
+                summary: stored.summary(),
+                created_at: stored.created_at,
+                last_event_at: stored.last_event_at,
+            })
+            .collect();
+        found.sort_by(|a, b| {
+            (b.created_at, b.summary.meta.game_id).cmp(&(a.created_at, a.summary.meta.game_id))
+        });
+        found.truncate(page(filter.limit));
+        Ok(found)
+    }
+
+    async fn append_audit(&self, entry: NewAuditEntry<'_>) -> Result<AuditEntry, StoreError> {
+        let mut state = self.state();
+        let stored = AuditEntry {
+            id: state.audit.len() as u64 + 1,
+            at: to_micros(SystemTime::now()),
+            operator: entry.operator.to_owned(),
+            action: entry.action,
+            game_id: entry.game_id,
+            reason: entry.reason.to_owned(),
+            outcome: entry.outcome.to_owned(),
+        };
+        state.audit.push(stored.clone());
+        Ok(stored)
+    }
+
+    async fn audit_log(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        let state = self.state();
+        let of_game = |e: &&AuditEntry| query.game_id.is_none_or(|g| e.game_id == g);
+        let limit = page(query.limit);
+        Ok(match query.after {
+            Some(after) => state
+                .audit
+                .iter()
+                .filter(|e| e.id > after)
+                .filter(of_game)
+                .take(limit)
+                .cloned()
+                .collect(),
+            None => state
+                .audit
+                .iter()
+                .rev()
+                .filter(|e| query.before.is_none_or(|before| e.id < before))
+                .filter(of_game)
+                .take(limit)
+                .cloned()
+                .collect(),
+        })
     }
 }
 

@@ -439,6 +439,7 @@ async fn migrations_are_idempotent() {
     assert_eq!(
         tables,
         [
+            "admin_audit",
             "ended_games_counter",
             "game_commands",
             "game_creations",

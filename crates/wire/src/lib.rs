@@ -123,6 +123,19 @@ pub fn viewer_to_proto(viewer: Viewer) -> pb::Viewer {
     }
 }
 
+/// Reads a phase field (the admin API's search by phase).
+pub fn phase_from_proto(field: &str, value: i32) -> Result<Phase, FieldError> {
+    match pb::Phase::try_from(value) {
+        Ok(pb::Phase::Deployment) => Ok(Phase::Deployment),
+        Ok(pb::Phase::Play) => Ok(Phase::Play),
+        Ok(pb::Phase::Ended) => Ok(Phase::Ended),
+        _ => Err(invalid(
+            field,
+            "must be PHASE_DEPLOYMENT, PHASE_PLAY or PHASE_ENDED",
+        )),
+    }
+}
+
 /// The proto phase of an engine phase.
 pub fn phase_to_proto(phase: Phase) -> pb::Phase {
     match phase {
@@ -144,6 +157,7 @@ pub fn end_reason_to_proto(reason: EndReason) -> pb::EndReason {
         EndReason::Timeouts => pb::EndReason::Timeouts,
         EndReason::Disconnected => pb::EndReason::Disconnected,
         EndReason::SeatLost => pb::EndReason::SeatLost,
+        EndReason::Aborted => pb::EndReason::Aborted,
     }
 }
 
@@ -731,6 +745,7 @@ fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outc
         Ok(pb::EndReason::Timeouts) => EndReason::Timeouts,
         Ok(pb::EndReason::Disconnected) => EndReason::Disconnected,
         Ok(pb::EndReason::SeatLost) => EndReason::SeatLost,
+        Ok(pb::EndReason::Aborted) => EndReason::Aborted,
         Ok(pb::EndReason::Unspecified) | Err(_) => {
             return Err(invalid(
                 format!("{field}.reason"),

@@ -54,13 +54,14 @@ pub fn requeue_ticket_id(game_id: Uuid) -> String {
     format!("requeue:{game_id}")
 }
 
-/// South's score in an ended game, when it counts for ratings (a lost seat is not a result).
+/// South's score in an ended game, when it counts for ratings (a lost seat and an operator's
+/// abort are not results).
 fn south_score(result: &EndedResult) -> Option<f64> {
     match result {
         EndedResult::Won(Side::South) => Some(1.0),
         EndedResult::Won(Side::North) => Some(0.0),
         EndedResult::Drawn => Some(0.5),
-        EndedResult::SeatLost(_) => None,
+        EndedResult::SeatLost(_) | EndedResult::Aborted => None,
     }
 }
 
@@ -284,6 +285,18 @@ mod tests {
             assert_eq!(
                 plan(&h, EndedResult::Won(Side::South)),
                 EndOfGamePlan::default()
+            );
+        }
+    }
+
+    #[test]
+    fn an_aborted_game_changes_no_rating_and_seats_nobody_again() {
+        for kind in [MatchKind::Queue, MatchKind::Invite] {
+            let h = held(kind, true);
+            assert_eq!(
+                plan(&h, EndedResult::Aborted),
+                EndOfGamePlan::default(),
+                "{kind:?}"
             );
         }
     }

@@ -201,7 +201,9 @@ pub fn ended_game_from_proto(game: &pb::EndedGame) -> Result<EndedGame, String> 
     let outcome = game
         .outcome
         .ok_or_else(|| format!("ended game {game_id} has no outcome"))?;
-    let result = if outcome.reason == pb::EndReason::SeatLost as i32 {
+    let result = if outcome.reason == pb::EndReason::Aborted as i32 {
+        EndedResult::Aborted
+    } else if outcome.reason == pb::EndReason::SeatLost as i32 {
         EndedResult::SeatLost(
             game.seats_lost
                 .iter()
@@ -931,6 +933,12 @@ mod tests {
         assert_eq!(
             ended_game_from_proto(&lost).unwrap().result,
             EndedResult::SeatLost(vec![Side::South])
+        );
+        let aborted = game(pb::Side::Unspecified, pb::EndReason::Aborted, vec![]);
+        assert_eq!(
+            ended_game_from_proto(&aborted).unwrap().result,
+            EndedResult::Aborted,
+            "an operator's abort is no draw"
         );
         let no_outcome = pb::EndedGame {
             outcome: None,

@@ -7,7 +7,7 @@
 use crate::actions::{Action, PlayerRequest};
 use crate::counters::{count_phase_change, is_refusal, outcome_of};
 use crate::errors::{game_error_status, store_error_status};
-use crate::request::{Context, parse_context};
+use crate::request::{Actor, Context, parse_context};
 use crate::service::SessionService;
 use crate::timers;
 use hidden_front_api_error::{ApiError, Reason};
@@ -46,14 +46,14 @@ impl SessionService {
     /// Runs one command through the judge-and-append loop described in the crate docs.
     /// `make` turns the loaded game into the engine command (it may refuse, e.g. a bad square).
     ///
-    /// Its span carries the game, the seat and the versions only: never the command's squares'
-    /// pieces nor the events, which may reveal hidden ranks.
+    /// Its span carries the game, the seat (`operator` for an operator's abort) and the versions
+    /// only: never the command's squares' pieces nor the events, which may reveal hidden ranks.
     #[tracing::instrument(
         name = "session.command",
         skip_all,
         fields(
             game_id = %ctx.game_id,
-            side = ctx.side.name(),
+            side = ctx.actor.name(),
             expected_version = ctx.expected_version,
             version = tracing::field::Empty,
             event_count = tracing::field::Empty,
@@ -80,10 +80,19 @@ impl SessionService {
                 Err(_) if !fresh => continue,
                 Err(refusal) => return self.refuse(ctx, refusal).await,
             };
-            let result = self.result_for(&record, &game, &events, Viewer::player(ctx.side));
+            let result = self.result_for(&record, &game, &events, ctx.actor.viewer());
             let bytes = result.encode_to_vec();
             let timer_change = self.timer_change(&record, &game, &events).await?;
-            let facts = lifecycle::derive::append_facts(record.meta.seats(), &events, &game);
+            let mut facts = lifecycle::derive::append_facts(record.meta.seats(), &events, &game);
+            // An operator's abort also records who stopped the game and why, with the append.
+            if let Actor::Operator(action) = &ctx.actor
+                && events.iter().any(|e| matches!(e, Event::Ended { .. }))
+            {
+                facts.insert(
+                    0,
+                    lifecycle::derive::aborted_fact(ctx.game_id, &action.operator, &action.reason),
+                );
+            }
             match self
                 .store
                 .append_armed(Append {
@@ -272,8 +281,7 @@ impl SessionService {
         let started = Instant::now();
         let (context, action) = request.into_inner().into_action()?;
         let result = match parse_context(context) {
-            Ok(ctx) => {
-                let side = ctx.side;
+            Ok((ctx, side)) => {
                 self.execute(&ctx, |record| action.command(record.game.rules(), side))
                     .await
             }

@@ -4,7 +4,7 @@
 
 use crate::counters::is_refusal;
 use crate::errors::{invalid_field, store_error_status, wire_status};
-use crate::request::{Context, parse_game_id};
+use crate::request::{Actor, Context, parse_game_id};
 use crate::service::SessionService;
 use crate::timers::{self, FireCheck};
 use hidden_front_api_error::{ApiError, Reason};
@@ -153,7 +153,7 @@ impl SessionService {
         };
         let ctx = Context {
             game_id,
-            side,
+            actor: Actor::Seat(side),
             key: format!(
                 "timer:{}:{}:{}:{}",
                 kind.as_str_name(),

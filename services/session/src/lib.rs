@@ -23,6 +23,7 @@
 //! created or advanced by other replicas, and games older than this process, are not in it.
 
 mod actions;
+pub mod admin;
 mod cache;
 mod command;
 mod config;
@@ -39,6 +40,8 @@ mod service;
 mod timers;
 mod watch;
 
+pub use admin::AdminService;
+pub use admin::auth::{AdminTokenError, AdminTokens, Operator};
 pub use cache::CACHED_GAME_BYTES;
 pub use config::SessionConfig;
 pub use errors::{game_error_status, store_error_status};

@@ -6,8 +6,9 @@ use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
-    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
-    StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
+    AdminStore, Append, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame, GameFilter,
+    GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, Presence, StoreError, StoredEvent,
+    Timer, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -145,6 +146,21 @@ impl GameStore for MeteredStore {
             "ended_games",
             self.inner.ended_games(after_cursor, limit).await,
         )
+    }
+}
+
+#[async_trait]
+impl AdminStore for MeteredStore {
+    async fn find_games(&self, filter: &GameFilter) -> Result<Vec<FoundGame>, StoreError> {
+        counted("find_games", self.inner.find_games(filter).await)
+    }
+
+    async fn append_audit(&self, entry: NewAuditEntry<'_>) -> Result<AuditEntry, StoreError> {
+        counted("append_audit", self.inner.append_audit(entry).await)
+    }
+
+    async fn audit_log(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        counted("audit_log", self.inner.audit_log(query).await)
     }
 }
 

@@ -6,19 +6,54 @@ use crate::errors::{check_text, invalid_field, missing_field, wire_status};
 use hidden_front_api_error::quote;
 use hidden_front_api_error::text::TextKind;
 use hidden_front_proto::v1 as pb;
-use hidden_front_rules::Side;
+use hidden_front_rules::{Side, Viewer};
 use hidden_front_store::TimeControl;
 use hidden_front_wire as wire;
 use tonic::Status;
 use uuid::Uuid;
 
-/// A parsed [`pb::CommandContext`]: the game, the acting seat, the idempotency key (prefixed
-/// with the seat, so the two players' keys never collide) and the optional expected version.
+/// A parsed [`pb::CommandContext`] (or an operator's abort): the game, who acts, the
+/// idempotency key (prefixed with the seat, or `admin:` for an operator, so keys of different
+/// actors never collide) and the optional expected version.
 pub(crate) struct Context {
     pub(crate) game_id: Uuid,
-    pub(crate) side: Side,
+    pub(crate) actor: Actor,
     pub(crate) key: String,
     pub(crate) expected_version: Option<u64>,
+}
+
+/// Who runs a command through the command path.
+pub(crate) enum Actor {
+    /// A seat: a player's action, or a timer fired for that seat.
+    Seat(Side),
+    /// An operator of the admin API (`AdminService.AbortGame`).
+    Operator(OperatorAction),
+}
+
+/// An operator's command: who (the configured operator name) and why (their reason), kept with
+/// the command so the append can record them.
+pub(crate) struct OperatorAction {
+    pub(crate) operator: String,
+    pub(crate) reason: String,
+}
+
+impl Actor {
+    /// The viewer the command's answer is projected for: the seat, or a spectator for an
+    /// operator (whose answer is an end, which reveals everything anyway).
+    pub(crate) fn viewer(&self) -> Viewer {
+        match self {
+            Actor::Seat(side) => Viewer::player(*side),
+            Actor::Operator(_) => Viewer::Spectator,
+        }
+    }
+
+    /// The actor for spans and logs: the seat's name or `operator` (never the operator's reason).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Actor::Seat(side) => side.name(),
+            Actor::Operator(_) => "operator",
+        }
+    }
 }
 
 /// A game id field (`field` names it in the refusal).
@@ -26,7 +61,10 @@ pub(crate) fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
     wire::game_id_from_proto(field, text).map_err(wire_status)
 }
 
-pub(crate) fn parse_context(context: Option<pb::CommandContext>) -> Result<Context, Status> {
+/// A player's command context, and the seat acting.
+pub(crate) fn parse_context(
+    context: Option<pb::CommandContext>,
+) -> Result<(Context, Side), Status> {
     let context = context.ok_or_else(|| missing_field("context"))?;
     let game_id = parse_game_id("context.game_id", &context.game_id)?;
     let side = wire::side_from_proto("context.side", context.side).map_err(wire_status)?;
@@ -41,12 +79,15 @@ pub(crate) fn parse_context(context: Option<pb::CommandContext>) -> Result<Conte
         &context.idempotency_key,
         TextKind::Key,
     )?;
-    Ok(Context {
-        game_id,
+    Ok((
+        Context {
+            game_id,
+            actor: Actor::Seat(side),
+            key: format!("{}:{}", side.name(), context.idempotency_key),
+            expected_version: context.expected_version,
+        },
         side,
-        key: format!("{}:{}", side.name(), context.idempotency_key),
-        expected_version: context.expected_version,
-    })
+    ))
 }
 
 /// The time control of a new game (none: the online rules).

@@ -308,6 +308,43 @@ pub async fn next_item<T>(stream: &mut Streaming<T>, what: &str) -> Result<Optio
         .unwrap_or_else(|_| panic!("{what}: nothing within {EVENT_DEADLINE:?}"))
 }
 
+/// The player's lobby stream, from the start of their lobby log.
+pub async fn lobby(player: &mut PlayerClient) -> Streaming<pb::WatchLobbyResponse> {
+    let token = token(player.player());
+    player
+        .inner()
+        .watch_lobby(authed(&token, pb::WatchLobbyRequest { after_seq: 0 }))
+        .await
+        .expect("WatchLobby")
+        .into_inner()
+}
+
+/// The next `MatchFound` on a lobby stream that `wanted` accepts (the log replays earlier
+/// matches too). Panics when none comes within `deadline` or the stream fails or ends.
+pub async fn match_found(
+    stream: &mut Streaming<pb::WatchLobbyResponse>,
+    deadline: std::time::Duration,
+    wanted: impl Fn(&pb::MatchFound) -> bool,
+) -> pb::MatchFound {
+    tokio::time::timeout(deadline, async {
+        loop {
+            let item = stream
+                .message()
+                .await
+                .expect("the lobby stream works")
+                .expect("the lobby stream goes on");
+            if let Some(pb::lobby_event::Kind::MatchFound(found)) =
+                item.event.and_then(|event| event.kind)
+                && wanted(&found)
+            {
+                return found;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no wanted MatchFound within {deadline:?}"))
+}
+
 /// Whether an event is `GameEnded`.
 pub fn is_end(event: &pb::GameEvent) -> bool {
     matches!(event.event, Some(pb::game_event::Event::Ended(_)))

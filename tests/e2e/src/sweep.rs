@@ -379,6 +379,8 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             "time_control" => string("online"),
             "name" if parent == "TimeControl" => string("custom"),
             "gateway_id" => string("gateway-sweep"),
+            // An operator's reason (AdminService).
+            "reason" => string("sweep: bad input"),
             "code" => string(&goods.invite_code.clone()),
             "square_a" => string(&goods.swap.0.clone()),
             "square_b" => string(&goods.swap.1.clone()),

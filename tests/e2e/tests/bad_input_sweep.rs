@@ -34,7 +34,15 @@ use tonic_types::StatusExt;
 /// The gateway limits each player to 10 actions a second (burst 20); the sweep sends thousands
 /// as one player, and RATE_LIMITED answers would hide what the server does with the input. So
 /// the limit is lifted for these tests.
-const SERVER_ARGS: &[&str] = &["--actions-per-second", "1000000"];
+const SERVER_ARGS: &[&str] = &[
+    "--actions-per-second",
+    "1000000",
+    "--admin-token",
+    "sweep=sweep-operator-token-0123456789",
+];
+
+/// The operator token of [`SERVER_ARGS`], which the sweep sends to `AdminService`.
+const OPERATOR_TOKEN: &str = "sweep-operator-token-0123456789";
 
 /// Requests of one method in flight at once.
 const IN_FLIGHT: usize = 8;
@@ -62,12 +70,16 @@ async fn store_errors(server: &Server) -> u64 {
 }
 
 /// The route of a method: the public port with the player's token for `PlayerService`, the
-/// internal port for the internal services. Any other service fails the test: the sweep must be
-/// told where it is served.
+/// internal port for the internal services (with the operator's token for `AdminService`). Any
+/// other service fails the test: the sweep must be told where it is served.
 fn route_for(method: &MethodDescriptor, public: &Route, internal: &Route) -> Route {
     match method.parent_service().name() {
         "PlayerService" => public.clone(),
         "SessionService" | "ClockService" | "MatchmakingService" => internal.clone(),
+        "AdminService" => Route {
+            token: Some(OPERATOR_TOKEN.to_owned()),
+            ..internal.clone()
+        },
         other => panic!("the sweep does not know which port serves {other}: add it to route_for"),
     }
 }

@@ -10,7 +10,7 @@
 //!   moves; the computer answers every move until the game ends, the answer names the level, and
 //!   the player never sees a computer piece's kind before the end.
 
-use hidden_front_e2e::gateway::{self, PlayerClient, authed, context};
+use hidden_front_e2e::gateway::{self, PlayerClient, authed, context, lobby};
 use hidden_front_e2e::player::assert_hides_opponent;
 use hidden_front_e2e::{Server, TestDatabase, pb};
 use std::time::Duration;
@@ -19,31 +19,6 @@ const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
 
 /// How long a lobby event or a computer move may take.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn lobby(player: &mut PlayerClient) -> tonic::Streaming<pb::WatchLobbyResponse> {
-    let token = gateway::token(player.player());
-    player
-        .inner()
-        .watch_lobby(authed(&token, pb::WatchLobbyRequest { after_seq: 0 }))
-        .await
-        .expect("WatchLobby")
-        .into_inner()
-}
-
-async fn match_found(stream: &mut tonic::Streaming<pb::WatchLobbyResponse>) -> pb::MatchFound {
-    loop {
-        let item = tokio::time::timeout(DEADLINE, stream.message())
-            .await
-            .expect("a lobby event in time")
-            .expect("the lobby stream works")
-            .expect("the lobby stream goes on");
-        if let Some(pb::lobby_event::Kind::MatchFound(found)) =
-            item.event.and_then(|event| event.kind)
-        {
-            return found;
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_players_queue_and_both_are_pushed_the_same_game() {
@@ -89,8 +64,8 @@ async fn queue_two(server: &Server, rules: &str) -> pb::GameView {
             .expect("a ticket");
         assert_eq!(ticket.state, pb::TicketState::Waiting as i32, "{ticket:?}");
     }
-    let for_alice = match_found(&mut alice_lobby).await;
-    let for_bob = match_found(&mut bob_lobby).await;
+    let for_alice = gateway::match_found(&mut alice_lobby, DEADLINE, |_| true).await;
+    let for_bob = gateway::match_found(&mut bob_lobby, DEADLINE, |_| true).await;
     assert_eq!(for_alice.game_id, for_bob.game_id, "one game for both");
     assert_ne!(for_alice.seat, for_bob.seat, "one seat each");
     assert_eq!(for_alice.opponent, bob.player());

@@ -19,6 +19,7 @@ use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 
 const PLAYER: &str = "hiddenfront.v1.PlayerService";
 const SESSION: &str = "hiddenfront.v1.SessionService";
+const ADMIN: &str = "hiddenfront.v1.AdminService";
 const CLOCK: &str = "hiddenfront.v1.ClockService";
 const MATCHMAKING: &str = "hiddenfront.v1.MatchmakingService";
 const HEALTH: &str = "grpc.health.v1.Health";
@@ -94,7 +95,7 @@ async fn assert_port_serves(addr: SocketAddr, served: &[&str]) {
             "health at {addr} knows {service:?}"
         );
     }
-    for service in [PLAYER, SESSION, CLOCK, MATCHMAKING] {
+    for service in [PLAYER, SESSION, ADMIN, CLOCK, MATCHMAKING] {
         if !served.contains(&service) {
             assert_eq!(
                 health(addr, service).await,
@@ -110,13 +111,13 @@ async fn each_port_lists_and_reports_only_what_it_serves() {
     let db = TestDatabase::create().await;
     let all = Server::start("all", db.url()).await;
     assert_port_serves(all.addr(), &[PLAYER]).await;
-    assert_port_serves(all.session_addr(), &[SESSION, CLOCK, MATCHMAKING]).await;
+    assert_port_serves(all.session_addr(), &[SESSION, ADMIN, CLOCK, MATCHMAKING]).await;
     assert_eq!(health(all.addr(), PLAYER).await, Ok(ServingStatus::Serving));
 
     let session_only =
         Server::start_with_args("session-only", db.url(), &["--services", "session"]).await;
     assert_eq!(session_only.session_addr(), session_only.addr(), "one port");
-    assert_port_serves(session_only.addr(), &[SESSION]).await;
+    assert_port_serves(session_only.addr(), &[SESSION, ADMIN]).await;
     assert_eq!(
         health(session_only.addr(), SESSION).await,
         Ok(ServingStatus::Serving)
@@ -163,5 +164,12 @@ async fn the_session_api_is_not_on_the_public_port() {
         })
         .await
         .expect_err("the public port created a game");
+    assert_eq!(refused.code(), Code::Unimplemented);
+    // Nor the admin API.
+    let mut admin = pb::admin_service_client::AdminServiceClient::new(channel(server.addr()).await);
+    let refused = admin
+        .find_games(pb::FindGamesRequest::default())
+        .await
+        .expect_err("the public port answered the admin API");
     assert_eq!(refused.code(), Code::Unimplemented);
 }

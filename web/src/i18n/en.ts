@@ -119,6 +119,7 @@ export const en = {
   "end.TIMEOUTS": "three timeouts",
   "end.DISCONNECTED": "the player left the game",
   "end.SEAT_LOST": "the seat was lost",
+  "end.ABORTED": "stopped by an operator",
   "end.HQ_ENTERED": "the headquarters was taken",
   "end.UNSPECIFIED": "game over",
   "replay.title": "Replay",

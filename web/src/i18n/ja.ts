@@ -121,6 +121,7 @@ export const ja: Record<Key, string> = {
   "end.TIMEOUTS": "3 回の時間切れ",
   "end.DISCONNECTED": "プレイヤーが対局を離れた",
   "end.SEAT_LOST": "席を失った",
+  "end.ABORTED": "運営者が中止した",
   "end.HQ_ENTERED": "司令部の占領",
   "end.UNSPECIFIED": "終局",
   "replay.title": "再生",

@@ -121,6 +121,7 @@ export const ko: Record<Key, string> = {
   "end.TIMEOUTS": "시간 초과 세 번",
   "end.DISCONNECTED": "플레이어가 대국을 떠남",
   "end.SEAT_LOST": "자리를 잃음",
+  "end.ABORTED": "운영자가 중단함",
   "end.HQ_ENTERED": "사령부 점령",
   "end.UNSPECIFIED": "대국 종료",
   "replay.title": "다시 보기",

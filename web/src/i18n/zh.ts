@@ -121,6 +121,7 @@ export const zh: Record<Key, string> = {
   "end.TIMEOUTS": "三次超时",
   "end.DISCONNECTED": "玩家离开了对局",
   "end.SEAT_LOST": "失去座位",
+  "end.ABORTED": "被管理员中止",
   "end.HQ_ENTERED": "大本营被占领",
   "end.UNSPECIFIED": "对局结束",
   "replay.title": "复盘",

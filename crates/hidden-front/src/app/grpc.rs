@@ -5,11 +5,12 @@ use anyhow::Context;
 use hidden_front_clock::ClockService;
 use hidden_front_gateway::PlayerApi;
 use hidden_front_matchmaking::MatchmakingService;
+use hidden_front_proto::v1::admin_service_server::AdminServiceServer;
 use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
 use hidden_front_proto::v1::matchmaking_service_server::MatchmakingServiceServer;
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
-use hidden_front_session::SessionService;
+use hidden_front_session::{AdminService, SessionService};
 use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -19,6 +20,8 @@ use tonic_health::server::HealthReporter;
 #[derive(Default)]
 pub(crate) struct PortServices {
     pub session: Option<SessionServiceServer<SessionService>>,
+    /// The admin API, always beside the session.
+    pub admin: Option<AdminServiceServer<AdminService>>,
     pub player: Option<PlayerServiceServer<PlayerApi>>,
     pub clock: Option<ClockServiceServer<ClockService>>,
     pub matchmaking: Option<MatchmakingServiceServer<MatchmakingService>>,
@@ -63,6 +66,7 @@ impl Port {
         let reflection = reflection_service(&self.names)?;
         let PortServices {
             session,
+            admin,
             player,
             clock,
             matchmaking,
@@ -76,6 +80,7 @@ impl Port {
             .add_service(health_service)
             .add_service(reflection)
             .add_optional_service(session)
+            .add_optional_service(admin)
             .add_optional_service(player)
             .add_optional_service(clock)
             .add_optional_service(matchmaking);

@@ -95,9 +95,11 @@ impl Application {
             .clone()
             .or_else(|| roles.matchmaking.then(|| own.clone()));
 
-        let session = roles
+        let (session, admin) = roles
             .session
-            .then(|| session::server(&args, stores.games.clone()));
+            .then(|| session::servers(&args, stores.games.clone()))
+            .transpose()?
+            .unzip();
         // Bound before matchmaking is built: its invite links default to this listener's page.
         let http_listener = match roles.gateway {
             true => Some(bind(args.http_listen, "--http-listen").await?),
@@ -145,6 +147,7 @@ impl Application {
             false => &mut public,
         };
         beside_session.session = session;
+        beside_session.admin = admin;
         beside_session.clock = clock_api;
         beside_session.matchmaking = matchmaking
             .as_ref()

@@ -3,6 +3,7 @@
 
 use crate::config::{ServeArgs, ServiceName};
 use anyhow::bail;
+use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
@@ -79,6 +80,7 @@ impl Roles {
         };
         for (runs, service) in [
             (self.session, SESSION_SERVICE),
+            (self.session, ADMIN_SERVICE),
             (self.clock, CLOCK_SERVICE),
             (self.matchmaking, MATCHMAKING_SERVICE),
         ] {
@@ -113,7 +115,12 @@ mod tests {
             all.port_services(),
             (
                 vec![PLAYER_SERVICE],
-                vec![SESSION_SERVICE, CLOCK_SERVICE, MATCHMAKING_SERVICE]
+                vec![
+                    SESSION_SERVICE,
+                    ADMIN_SERVICE,
+                    CLOCK_SERVICE,
+                    MATCHMAKING_SERVICE
+                ]
             )
         );
     }
@@ -122,7 +129,10 @@ mod tests {
     fn a_session_alone_serves_on_the_public_port() {
         let session = roles(&["--services", "session"]).unwrap();
         assert!(!session.internal_port());
-        assert_eq!(session.port_services(), (vec![SESSION_SERVICE], vec![]));
+        assert_eq!(
+            session.port_services(),
+            (vec![SESSION_SERVICE, ADMIN_SERVICE], vec![])
+        );
         let gateway = roles(&["--services", "gateway"]).unwrap();
         assert!(!gateway.needs_store());
     }

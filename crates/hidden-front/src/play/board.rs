@@ -758,6 +758,7 @@ fn reason_text(reason: pb::EndReason) -> &'static str {
         pb::EndReason::Timeouts => "too many timeouts",
         pb::EndReason::Disconnected => "disconnected too long",
         pb::EndReason::SeatLost => "a seat was lost during deployment",
+        pb::EndReason::Aborted => "stopped by an operator",
         pb::EndReason::Unspecified => "reason unknown",
     }
 }

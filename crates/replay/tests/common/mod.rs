@@ -94,6 +94,8 @@ pub fn random_game(rules: Rules, seed: u64) -> Played {
             Command::Disconnected {
                 side: any_side(&mut rng),
             }
+        } else if roll == 92 && rng.below(60) == 0 {
+            Command::Abort
         } else {
             let legal: Vec<Move> = game.position().legal_moves().iter().collect();
             let mv = legal[rng.below(legal.len() as u32) as usize];

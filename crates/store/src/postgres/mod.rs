@@ -14,13 +14,15 @@
 //! Queries are plain `sqlx::query` strings (no compile-time checked macros), so building needs no
 //! database and no `.sqlx/` cache; the conformance suite checks them against a real Postgres.
 //!
-//! One module per part of the schema: `games` (creation, snapshots, a player's games),
+//! One module per part of the schema: `games` (creation, snapshots, a player's games), `admin`
+//! (finding games, the audit log),
 //! `appends` (the guarded append and the log), `batch` (group commit: one statement writes the
 //! appends of many games, each with its own guard and answer), `timers`, `presence`, `ended`
 //! (the feed of ended games), `watch` (LISTEN/NOTIFY), with the column conversions in `codec`;
 //! this file holds the connection, the migrations and the trait implementation, which only
 //! delegates.
 
+mod admin;
 mod appends;
 mod batch;
 mod codec;

@@ -86,6 +86,7 @@ pub fn random_game(rules: Rules, seed: u64) -> Vec<Event> {
             51 => Command::Disconnected {
                 side: any_side(&mut pick),
             },
+            52 => Command::Abort,
             _ => {
                 let moves = game.position().legal_moves();
                 let Some(mv) = moves.nth(pick.below(moves.len().max(1) as u32) as usize) else {

@@ -323,6 +323,9 @@ pub enum EndedResult {
     Drawn,
     /// The game was cancelled: these sides lost their seat at the deployment deadline.
     SeatLost(Vec<Side>),
+    /// An operator stopped the game (`END_REASON_ABORTED`): no result, so no rating changes, and
+    /// nobody is seated again (an operator who stops a game means it to stop).
+    Aborted,
 }
 
 /// An ended game from the session's feed.
