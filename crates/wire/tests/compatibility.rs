@@ -134,6 +134,8 @@ fn record_this_release() {
                     &Reveal::default(),
                 )),
                 trace_parent: trace_parent.clone(),
+                // The recorded fixtures predate commit times: absent, as an older session sent.
+                recorded_at: None,
             }
             .encode_length_delimited(&mut bytes)
             .expect("a Vec grows");
