@@ -23,6 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .register_descriptors(&encoded)?
         .build(&[".hiddenfront"])?;
     tonic_prost_build::configure()
+        // The well-known type with proto3 JSON serde (an RFC 3339 string), so pbjson's impls of
+        // the messages that hold one compile; prost_types' has no serde.
+        .extern_path(".google.protobuf.Timestamp", "::pbjson_types::Timestamp")
         .build_server(true)
         .build_client(true)
         .codec_path("crate::codec::ProtoCodec")

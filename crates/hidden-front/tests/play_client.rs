@@ -231,6 +231,13 @@ impl PlayerService for Fake {
         Err(Status::unimplemented("not in this fake"))
     }
 
+    async fn export_replay(
+        &self,
+        _: Request<pb::ExportReplayRequest>,
+    ) -> Result<Response<pb::ExportReplayResponse>, Status> {
+        Err(Status::unimplemented("not in this fake"))
+    }
+
     /// The first subscription sends the history and then asks the client to reconnect; later
     /// ones send the history from `from_seq` and then live events.
     async fn subscribe(

@@ -19,3 +19,7 @@ pub mod v1 {
 /// The encoded `FileDescriptorSet` of every proto, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/hiddenfront_descriptor.bin"));
+
+/// The well-known protobuf types the protos use (`google.protobuf.Timestamp`), re-exported so
+/// that users of the generated code need no dependency of their own to build or read them.
+pub use pbjson_types as well_known;

@@ -15,6 +15,8 @@ const GAMES_PER_RULE_SET: u64 = 60;
 fn random_games_of_both_families_round_trip_and_verify() {
     let mut reasons: BTreeMap<(&str, &'static str), u32> = BTreeMap::new();
     let mut timed_plies = 0;
+    let mut late_plies = 0;
+    let mut timed_events = 0;
     for (r, name) in RULE_SETS.iter().enumerate() {
         let rules = Rules::parse(name).expect("a rule set");
         let family = if name.starts_with("gunjin") {
@@ -44,6 +46,8 @@ fn random_games_of_both_families_round_trip_and_verify() {
             assert_eq!(replay.outcome(), want.outcome);
             assert_eq!(replay.plies(), want.plies);
             timed_plies += text.lines().filter(|l| l.contains(" clock ")).count();
+            late_plies += text.lines().filter(|l| l.contains(" clock -")).count();
+            timed_events += replay.entries().iter().filter(|e| e.at.is_some()).count();
             *reasons
                 .entry((family, want.outcome.reason.name()))
                 .or_default() += 1;
@@ -77,6 +81,8 @@ fn random_games_of_both_families_round_trip_and_verify() {
         "{reasons:?}"
     );
     assert!(timed_plies > 0, "no clock reading was written");
+    assert!(late_plies > 0, "no clock that had run out was written");
+    assert!(timed_events > 0, "no server time was written");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use crate::helpers::*;
 use hidden_front_rules::{Command, Phase, Side};
-use hidden_front_store::{CommandRecord, GameStore, StoredEvent};
+use hidden_front_store::{CommandRecord, GameStore};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -48,15 +48,15 @@ pub async fn append_happy_path(store: Arc<dyn GameStore>) {
     assert_eq!(record.meta, meta, "metadata does not change");
 
     let appended = store.events(id, v0 + 1, 100).await.expect("events");
-    let expected: Vec<StoredEvent> = (v0 + 1..)
+    let expected: Vec<_> = (v0 + 1..)
         .zip(events1.iter().chain(&events2).cloned())
-        .map(|(seq, event)| StoredEvent {
-            seq,
-            event,
-            trace_parent: None,
-        })
+        .map(|(seq, event)| (seq, event, None))
         .collect();
-    assert_eq!(appended, expected, "appended events get the next seqs");
+    assert_eq!(
+        untimed(&appended),
+        expected,
+        "appended events get the next seqs"
+    );
     assert_eq!(
         store
             .command_response(id, "confirm-south")
@@ -353,4 +353,73 @@ pub async fn unknown_game_is_not_found(store: Arc<dyn GameStore>) {
             .expect("list")
             .is_empty()
     );
+}
+
+/// Every event carries the time its append committed: within the window the check measured
+/// around the writes, shared by the events of one append, and never decreasing along the log
+/// (replays show these times and derive the clock readings from them).
+pub async fn events_carry_their_commit_times(store: Arc<dyn GameStore>) {
+    // Postgres keeps microseconds and its own clock, the check's clock has nanoseconds: allow
+    // the rounding, nothing more.
+    const ROUNDING: Duration = Duration::from_millis(1);
+    let store = &*store;
+    let before = SystemTime::now();
+    let (meta, game) = create_game(store, 17, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let mut version = must_load(store, id).await.version;
+    let created = version;
+    let mut game = game;
+    let mut groups = vec![(1..=created).collect::<Vec<u64>>()];
+    for seed in 0..5 {
+        let (next, events) = reshuffle(&game, 300 + seed);
+        let from = version + 1;
+        version = store
+            .append(id, version, &events, &next, None)
+            .await
+            .expect("append");
+        groups.push((from..=version).collect());
+        game = next;
+    }
+    // Both confirmations: the second starts play, several events in one append.
+    for (side, seed) in [(Side::South, 310), (Side::North, 311)] {
+        let (next, events) = judge(&game, Command::Confirm { side }, seed);
+        let from = version + 1;
+        version = store
+            .append(id, version, &events, &next, None)
+            .await
+            .expect("append");
+        groups.push((from..=version).collect());
+        game = next;
+    }
+    let after = SystemTime::now();
+    let log = whole_log(store, id).await;
+    assert_eq!(log.len() as u64, version);
+    for event in &log {
+        assert!(
+            event.recorded_at + ROUNDING >= before && event.recorded_at <= after + ROUNDING,
+            "event {} was recorded at {:?}, outside the writes' window {before:?}..{after:?}",
+            event.seq,
+            event.recorded_at
+        );
+    }
+    for pair in log.windows(2) {
+        assert!(
+            pair[1].recorded_at >= pair[0].recorded_at,
+            "event {} is recorded before event {}: {:?} < {:?}",
+            pair[1].seq,
+            pair[0].seq,
+            pair[1].recorded_at,
+            pair[0].recorded_at
+        );
+    }
+    for group in groups {
+        let times: Vec<SystemTime> = group
+            .iter()
+            .map(|seq| log[(*seq - 1) as usize].recorded_at)
+            .collect();
+        assert!(
+            times.windows(2).all(|t| t[0] == t[1]),
+            "the events {group:?} of one write carry one commit time: {times:?}"
+        );
+    }
 }

@@ -88,6 +88,13 @@ pub async fn whole_log(store: &dyn GameStore, game_id: Uuid) -> Vec<StoredEvent>
     }
 }
 
+/// A log without its commit times, which no check can predict: (seq, event, trace parent).
+pub fn untimed(log: &[StoredEvent]) -> Vec<(u64, Event, Option<String>)> {
+    log.iter()
+        .map(|e| (e.seq, e.event.clone(), e.trace_parent.clone()))
+        .collect()
+}
+
 /// Asserts the game's log is one gapless history: seqs `1..=version`, each once, in order, and
 /// replaying it with the engine gives exactly the stored snapshot. Returns the record.
 pub async fn assert_log_is_whole(store: &dyn GameStore, game_id: Uuid) -> GameRecord {

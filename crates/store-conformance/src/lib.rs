@@ -91,6 +91,7 @@ macro_rules! conformance_tests {
             append_duplicate_command_returns_first_answer,
             append_without_events_records_command,
             events_order_and_paging,
+            events_carry_their_commit_times,
             unknown_game_is_not_found,
             watch_wakes_after_append,
             concurrent_appends_have_one_winner,

@@ -143,6 +143,10 @@ pub struct StoredEvent {
     /// The W3C `traceparent` of the command that caused it, if it was traced: whoever delivers
     /// the event later continues that trace.
     pub trace_parent: Option<String>,
+    /// When the store committed it (Postgres: `game_events.created_at`, the database's clock at
+    /// the append's statement; memory: the system clock at the append, never earlier than the
+    /// event before it). Replays show it and derive the clock readings from it.
+    pub recorded_at: SystemTime,
 }
 
 /// A game in a player's list.

@@ -162,9 +162,9 @@ impl State {
 struct StoredGame {
     meta: GameMeta,
     game: Game,
-    /// The log with each event's trace parent; `events[i]` has seq `i + 1`, so the version is
-    /// `events.len()`.
-    events: Vec<(Event, Option<String>)>,
+    /// The log with each event's trace parent and commit time; `events[i]` has seq `i + 1`, so
+    /// the version is `events.len()`.
+    events: Vec<(Event, Option<String>, SystemTime)>,
     /// Idempotency key -> stored answer.
     commands: HashMap<String, Vec<u8>>,
     /// (side, gateway) -> (connected, lease until).
@@ -204,6 +204,15 @@ impl StoredGame {
             && filter
                 .idle_since
                 .is_none_or(|t| self.game.phase() == Phase::Play && self.last_event_at < t)
+    }
+
+    /// The commit time of an append now: the system clock, but never before the log's last
+    /// event (a wall clock may step back; a log's times do not).
+    fn commit_time(&self) -> SystemTime {
+        let now = SystemTime::now();
+        self.events
+            .last()
+            .map_or(now, |(_, _, last)| now.max(*last))
     }
 
     fn presence_at(&self, now: SystemTime) -> Presence {
@@ -281,7 +290,10 @@ impl GameStore for MemoryStore {
             StoredGame {
                 meta: meta.clone(),
                 game: game.clone(),
-                events: events.iter().map(|e| (e.clone(), None)).collect(),
+                events: {
+                    let now = SystemTime::now();
+                    events.iter().map(|e| (e.clone(), None, now)).collect()
+                },
                 commands: HashMap::new(),
                 presence: HashMap::new(),
                 created_at: now,
@@ -345,10 +357,11 @@ impl GameStore for MemoryStore {
                 });
             }
             let newly_ended = stored.game.phase() != Phase::Ended && game.phase() == Phase::Ended;
+            let now = stored.commit_time();
             stored.events.extend(
                 events
                     .iter()
-                    .map(|e| (e.clone(), trace_parent.map(str::to_owned))),
+                    .map(|e| (e.clone(), trace_parent.map(str::to_owned), now)),
             );
             stored.game = game.clone();
             if !events.is_empty() {
@@ -417,10 +430,11 @@ impl GameStore for MemoryStore {
             .enumerate()
             .skip(skip)
             .take(limit)
-            .map(|(index, (event, trace_parent))| StoredEvent {
+            .map(|(index, (event, trace_parent, recorded_at))| StoredEvent {
                 seq: index as u64 + 1,
                 event: event.clone(),
                 trace_parent: trace_parent.clone(),
+                recorded_at: *recorded_at,
             })
             .collect())
     }

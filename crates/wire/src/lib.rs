@@ -13,10 +13,12 @@
 
 use hidden_front_api_error::{ApiError, quote};
 use hidden_front_proto::v1 as pb;
+use hidden_front_proto::well_known::Timestamp;
 use hidden_front_rules::{
     Combat, Deployment, EndReason, Event, FlagReveal, GameView, Move, Node, Outcome, Phase, Piece,
     PieceId, PieceKind, Reveal, Rules, Side, ViewEvent, ViewPiece, Viewer, project,
 };
+use std::time::{SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 
 /// A field of an inbound message whose value does not make sense; the message names the field.
@@ -67,6 +69,31 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> FieldError {
         field: field.into(),
         reason: reason.into(),
     }
+}
+
+/// A time as the protos carry it (`google.protobuf.Timestamp`): seconds and nanoseconds since
+/// the Unix epoch. Times before the epoch are written as the epoch: no server time is one.
+pub fn timestamp_to_proto(at: SystemTime) -> Timestamp {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    Timestamp {
+        seconds: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(since.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// Reads a `google.protobuf.Timestamp` of `field` as milliseconds since the Unix epoch (what
+/// replays record), rounding down; refuses nanoseconds outside `0..1e9`.
+pub fn timestamp_millis_from_proto(field: &str, at: &Timestamp) -> Result<i64, FieldError> {
+    if !(0..1_000_000_000).contains(&at.nanos) {
+        return Err(invalid(
+            field,
+            format!("nanos {} is outside 0..1000000000", at.nanos),
+        ));
+    }
+    at.seconds
+        .checked_mul(1000)
+        .and_then(|millis| millis.checked_add(i64::from(at.nanos / 1_000_000)))
+        .ok_or_else(|| invalid(field, format!("seconds {} is out of range", at.seconds)))
 }
 
 /// Reads a game id (a UUID) of `field`; empty is refused as missing. The one parser of game

@@ -34,9 +34,18 @@ fn every_event_of_random_games_survives_the_wire_unchanged() {
                         &Reveal::default(),
                     )),
                     trace_parent: String::new(),
+                    recorded_at: Some(hidden_front_wire::timestamp_to_proto(
+                        std::time::UNIX_EPOCH + std::time::Duration::from_millis(seq * 1_234),
+                    )),
                 };
                 let received = pb::WatchGameResponse::decode(sent.encode_to_vec().as_slice())
                     .expect("a message this release encoded decodes");
+                let at = received.recorded_at.expect("the commit time is there");
+                assert_eq!(
+                    hidden_front_wire::timestamp_millis_from_proto("recorded_at", &at),
+                    Ok(seq as i64 * 1_234),
+                    "the commit time round-trips to the millisecond"
+                );
                 let upstream = received.event.expect("the event is there");
                 assert_eq!(upstream.seq, seq);
                 let back = engine_event_from_proto(&rules, &upstream).unwrap_or_else(|e| {

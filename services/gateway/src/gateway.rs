@@ -11,6 +11,7 @@ use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_replay_export::FetchError;
 use hidden_front_rules::{Event, Side, Viewer, project};
 use std::sync::Arc;
 use std::time::Duration;
@@ -404,6 +405,39 @@ impl Gateway {
         Ok(pb::LegalMovesResponse {
             version: answer.version,
             moves: answer.moves,
+        })
+    }
+
+    /// A finished game's replay, for any authenticated player: seated in the game or a
+    /// spectator (after the end a spectator sees every event with full information anyway).
+    /// Refused `FAILED_PRECONDITION`/`WRONG_PHASE` before the end, before any event is read:
+    /// until then the log holds both sides' hidden pieces. The producer is the CLI's
+    /// (`hidden_front_replay_export::fetch_replay`).
+    pub async fn export_replay(
+        &self,
+        player: &Player,
+        request: pb::ExportReplayRequest,
+    ) -> Result<pb::ExportReplayResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let game_id = parse_game_id("game_id", &request.game_id)?;
+        let replay = hidden_front_replay_export::fetch_replay(&self.inner.session, game_id)
+            .await
+            .map_err(|error| match error {
+                FetchError::NotEnded { .. } => {
+                    Status::from(ApiError::new(Reason::WrongPhase, error.to_string()))
+                }
+                FetchError::Session { status, .. } => upstream_status(status, "export_replay"),
+                FetchError::Stalled { .. } | FetchError::Malformed { .. } => {
+                    tracing::error!(%game_id, %error, "replay export failed");
+                    Status::from(ApiError::new(
+                        Reason::SessionUnavailable,
+                        "the game service failed to send the game's log; retry",
+                    ))
+                }
+            })?;
+        Ok(pb::ExportReplayResponse {
+            replay: replay.to_text(),
+            file_name: hidden_front_replay_export::file_name(game_id),
         })
     }
 

@@ -241,4 +241,16 @@ impl PlayerService for PlayerApi {
                 .await?,
         ))
     }
+
+    async fn export_replay(
+        &self,
+        request: Request<pb::ExportReplayRequest>,
+    ) -> Result<Response<pb::ExportReplayResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .export_replay(&player, request.into_inner())
+                .await?,
+        ))
+    }
 }

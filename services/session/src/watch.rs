@@ -73,6 +73,7 @@ impl SessionService {
                         .send(Ok(pb::WatchGameResponse {
                             event: Some(event),
                             trace_parent: stored.trace_parent.clone().unwrap_or_default(),
+                            recorded_at: Some(wire::timestamp_to_proto(stored.recorded_at)),
                         }))
                         .await
                         .is_err()

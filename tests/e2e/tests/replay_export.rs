@@ -89,8 +89,10 @@ fn agrees(replay: &Replay, view: &pb::GameView, south: &str, north: &str) {
     let winner = side_of(outcome.winner);
     let want_winner = (winner != pb::Side::Unspecified).then(|| engine_side(winner));
     assert_eq!(replay.outcome().winner, want_winner);
-    // The session's events carry no server time: the export says nothing it does not know.
-    assert!(replay.entries().iter().all(|e| e.at.is_none()));
+    // Every event carries the time the session's store committed it, never going backwards.
+    let times: Vec<_> = replay.entries().iter().map(|e| e.at).collect();
+    assert!(times.iter().all(Option::is_some), "{times:?}");
+    assert!(times.windows(2).all(|t| t[0] <= t[1]), "{times:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ use super::games::{require_game, version_of};
 use crate::timers::{Timer, TurnTimerChange};
 use crate::{Append, StoreError, StoredEvent};
 use hidden_front_rules::Event;
+use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
@@ -175,7 +176,8 @@ pub(super) async fn events(
         Vec::new()
     } else {
         sqlx::query(
-            "SELECT seq, event, trace_parent FROM game_events WHERE game_id = $1 AND seq >= $2 \
+            "SELECT seq, event, trace_parent, created_at FROM game_events WHERE game_id = $1 \
+             AND seq >= $2 \
              ORDER BY seq LIMIT $3",
         )
         .bind(game_id)
@@ -194,6 +196,7 @@ pub(super) async fn events(
                 seq: from_db(game_id, "seq", row.try_get("seq")?)?,
                 event: decode_json(game_id, "event", row.try_get("event")?)?,
                 trace_parent: row.try_get("trace_parent")?,
+                recorded_at: row.try_get::<OffsetDateTime, _>("created_at")?.into(),
             })
         })
         .collect()

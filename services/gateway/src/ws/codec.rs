@@ -53,10 +53,11 @@ pub(super) enum Op {
     PlayComputer,
     GetMyRating,
     WatchLobby,
+    ExportReplay,
 }
 
 /// Every op by its `type` name.
-pub(super) const OPS: [(&str, Op); 22] = [
+pub(super) const OPS: [(&str, Op); 23] = [
     ("auth", Op::Auth),
     ("subscribe", Op::Subscribe),
     ("unsubscribe", Op::Unsubscribe),
@@ -79,6 +80,7 @@ pub(super) const OPS: [(&str, Op); 22] = [
     ("play_computer", Op::PlayComputer),
     ("get_my_rating", Op::GetMyRating),
     ("watch_lobby", Op::WatchLobby),
+    ("export_replay", Op::ExportReplay),
 ];
 
 impl Op {
@@ -307,6 +309,7 @@ pub(super) enum Request {
     PlayComputer(pb::PlayerServicePlayComputerRequest),
     GetMyRating(pb::GetMyRatingRequest),
     WatchLobby(pb::WatchLobbyRequest),
+    ExportReplay(pb::ExportReplayRequest),
 }
 
 impl Request {
@@ -348,6 +351,7 @@ impl Request {
             Op::PlayComputer => Request::PlayComputer(decode(request)?),
             Op::GetMyRating => Request::GetMyRating(decode(request)?),
             Op::WatchLobby => Request::WatchLobby(decode(request)?),
+            Op::ExportReplay => Request::ExportReplay(decode(request)?),
         })
     }
 }

@@ -105,6 +105,9 @@ impl Conn {
             Request::GetMyRating(r) => {
                 Ok(result_text(id, &gateway.get_my_rating(player, r).await?))
             }
+            Request::ExportReplay(r) => {
+                Ok(result_text(id, &gateway.export_replay(player, r).await?))
+            }
             Request::Auth(_)
             | Request::Subscribe(_)
             | Request::Unsubscribe(_)
