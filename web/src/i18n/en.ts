@@ -160,6 +160,8 @@ export const en = {
   "reason.GAME_EXISTS": "That game exists already.",
   "reason.TOKEN_MISSING": "Please sign in.",
   "reason.TOKEN_INVALID": "Your sign-in is not valid here: sign in again.",
+  "reason.ADMIN_REQUIRED": "This needs an operator's credentials, not a player's.",
+  "reason.ADMIN_NOT_CONFIGURED": "The admin interface is not set up on this server.",
   "reason.TOKEN_EXPIRED": "Your sign-in has expired: sign in again.",
   "reason.GUEST_NOT_ALLOWED": "Guests cannot play on this server.",
   "reason.GUESTS_NOT_ALLOWED": "Guest play is not available on this server.",

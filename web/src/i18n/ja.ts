@@ -162,6 +162,8 @@ export const ja: Record<Key, string> = {
   "reason.GAME_EXISTS": "その対局はすでにあります。",
   "reason.TOKEN_MISSING": "ログインしてください。",
   "reason.TOKEN_INVALID": "ログイン情報が無効です。もう一度ログインしてください。",
+  "reason.ADMIN_REQUIRED": "運営者の認証情報が必要です。プレイヤーのログインでは行えません。",
+  "reason.ADMIN_NOT_CONFIGURED": "このサーバーでは管理機能が設定されていません。",
   "reason.TOKEN_EXPIRED": "ログインの期限が切れました。もう一度ログインしてください。",
   "reason.GUEST_NOT_ALLOWED": "このサーバーではゲストは遊べません。",
   "reason.GUESTS_NOT_ALLOWED": "このサーバーはゲストプレイに対応していません。",

@@ -162,6 +162,8 @@ export const ko: Record<Key, string> = {
   "reason.GAME_EXISTS": "이미 있는 대국입니다.",
   "reason.TOKEN_MISSING": "로그인하세요.",
   "reason.TOKEN_INVALID": "로그인 정보가 유효하지 않습니다. 다시 로그인하세요.",
+  "reason.ADMIN_REQUIRED": "운영자 자격 증명이 필요합니다. 플레이어 로그인으로는 할 수 없습니다.",
+  "reason.ADMIN_NOT_CONFIGURED": "이 서버에는 관리자 기능이 설정되어 있지 않습니다.",
   "reason.TOKEN_EXPIRED": "로그인이 만료되었습니다. 다시 로그인하세요.",
   "reason.GUEST_NOT_ALLOWED": "이 서버에서는 게스트가 플레이할 수 없습니다.",
   "reason.GUESTS_NOT_ALLOWED": "이 서버에서는 게스트 플레이를 지원하지 않습니다.",

@@ -162,6 +162,8 @@ export const zh: Record<Key, string> = {
   "reason.GAME_EXISTS": "对局已存在。",
   "reason.TOKEN_MISSING": "请登录。",
   "reason.TOKEN_INVALID": "登录信息无效：请重新登录。",
+  "reason.ADMIN_REQUIRED": "此操作需要运营人员凭证，玩家登录不可用。",
+  "reason.ADMIN_NOT_CONFIGURED": "此服务器未配置管理功能。",
   "reason.TOKEN_EXPIRED": "登录已过期：请重新登录。",
   "reason.GUEST_NOT_ALLOWED": "此服务器不允许游客游戏。",
   "reason.GUESTS_NOT_ALLOWED": "此服务器不提供游客游戏。",
