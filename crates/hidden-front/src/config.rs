@@ -139,6 +139,25 @@ pub struct ServeArgs {
     /// free port; the chosen address is printed).
     #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
+    /// The webhooks configuration file (JSON: endpoints, secrets or the environment variables
+    /// holding them, type filters, delivery timing; docs/lifecycle.md). The session process
+    /// then delivers the lifecycle feed to those endpoints and serves `WebhookAdminService`.
+    #[arg(long, env = "HF_WEBHOOKS_CONFIG")]
+    pub webhooks_config: Option<std::path::PathBuf>,
+    /// This process's name in webhook delivery leases (default: `webhooks-` and a random id;
+    /// the pod name is a good choice).
+    #[arg(long, env = "HF_WEBHOOKS_HOLDER")]
+    pub webhooks_holder: Option<String>,
+    /// Operator credentials for the internal admin APIs (`WebhookAdminService`) as
+    /// `NAME=TOKEN`, comma-separated in the environment; callers send
+    /// `authorization: Bearer TOKEN`.
+    #[arg(
+        long = "admin-token",
+        env = "HF_ADMIN_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub admin_tokens: Vec<String>,
 }
 
 /// Log line format.

@@ -9,6 +9,7 @@
 //! - [`play`]: the terminal client (`hidden-front play`).
 //! - [`token`]: development player tokens (`hidden-front token`).
 //! - [`replay`]: replay export and verification (`hidden-front replay`).
+//! - [`webhooks_cli`]: the webhook deliveries' operator verbs (`hidden-front webhooks`).
 //! - [`bot_cli`]: the computer's ladder of levels (`hidden-front bot ladder`).
 //!
 //! The binary (`main.rs`) only parses the command line and prints an error once.
@@ -25,5 +26,6 @@ pub mod rules_cli;
 pub mod rules_json;
 pub mod serve;
 pub mod token;
+pub mod webhooks_cli;
 
 pub use app::{Application, Ports};

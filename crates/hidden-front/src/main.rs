@@ -3,7 +3,7 @@
 //! [`Command`] variants).
 
 use clap::{Parser, Subcommand};
-use hidden_front::{bot_cli, config, play, replay, rules_cli, serve, token};
+use hidden_front::{bot_cli, config, play, replay, rules_cli, serve, token, webhooks_cli};
 use std::process::ExitCode;
 
 /// Command line of the `hidden-front` binary.
@@ -40,6 +40,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// The computer player's tools: `bot ladder` plays its levels against each other.
     Bot(bot_cli::BotArgs),
+    /// The webhook deliveries of the lifecycle feed: endpoints, dead letters, replays.
+    Webhooks(webhooks_cli::WebhooksArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -74,6 +76,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench(args) => runtime()?.block_on(hidden_front_bench::cli::run(args))?,
         Command::Replay(args) => runtime()?.block_on(replay::run(args))?,
         Command::Bot(args) => bot_cli::run(args)?,
+        Command::Webhooks(args) => runtime()?.block_on(webhooks_cli::run(args))?,
     }
     Ok(())
 }
