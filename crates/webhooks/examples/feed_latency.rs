@@ -179,11 +179,14 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     receiver.wait_for((backlog + games) as usize * 2).await;
-    let received = receiver.received.lock();
-    let mut latencies: Vec<Duration> = written
-        .iter()
-        .map(|(id, committed)| received.at[id].saturating_duration_since(*committed))
-        .collect();
+    let (mut latencies, unverified) = {
+        let received = receiver.received.lock();
+        let latencies: Vec<Duration> = written
+            .iter()
+            .map(|(id, committed)| received.at[id].saturating_duration_since(*committed))
+            .collect();
+        (latencies, received.unverified)
+    };
     latencies.sort();
     println!(
         "backlog: {} facts drained in {:.2} s: {:.0} facts/s to one endpoint",
@@ -198,8 +201,7 @@ async fn main() {
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         latencies.last().unwrap().as_secs_f64() * 1e3
     );
-    println!("unverified deliveries: {}", received.unverified);
-    drop(received);
+    println!("unverified deliveries: {unverified}");
     let _ = stop.send(true);
     for handle in handles {
         let _ = handle.await;

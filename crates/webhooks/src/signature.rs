@@ -224,7 +224,7 @@ mod tests {
         let good = headers(SPEC_ID, SPEC_TIMESTAMP, SPEC_SIGNATURE);
         let now = at(SPEC_TIMESTAMP + 10);
         verify_at(
-            &[secret.clone()],
+            std::slice::from_ref(&secret),
             &good,
             SPEC_BODY.as_bytes(),
             DEFAULT_TOLERANCE,
@@ -233,7 +233,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             verify_at(
-                &[secret.clone()],
+                std::slice::from_ref(&secret),
                 &good,
                 br#"{"test": 2432232315}"#,
                 DEFAULT_TOLERANCE,
@@ -299,7 +299,7 @@ mod tests {
         for now in [SPEC_TIMESTAMP + 301, SPEC_TIMESTAMP - 301] {
             assert!(matches!(
                 verify_at(
-                    &[secret.clone()],
+                    std::slice::from_ref(&secret),
                     &good,
                     SPEC_BODY.as_bytes(),
                     DEFAULT_TOLERANCE,
@@ -312,7 +312,7 @@ mod tests {
         missing.remove(SIGNATURE_HEADER);
         assert_eq!(
             verify_at(
-                &[secret.clone()],
+                std::slice::from_ref(&secret),
                 &missing,
                 SPEC_BODY.as_bytes(),
                 DEFAULT_TOLERANCE,
