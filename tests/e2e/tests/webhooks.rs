@@ -8,6 +8,8 @@
 //! - A receiver that always answers 500 under a short horizon: every fact ends in the dead-letter
 //!   list (`ListDeadLetters`, `hidden-front webhooks dead-letters`); after it recovers,
 //!   `hidden-front webhooks replay --all` delivers them with their ids, and the list empties.
+//! - Two session processes on one database with the same configuration, both writing games:
+//!   each fact is delivered exactly once to the endpoint (only the lease holder sends).
 
 use hidden_front_e2e::client::{create_game, resign};
 use hidden_front_e2e::{Server, TestDatabase, binary, pb};
@@ -145,6 +147,15 @@ fn temp_path(name: &str) -> PathBuf {
 
 /// Writes a webhooks configuration for `endpoints` (name, url) with `horizon_ms`.
 fn write_config(endpoints: &[(&str, String)], horizon_ms: u64) -> PathBuf {
+    write_config_with_lease(endpoints, horizon_ms, 3000)
+}
+
+/// [`write_config`] with a lease of `lease_ms`.
+fn write_config_with_lease(
+    endpoints: &[(&str, String)],
+    horizon_ms: u64,
+    lease_ms: u64,
+) -> PathBuf {
     let endpoints: Vec<serde_json::Value> = endpoints
         .iter()
         .map(|(name, url)| serde_json::json!({"name": name, "url": url, "secrets": [SECRET]}))
@@ -152,7 +163,7 @@ fn write_config(endpoints: &[(&str, String)], horizon_ms: u64) -> PathBuf {
     let config = serde_json::json!({
         "source": "/hiddenfront/e2e",
         "delivery": {"timeout_ms": 1000, "initial_backoff_ms": 20, "max_backoff_ms": 200,
-                     "horizon_ms": horizon_ms, "lease_ms": 3000, "safety_poll_ms": 200},
+                     "horizon_ms": horizon_ms, "lease_ms": lease_ms, "safety_poll_ms": 200},
         "endpoints": endpoints,
     });
     let path = temp_path("webhooks.json");
@@ -161,9 +172,13 @@ fn write_config(endpoints: &[(&str, String)], horizon_ms: u64) -> PathBuf {
 }
 
 async fn start_server(db: &TestDatabase, config: &Path) -> Server {
+    start_named(db, config, "webhooks").await
+}
+
+async fn start_named(db: &TestDatabase, config: &Path, name: &str) -> Server {
     let admin = format!("oncall={ADMIN_TOKEN}");
     Server::start_with_args(
-        "webhooks",
+        name,
         db.url(),
         &[
             "--webhooks-config",
@@ -387,5 +402,30 @@ async fn a_receiver_that_never_recovers_ends_in_dead_letters_that_a_replay_deliv
     let endpoints = cli(&["endpoints"]);
     assert!(endpoints.contains("\"name\":\"down\""), "{endpoints}");
     drop(server);
+    let _ = std::fs::remove_file(config);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_session_replicas_writing_at_once_deliver_each_fact_once() {
+    let db = TestDatabase::create().await;
+    let receiver = Receiver::start(temp_path("replicas.jsonl"), &[]);
+    // A long lease: on a loaded machine a renewal must never be late in this steady-state test.
+    let config = write_config_with_lease(&[("shared", receiver.url())], 120_000, 20_000);
+    let one = start_named(&db, &config, "replica-1").await;
+    let two = start_named(&db, &config, "replica-2").await;
+    tokio::join!(play_games(&one, "one", 5), play_games(&two, "two", 5));
+    let facts = all_facts(&one, 10 * FACTS_PER_GAME).await;
+    receiver.wait_for_all(&facts).await;
+    check_deliveries(&receiver, &facts);
+    let mut sent: HashMap<String, usize> = HashMap::new();
+    for line in receiver.lines() {
+        *sent
+            .entry(line["id"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let twice: Vec<_> = sent.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "sent more than once: {twice:?}");
+    assert_eq!(sent.len(), facts.len());
+    drop((one, two));
     let _ = std::fs::remove_file(config);
 }
