@@ -97,11 +97,15 @@ impl Sender {
             .await
             .map_err(|e| AttemptError::Exchange(e.to_string()))?;
         let status = response.status().as_u16();
-        // Read the answer to its end so the connection can carry the next request.
-        Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        // Read the answer to its end so the connection can carry the next request. An answer
+        // too long (or cut off) does not undo its status: the connection is dropped instead.
+        if Limited::new(response.into_body(), MAX_ANSWER_BYTES)
             .collect()
             .await
-            .map_err(|e| AttemptError::Exchange(format!("reading the answer: {e}")))?;
+            .is_err()
+        {
+            self.connection = None;
+        }
         Ok(status)
     }
 

@@ -297,14 +297,22 @@ async fn a_receiver_killed_and_restarted_and_one_failing_for_a_while_get_every_f
     assert_eq!(refused, 12, "the flaky receiver refused its first 12");
 
     let mut admin = admin(&server).await;
-    let endpoints = admin
-        .list_endpoints(authed(pb::ListEndpointsRequest {}))
-        .await
-        .expect("ListEndpoints")
-        .into_inner()
-        .endpoints;
-    assert_eq!(endpoints.len(), 2);
     let last = facts.last().unwrap().cursor;
+    // The receivers record a fact before answering; the cursor moves once the answer is back.
+    let deadline = Instant::now() + DEADLINE;
+    let endpoints = loop {
+        let endpoints = admin
+            .list_endpoints(authed(pb::ListEndpointsRequest {}))
+            .await
+            .expect("ListEndpoints")
+            .into_inner()
+            .endpoints;
+        if endpoints.iter().all(|e| e.cursor == last) || Instant::now() > deadline {
+            break endpoints;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(endpoints.len(), 2);
     for endpoint in &endpoints {
         assert_eq!(endpoint.cursor, last, "{endpoint:?}");
         assert_eq!(endpoint.lag, 0);
