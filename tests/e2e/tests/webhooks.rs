@@ -195,7 +195,12 @@ const FACTS_PER_GAME: usize = 3;
 
 /// Plays `n` short games (created, then south resigns during deployment).
 async fn play_games(server: &Server, tag: &str, n: usize) {
-    let mut client = server.connect().await;
+    play_games_at(server.session_addr(), tag, n).await;
+}
+
+/// [`play_games`] on the session at `addr`.
+async fn play_games_at(addr: std::net::SocketAddr, tag: &str, n: usize) {
+    let mut client = hidden_front_e2e::client::connect(addr).await;
     for i in 0..n {
         let created = create_game(&mut client, "alice", "bob", &format!("{tag}-{i}")).await;
         resign(
@@ -282,11 +287,25 @@ async fn a_receiver_killed_and_restarted_and_one_failing_for_a_while_get_every_f
     let config = write_config(&[("killed", killed.url()), ("flaky", flaky.url())], 120_000);
     let server = start_server(&db, &config).await;
 
-    play_games(&server, "before", 3).await;
+    // Games are played on their own task while the receiver is killed and restarted.
+    let session = server.session_addr();
+    let writer = tokio::spawn(async move { play_games_at(session, "stream", 9).await });
+    let deadline = Instant::now() + DEADLINE;
+    while killed.acknowledged().len() < 6 {
+        assert!(Instant::now() < deadline, "no deliveries before the kill");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     killed.kill();
-    play_games(&server, "while-down", 3).await;
+    let deadline = Instant::now() + DEADLINE;
+    while flaky.lines().len() < 20 && !writer.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "no progress while the receiver was down"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     killed.restart(&[]);
-    play_games(&server, "after", 3).await;
+    writer.await.expect("the games");
 
     let facts = all_facts(&server, 9 * FACTS_PER_GAME).await;
     killed.wait_for_all(&facts).await;
