@@ -428,6 +428,29 @@ async fn a_receiver_that_never_recovers_ends_in_dead_letters_that_a_replay_deliv
     }
     let endpoints = cli(&["endpoints"]);
     assert!(endpoints.contains("\"name\":\"down\""), "{endpoints}");
+    // The metrics say the same, labelled by the endpoint's name only.
+    let metrics_addr = server.metrics_addr().expect("a metrics port");
+    let text = hidden_front_e2e::metrics::scrape(metrics_addr).await;
+    let down = [("endpoint", "down")];
+    let count =
+        |name: &str, labels: &[(&str, &str)]| hidden_front_e2e::metrics::value(&text, name, labels);
+    assert_eq!(
+        count("hf_webhook_dead_letters_total", &down),
+        facts.len() as f64
+    );
+    assert_eq!(
+        count(
+            "hf_webhook_deliveries_total",
+            &[("endpoint", "down"), ("outcome", "replayed")]
+        ),
+        facts.len() as f64
+    );
+    assert!(
+        count(
+            "hf_webhook_deliveries_total",
+            &[("endpoint", "down"), ("outcome", "failed")]
+        ) >= 2.0 * facts.len() as f64
+    );
     drop(server);
     let _ = std::fs::remove_file(config);
 }
