@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "hiddenfront/v1/clock.proto",
         "hiddenfront/v1/matchmaking.proto",
         "hiddenfront/v1/admin.proto",
+        "hiddenfront/v1/webhooks.proto",
     ];
     let fds = protox::compile(files, [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);

@@ -179,6 +179,12 @@ reasons! {
     /// No free invite code could be drawn; try again.
     InviteCodesExhausted = "INVITE_CODES_EXHAUSTED" => ResourceExhausted,
 
+    // Webhooks (the operators' WebhookAdminService).
+    /// No webhook endpoint of that name is configured.
+    WebhookEndpointNotFound = "WEBHOOK_ENDPOINT_NOT_FOUND" => NotFound,
+    /// The endpoint has no dead letter at that position.
+    DeadLetterNotFound = "DEAD_LETTER_NOT_FOUND" => NotFound,
+
     // The server's side.
     /// The game store failed or could not be reached; retry with the same idempotency key.
     StoreUnavailable = "STORE_UNAVAILABLE" => Unavailable,

@@ -14,6 +14,7 @@ pub use balance::{BalanceError, balanced_channel};
 use hidden_front_proto::v1::admin_service_client::AdminServiceClient;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_proto::v1::webhook_admin_service_client::WebhookAdminServiceClient;
 use hidden_front_telemetry::TracedChannel;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
@@ -38,6 +39,17 @@ fn configure(endpoint: Endpoint) -> Endpoint {
 /// host and re-resolved every [`RESOLVE_EVERY`].
 pub fn channel(url: &str) -> Result<Channel, BalanceError> {
     balanced_channel(url, RESOLVE_EVERY, configure)
+}
+
+/// A client of the webhooks' admin service at `url` (the session's internal port), for
+/// `hidden-front webhooks`; each call carries the caller's trace context.
+pub fn webhook_admin_client(
+    url: &str,
+) -> Result<WebhookAdminServiceClient<TracedChannel>, BalanceError> {
+    Ok(
+        WebhookAdminServiceClient::new(TracedChannel::new(channel(url)?))
+            .max_decoding_message_size(MAX_ANSWER_BYTES),
+    )
 }
 
 /// A client of the session service at `url`; each call carries the caller's trace context.

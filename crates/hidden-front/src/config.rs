@@ -72,9 +72,9 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub jwt_secret: Vec<String>,
-    /// Operator tokens of the admin API as `NAME=TOKEN` (repeatable; the env var comma-separated);
-    /// NAME is who the audit log records, TOKEN at least 24 bytes. None: the admin API refuses
-    /// every call. docs/admin.md.
+    /// Operator tokens of the admin APIs (`AdminService`, `WebhookAdminService`) as `NAME=TOKEN`
+    /// (repeatable; the env var comma-separated); NAME is who the audit log records, TOKEN at
+    /// least 24 bytes. None: the admin APIs refuse every call. docs/admin.md.
     #[arg(
         long = "admin-token",
         env = "HF_ADMIN_TOKENS",
@@ -149,6 +149,15 @@ pub struct ServeArgs {
     /// free port; the chosen address is printed).
     #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
+    /// The webhooks configuration file (JSON: endpoints, secrets or the environment variables
+    /// holding them, type filters, delivery timing; docs/lifecycle.md). The session process
+    /// then delivers the lifecycle feed to those endpoints and serves `WebhookAdminService`.
+    #[arg(long, env = "HF_WEBHOOKS_CONFIG")]
+    pub webhooks_config: Option<std::path::PathBuf>,
+    /// This process's name in webhook delivery leases (default: `webhooks-` and a random id;
+    /// the pod name is a good choice).
+    #[arg(long, env = "HF_WEBHOOKS_HOLDER")]
+    pub webhooks_holder: Option<String>,
 }
 
 /// Log line format.

@@ -10,6 +10,7 @@
 //! - [`token`]: development player tokens (`hidden-front token`).
 //! - [`replay`]: replay export and verification (`hidden-front replay`).
 //! - [`admin_cli`]: the admin API for on-call engineers (`hidden-front admin`).
+//! - [`webhooks_cli`]: the webhook deliveries' operator verbs (`hidden-front webhooks`).
 //! - [`bot_cli`]: the computer's ladder of levels (`hidden-front bot ladder`).
 //!
 //! The binary (`main.rs`) only parses the command line and prints an error once.
@@ -27,5 +28,6 @@ pub mod rules_cli;
 pub mod rules_json;
 pub mod serve;
 pub mod token;
+pub mod webhooks_cli;
 
 pub use app::{Application, Ports};

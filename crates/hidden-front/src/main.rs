@@ -3,7 +3,9 @@
 //! [`Command`] variants).
 
 use clap::{Parser, Subcommand};
-use hidden_front::{admin_cli, bot_cli, config, play, replay, rules_cli, serve, token};
+use hidden_front::{
+    admin_cli, bot_cli, config, play, replay, rules_cli, serve, token, webhooks_cli,
+};
 use std::process::ExitCode;
 
 /// Command line of the `hidden-front` binary.
@@ -43,6 +45,8 @@ enum Command {
     /// Operators' tools over the session's admin API: find, inspect and abort games, read the
     /// audit log (docs/admin.md).
     Admin(admin_cli::AdminArgs),
+    /// The webhook deliveries of the lifecycle feed: endpoints, dead letters, replays.
+    Webhooks(webhooks_cli::WebhooksArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -78,6 +82,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Replay(args) => runtime()?.block_on(replay::run(args))?,
         Command::Bot(args) => bot_cli::run(args)?,
         Command::Admin(args) => runtime()?.block_on(admin_cli::run(args))?,
+        Command::Webhooks(args) => runtime()?.block_on(webhooks_cli::run(args))?,
     }
     Ok(())
 }

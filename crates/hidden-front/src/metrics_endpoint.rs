@@ -36,6 +36,11 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
             &names::WAIT_BUCKETS,
         )
         .context("matchmaking wait buckets")?
+        .set_buckets_for_metric(
+            Matcher::Full(names::WEBHOOK_DELIVERY_LATENCY_SECONDS.into()),
+            &names::WEBHOOK_LATENCY_BUCKETS,
+        )
+        .context("webhook latency buckets")?
         .install_recorder()
         .context("installing the metrics recorder")?;
     describe();
@@ -46,6 +51,23 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
 /// HELP texts, and zero values for the series every dashboard reads.
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        names::WEBHOOK_DELIVERIES_TOTAL,
+        "Webhook delivery attempts and their ends, by endpoint and outcome."
+    );
+    describe_histogram!(
+        names::WEBHOOK_DELIVERY_LATENCY_SECONDS,
+        metrics::Unit::Seconds,
+        "From a lifecycle fact's commit to its endpoint's 2xx answer."
+    );
+    describe_counter!(
+        names::WEBHOOK_DEAD_LETTERS_TOTAL,
+        "Lifecycle facts parked as dead letters after the retry horizon, by endpoint."
+    );
+    describe_gauge!(
+        names::WEBHOOK_LAG_POSITIONS,
+        "Outbox positions between the newest fact and an endpoint's cursor."
+    );
     describe_counter!(
         names::MOVES_TOTAL,
         "Moves judged by the session, by result."

@@ -147,3 +147,22 @@ async fn a_port_in_use_is_named_in_the_error() {
     let error = Application::build(args).await.err().expect("refused");
     assert!(format!("{error:#}").contains("--http-listen"), "{error:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_webhooks_configuration_is_refused_at_start_naming_the_field() {
+    let path = std::env::temp_dir().join(format!("hf-webhooks-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"endpoints": [{"name": "rewards", "url": "ftp://rewards/hooks",
+                           "secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}]}"#,
+    )
+    .expect("write the file");
+    let args = one_box(&["--webhooks-config", path.to_str().expect("a UTF-8 path")]);
+    let error = Application::build(args).await.err().expect("refused");
+    let text = format!("{error:#}");
+    assert!(
+        text.contains("endpoints[0].url") && text.contains("ftp://"),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(path);
+}

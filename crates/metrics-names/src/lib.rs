@@ -124,3 +124,29 @@ pub const MATCH_KINDS: [&str; 4] = ["rated", "casual", "invite", "computer"];
 pub const WAIT_BUCKETS: [f64; 11] = [
     0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 ];
+
+/// Counter: webhook delivery attempts and their ends, by [`WEBHOOK_ENDPOINT`] and
+/// [`WEBHOOK_OUTCOME`] (one of [`WEBHOOK_OUTCOMES`]).
+pub const WEBHOOK_DELIVERIES_TOTAL: &str = "hf_webhook_deliveries_total";
+/// Histogram (seconds): from a fact's commit (its `occurred_at`) to its endpoint's 2xx, by
+/// [`WEBHOOK_ENDPOINT`] (live deliveries only, not replays).
+pub const WEBHOOK_DELIVERY_LATENCY_SECONDS: &str = "hf_webhook_delivery_latency_seconds";
+/// Counter: facts parked as dead letters, by [`WEBHOOK_ENDPOINT`].
+pub const WEBHOOK_DEAD_LETTERS_TOTAL: &str = "hf_webhook_dead_letters_total";
+/// Gauge: outbox positions between the last fact written and an endpoint's cursor, by
+/// [`WEBHOOK_ENDPOINT`], as the endpoint's lease holder last saw it (positions may skip
+/// numbers, so this is at least the facts behind).
+pub const WEBHOOK_LAG_POSITIONS: &str = "hf_webhook_lag_positions";
+/// Label: a configured webhook endpoint's name (a small set the operator chose; never an id).
+pub const WEBHOOK_ENDPOINT: &str = "endpoint";
+/// Label: one of [`WEBHOOK_OUTCOMES`].
+pub const WEBHOOK_OUTCOME: &str = "outcome";
+/// Every value of [`WEBHOOK_OUTCOME`]: `delivered` (a live fact got a 2xx), `failed` (one
+/// attempt failed; it is retried), `parked` (given up after the horizon), `replayed` (a dead
+/// letter delivered on an operator's request).
+pub const WEBHOOK_OUTCOMES: [&str; 4] = ["delivered", "failed", "parked", "replayed"];
+/// Histogram buckets (seconds) of [`WEBHOOK_DELIVERY_LATENCY_SECONDS`]: from milliseconds on
+/// loopback to the minutes of a retried delivery.
+pub const WEBHOOK_LATENCY_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.0, 10.0, 60.0, 600.0,
+];

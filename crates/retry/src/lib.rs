@@ -35,6 +35,14 @@ impl Backoff {
         }
     }
 
+    /// The same schedule growing by `factor` (at least 1) instead of doubling: a loop whose
+    /// operators tune how fast it backs off (webhook deliveries).
+    pub fn with_factor(mut self, factor: f32) -> Backoff {
+        self.builder = self.builder.with_factor(factor.max(1.0));
+        self.delays = self.builder.build();
+        self
+    }
+
     /// The same schedule with random jitter added to each delay (less than the first delay), so
     /// that replicas which lost the same server do not all come back in the same instant.
     pub fn jittered(mut self) -> Backoff {
@@ -69,6 +77,13 @@ mod tests {
 
     fn millis(backoff: &mut Backoff, n: usize) -> Vec<u128> {
         (0..n).map(|_| backoff.next_delay().as_millis()).collect()
+    }
+
+    #[test]
+    fn grows_by_its_factor_when_given_one() {
+        let mut backoff =
+            Backoff::new(Duration::from_millis(100), Duration::from_secs(1)).with_factor(3.0);
+        assert_eq!(millis(&mut backoff, 4), vec![100, 300, 900, 1000]);
     }
 
     #[test]

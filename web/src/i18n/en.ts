@@ -184,6 +184,8 @@ export const en = {
   "reason.MATCH_EXISTS": "That match exists already.",
   "reason.COMPUTER_UNAVAILABLE": "The computer cannot play that.",
   "reason.INVITE_CODES_EXHAUSTED": "No invite code was free: try again.",
+  "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "There is no such webhook endpoint.",
+  "reason.DEAD_LETTER_NOT_FOUND": "There is no such dead letter.",
   "reason.STORE_UNAVAILABLE": "The server's storage is unavailable: try again.",
   "reason.SESSION_UNAVAILABLE": "The game service is unavailable: try again.",
   "reason.MATCHMAKING_UNAVAILABLE": "Matchmaking is unavailable.",

@@ -186,6 +186,8 @@ export const ja: Record<Key, string> = {
   "reason.MATCH_EXISTS": "そのマッチはすでにあります。",
   "reason.COMPUTER_UNAVAILABLE": "コンピューターはそのルールで指せません。",
   "reason.INVITE_CODES_EXHAUSTED": "空いている招待コードがありません。再試行してください。",
+  "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "その Webhook エンドポイントはありません。",
+  "reason.DEAD_LETTER_NOT_FOUND": "そのデッドレターはありません。",
   "reason.STORE_UNAVAILABLE": "サーバーの保存先が使えません。再試行してください。",
   "reason.SESSION_UNAVAILABLE": "対局サービスが使えません。再試行してください。",
   "reason.MATCHMAKING_UNAVAILABLE": "マッチングが使えません。",

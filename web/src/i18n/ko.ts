@@ -186,6 +186,8 @@ export const ko: Record<Key, string> = {
   "reason.MATCH_EXISTS": "이미 있는 매치입니다.",
   "reason.COMPUTER_UNAVAILABLE": "컴퓨터가 그 규칙으로 둘 수 없습니다.",
   "reason.INVITE_CODES_EXHAUSTED": "빈 초대 코드가 없습니다. 다시 시도하세요.",
+  "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "그런 웹훅 엔드포인트가 없습니다.",
+  "reason.DEAD_LETTER_NOT_FOUND": "그런 데드 레터가 없습니다.",
   "reason.STORE_UNAVAILABLE": "서버 저장소를 쓸 수 없습니다. 다시 시도하세요.",
   "reason.SESSION_UNAVAILABLE": "대국 서비스를 쓸 수 없습니다. 다시 시도하세요.",
   "reason.MATCHMAKING_UNAVAILABLE": "매치메이킹을 쓸 수 없습니다.",

@@ -186,6 +186,8 @@ export const zh: Record<Key, string> = {
   "reason.MATCH_EXISTS": "匹配已存在。",
   "reason.COMPUTER_UNAVAILABLE": "电脑不能下这个规则。",
   "reason.INVITE_CODES_EXHAUSTED": "没有空闲的邀请码：请重试。",
+  "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "没有这个 webhook 端点。",
+  "reason.DEAD_LETTER_NOT_FOUND": "没有这条死信。",
   "reason.STORE_UNAVAILABLE": "服务器存储不可用：请重试。",
   "reason.SESSION_UNAVAILABLE": "对局服务不可用：请重试。",
   "reason.MATCHMAKING_UNAVAILABLE": "匹配服务不可用。",

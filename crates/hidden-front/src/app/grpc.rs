@@ -10,7 +10,9 @@ use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
 use hidden_front_proto::v1::matchmaking_service_server::MatchmakingServiceServer;
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
+use hidden_front_proto::v1::webhook_admin_service_server::WebhookAdminServiceServer;
 use hidden_front_session::{AdminService, SessionService};
+use hidden_front_webhooks::admin::WebhookAdmin;
 use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -25,6 +27,7 @@ pub(crate) struct PortServices {
     pub player: Option<PlayerServiceServer<PlayerApi>>,
     pub clock: Option<ClockServiceServer<ClockService>>,
     pub matchmaking: Option<MatchmakingServiceServer<MatchmakingService>>,
+    pub webhooks: Option<WebhookAdminServiceServer<WebhookAdmin>>,
 }
 
 /// A bound gRPC port, ready to serve.
@@ -70,6 +73,7 @@ impl Port {
             player,
             clock,
             matchmaking,
+            webhooks,
         } = self.services;
         let router = tonic::transport::Server::builder()
             // One span per RPC, child of the caller's trace context (W3C `traceparent`).
@@ -83,7 +87,8 @@ impl Port {
             .add_optional_service(admin)
             .add_optional_service(player)
             .add_optional_service(clock)
-            .add_optional_service(matchmaking);
+            .add_optional_service(matchmaking)
+            .add_optional_service(webhooks);
         // Replies are small and latency-bound: never let Nagle's algorithm hold one back.
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));

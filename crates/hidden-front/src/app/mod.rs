@@ -19,6 +19,7 @@ mod matchmaking;
 mod roles;
 mod session;
 mod store;
+mod webhooks;
 
 use crate::config::ServeArgs;
 use anyhow::Context;
@@ -100,6 +101,7 @@ impl Application {
             .then(|| session::servers(&args, stores.games.clone()))
             .transpose()?
             .unzip();
+        let webhooks = webhooks::build(&args, roles.session, &stores)?;
         // Bound before matchmaking is built: its invite links default to this listener's page.
         let http_listener = match roles.gateway {
             true => Some(bind(args.http_listen, "--http-listen").await?),
@@ -148,6 +150,10 @@ impl Application {
         };
         beside_session.session = session;
         beside_session.admin = admin;
+        let deliveries = webhooks.map(|w| {
+            beside_session.webhooks = Some(w.admin);
+            w.deliveries
+        });
         beside_session.clock = clock_api;
         beside_session.matchmaking = matchmaking
             .as_ref()
@@ -164,7 +170,14 @@ impl Application {
         // One signal stops the public ports; the internal one stops after they have drained.
         let (stop, stop_rx) = watch::channel(false);
         let (internal_stop, internal_stop_rx) = watch::channel(false);
-        let (public_names, internal_names) = roles.port_services();
+        let (mut public_names, mut internal_names) = roles.port_services();
+        if deliveries.is_some() {
+            match roles.internal_port() {
+                true => &mut internal_names,
+                false => &mut public_names,
+            }
+            .push(hidden_front_proto::v1::webhook_admin_service_server::SERVICE_NAME);
+        }
         let (public_health, public_grpc) =
             Port::new("the gRPC port", public_listener, public_names, public)
                 .serve(stopped(stop_rx.clone()))?;
@@ -234,9 +247,14 @@ impl Application {
         let serving = async move {
             // Matchmaking's loops (pairing, the ended-games feed, computer seats) start with
             // the serving and stop with the rest.
-            let loops = matchmaking
-                .map(|service| service.spawn_background(stop_rx))
+            let mut loops = deliveries
+                .map(|deliveries| deliveries.spawn(stop_rx.clone()))
                 .unwrap_or_default();
+            loops.extend(
+                matchmaking
+                    .map(|service| service.spawn_background(stop_rx))
+                    .unwrap_or_default(),
+            );
             let result = tokio::try_join!(public, internal, metrics, clock);
             for handle in loops {
                 let _ = handle.await;

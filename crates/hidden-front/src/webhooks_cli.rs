@@ -1,0 +1,133 @@
+//! `hidden-front webhooks ...`: the operators' verbs over `WebhookAdminService` on the
+//! session's internal port: where each endpoint stands, its dead letters, replays. Answers are
+//! printed as JSON lines (proto3 JSON of each entry), for people and scripts alike.
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use hidden_front_proto::v1 as pb;
+use tonic::Request;
+
+/// `hidden-front webhooks ...`.
+#[derive(Debug, Args)]
+pub struct WebhooksArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: WebhooksCommand,
+    /// The session's internal gRPC address.
+    #[arg(
+        long,
+        env = "HF_SESSION_URL",
+        default_value = "http://127.0.0.1:50052",
+        global = true
+    )]
+    pub session_url: String,
+    /// An admin token (one of the session's `--admin-token NAME=TOKEN` values' TOKEN).
+    #[arg(long, env = "HF_ADMIN_TOKEN", hide_env_values = true, global = true)]
+    pub admin_token: Option<String>,
+}
+
+/// The webhooks verbs.
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Every configured endpoint: cursor, lag, last error, lease holder, dead letters.
+    Endpoints,
+    /// The dead letters of one endpoint (`--endpoint`) or of all.
+    DeadLetters {
+        /// Only this endpoint's.
+        #[arg(long)]
+        endpoint: Option<String>,
+    },
+    /// Sends one dead letter (`--position`) or all of an endpoint's (`--all`) again, with
+    /// their original ids, before the endpoint's next live fact.
+    Replay {
+        /// The endpoint.
+        #[arg(long)]
+        endpoint: String,
+        /// The dead letter's outbox position.
+        #[arg(long, conflicts_with = "all")]
+        position: Option<u64>,
+        /// Every dead letter of the endpoint.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+fn authed<T>(token: &str, message: T) -> anyhow::Result<Request<T>> {
+    let mut request = Request::new(message);
+    let value = format!("Bearer {token}")
+        .parse()
+        .context("the admin token is not a valid header value")?;
+    request.metadata_mut().insert("authorization", value);
+    Ok(request)
+}
+
+fn print_json<T: serde::Serialize>(item: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(item)?);
+    Ok(())
+}
+
+/// Runs a webhooks verb.
+pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
+    let Some(token) = args.admin_token.as_deref() else {
+        bail!("give an admin token: --admin-token TOKEN (or HF_ADMIN_TOKEN)");
+    };
+    let url = &args.session_url;
+    let mut client = hidden_front_channel::webhook_admin_client(url)
+        .with_context(|| format!("session URL {url:?}"))?;
+    let failed = |what: &str, status: tonic::Status| {
+        anyhow::anyhow!(
+            "{what} at {url}: {} ({:?})",
+            status.message(),
+            status.code()
+        )
+    };
+    match args.command {
+        WebhooksCommand::Endpoints => {
+            let answer = client
+                .list_endpoints(authed(token, pb::ListEndpointsRequest {})?)
+                .await
+                .map_err(|s| failed("ListEndpoints", s))?
+                .into_inner();
+            for endpoint in &answer.endpoints {
+                print_json(endpoint)?;
+            }
+        }
+        WebhooksCommand::DeadLetters { endpoint } => {
+            let answer = client
+                .list_dead_letters(authed(
+                    token,
+                    pb::ListDeadLettersRequest {
+                        endpoint: endpoint.unwrap_or_default(),
+                    },
+                )?)
+                .await
+                .map_err(|s| failed("ListDeadLetters", s))?
+                .into_inner();
+            for letter in &answer.dead_letters {
+                print_json(letter)?;
+            }
+        }
+        WebhooksCommand::Replay {
+            endpoint,
+            position,
+            all,
+        } => {
+            if position.is_none() && !all {
+                bail!("say which: --position N for one dead letter, or --all");
+            }
+            let answer = client
+                .replay_dead_letters(authed(
+                    token,
+                    pb::ReplayDeadLettersRequest {
+                        endpoint,
+                        position: position.unwrap_or(0),
+                    },
+                )?)
+                .await
+                .map_err(|s| failed("ReplayDeadLetters", s))?
+                .into_inner();
+            print_json(&answer)?;
+        }
+    }
+    Ok(())
+}

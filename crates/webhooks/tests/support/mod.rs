@@ -1,0 +1,234 @@
+//! What the delivery tests share: an in-test HTTP receiver that verifies every request and can
+//! be told to fail, games whose creation writes facts, and a configuration in milliseconds.
+
+#![allow(dead_code)]
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use hidden_front_lifecycle::cloudevents::CloudEvent;
+use hidden_front_lifecycle::{FactBody, NewFact};
+use hidden_front_store::GameStore;
+use hidden_front_webhooks::WebhooksConfig;
+use hidden_front_webhooks::signature::{DEFAULT_TOLERANCE, Secret, verify};
+use parking_lot::Mutex;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// The secret of every test endpoint.
+pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+/// How long a test waits for deliveries.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// One acknowledged request.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// `webhook-id`.
+    pub id: String,
+    /// The CloudEvent's `id`.
+    pub event_id: String,
+    /// `type`.
+    pub event_type: String,
+    /// `hfposition`.
+    pub position: u64,
+    /// The signature verified.
+    pub verified: bool,
+    /// `Content-Type` was the CloudEvents one.
+    pub cloudevents_content_type: bool,
+}
+
+/// How the receiver answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// 200.
+    Ok,
+    /// 500 for the next N requests, then 200.
+    FailFirst(u32),
+    /// Always 500.
+    Fail,
+}
+
+#[derive(Default)]
+struct Inner {
+    received: Vec<Received>,
+    attempts: u32,
+    answer: Option<Answer>,
+}
+
+/// An HTTP receiver on loopback.
+#[derive(Clone)]
+pub struct Receiver {
+    pub addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    changed: Arc<Notify>,
+}
+
+impl Receiver {
+    /// Starts one answering `answer`.
+    pub async fn start(answer: Answer) -> Receiver {
+        let inner = Arc::new(Mutex::new(Inner {
+            answer: Some(answer),
+            ..Inner::default()
+        }));
+        let changed = Arc::new(Notify::new());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let receiver = Receiver {
+            addr,
+            inner,
+            changed,
+        };
+        let app = axum::Router::new()
+            .route("/hooks", axum::routing::post(handle))
+            .with_state(receiver.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        receiver
+    }
+
+    /// The URL deliveries go to.
+    pub fn url(&self) -> String {
+        format!("http://{}/hooks", self.addr)
+    }
+
+    /// Answers `answer` from now on.
+    pub fn answer(&self, answer: Answer) {
+        self.inner.lock().answer = Some(answer);
+    }
+
+    /// Every acknowledged request so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.inner.lock().received.clone()
+    }
+
+    /// Every request so far, acknowledged or not.
+    pub fn attempts(&self) -> u32 {
+        self.inner.lock().attempts
+    }
+
+    /// Waits until `n` requests were acknowledged; panics at the deadline.
+    pub async fn wait_for(&self, n: usize) -> Vec<Received> {
+        self.wait_until(|r| r.len() >= n, &format!("{n} deliveries"))
+            .await
+    }
+
+    /// Waits until `done` holds of the acknowledged requests, or `attempts` ... panics at the
+    /// deadline.
+    pub async fn wait_until(
+        &self,
+        done: impl Fn(&[Received]) -> bool,
+        what: &str,
+    ) -> Vec<Received> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let changed = self.changed.notified();
+            let received = self.received();
+            if done(&received) {
+                return received;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "waited for {what}; got {} deliveries",
+                received.len()
+            );
+            let _ = tokio::time::timeout(left, changed).await;
+        }
+    }
+}
+
+async fn handle(
+    State(receiver): State<Receiver>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> StatusCode {
+    let secret = Secret::parse(SECRET).unwrap();
+    let verified = verify(&[secret], &headers, &body, DEFAULT_TOLERANCE).is_ok();
+    let status = {
+        let mut inner = receiver.inner.lock();
+        inner.attempts += 1;
+        let (status, next) = match inner.answer.unwrap_or(Answer::Ok) {
+            Answer::Ok => (StatusCode::OK, Answer::Ok),
+            Answer::FailFirst(0) => (StatusCode::OK, Answer::Ok),
+            Answer::FailFirst(n) => (StatusCode::INTERNAL_SERVER_ERROR, Answer::FailFirst(n - 1)),
+            Answer::Fail => (StatusCode::INTERNAL_SERVER_ERROR, Answer::Fail),
+        };
+        inner.answer = Some(next);
+        if status == StatusCode::OK {
+            let event: CloudEvent = serde_json::from_slice(&body).expect("a CloudEvent");
+            inner.received.push(Received {
+                id: headers
+                    .get("webhook-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned(),
+                event_id: event.id,
+                event_type: event.event_type,
+                position: event.hfposition,
+                verified,
+                cloudevents_content_type: headers
+                    .get("content-type")
+                    .is_some_and(|v| v == "application/cloudevents+json"),
+            });
+        }
+        status
+    };
+    receiver.changed.notify_waiters();
+    status
+}
+
+/// Creates a game in `store` whose creation writes two facts (created, seats filled).
+pub async fn write_game(store: &dyn GameStore, seed: u64) {
+    let (meta, game, events) = hidden_front_store_conformance::new_game(seed, "alice", "bob");
+    let facts = [
+        NewFact::new(
+            meta.game_id,
+            FactBody::GameCreated {
+                rules: meta.rules.clone(),
+                time_control: "online".into(),
+                south_player: "alice".into(),
+                north_player: "bob".into(),
+            },
+        ),
+        NewFact::new(
+            meta.game_id,
+            FactBody::SeatsFilled {
+                south_player: "alice".into(),
+                north_player: "bob".into(),
+            },
+        ),
+    ];
+    store
+        .create_armed(
+            &format!("create-{}", meta.game_id),
+            &meta,
+            &events,
+            &game,
+            &[],
+            &facts,
+        )
+        .await
+        .expect("create a game with facts");
+}
+
+/// A configuration with one endpoint at `url`, millisecond timings, and `extra` endpoint fields
+/// (JSON, e.g. `, "types": [...]`).
+pub fn config(url: &str, horizon_ms: u64, extra: &str) -> WebhooksConfig {
+    WebhooksConfig::parse(
+        &format!(
+            r#"{{"source": "/hiddenfront/test",
+                "delivery": {{"timeout_ms": 1000, "initial_backoff_ms": 10, "max_backoff_ms": 50,
+                              "horizon_ms": {horizon_ms}, "lease_ms": 3000, "safety_poll_ms": 200}},
+                "endpoints": [{{"name": "test", "url": "{url}", "secrets": ["{SECRET}"]{extra}}}]}}"#
+        ),
+        |_| None,
+    )
+    .expect("a valid test configuration")
+}
+
+/// Every fact of `store`'s outbox.
+pub async fn all_facts(store: &dyn GameStore) -> Vec<hidden_front_lifecycle::Fact> {
+    store.facts_after(0, 10_000).await.unwrap()
+}
