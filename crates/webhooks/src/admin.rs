@@ -50,6 +50,14 @@ impl WebhookAdmin {
         if name.is_empty() {
             return Err(ApiError::missing_field("endpoint").to_status());
         }
+        // The request text checks every string passes (control characters, length) first: a
+        // malformed name is the caller's mistake, not an unknown endpoint.
+        hidden_front_api_error::text::check(
+            "endpoint",
+            name,
+            hidden_front_api_error::text::TextKind::Name,
+        )
+        .map_err(|e| e.to_status())?;
         self.deliveries
             .config()
             .endpoints

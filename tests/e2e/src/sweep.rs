@@ -381,6 +381,8 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             "gateway_id" => string("gateway-sweep"),
             // An operator's reason (AdminService).
             "reason" => string("sweep: bad input"),
+            // The webhook endpoint the sweep's server is configured with.
+            "endpoint" => string("sweep-hooks"),
             "code" => string(&goods.invite_code.clone()),
             "square_a" => string(&goods.swap.0.clone()),
             "square_b" => string(&goods.swap.1.clone()),

@@ -55,9 +55,20 @@ fn big() -> String {
     "x".repeat(sweep::BIG_STRING)
 }
 
+/// The webhook endpoint the sweep's server delivers to (nothing listens there: deliveries fail
+/// and are retried, harmlessly), so `WebhookAdminService` is served and has an endpoint to name.
+const WEBHOOKS_CONFIG: &str = r#"{"endpoints": [{"name": "sweep-hooks",
+    "url": "http://127.0.0.1:9/hooks", "secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}]}"#;
+
 async fn start(name: &str) -> (TestDatabase, Server) {
     let db = TestDatabase::create().await;
-    let server = Server::start_with_args(name, db.url(), SERVER_ARGS).await;
+    let config =
+        std::env::temp_dir().join(format!("hf-sweep-webhooks-{}.json", std::process::id()));
+    std::fs::write(&config, WEBHOOKS_CONFIG).expect("write the webhooks config");
+    let config = config.to_str().expect("a UTF-8 temporary path").to_owned();
+    let mut args = SERVER_ARGS.to_vec();
+    args.extend(["--webhooks-config", config.as_str()]);
+    let server = Server::start_with_args(name, db.url(), &args).await;
     (db, server)
 }
 
@@ -76,7 +87,7 @@ fn route_for(method: &MethodDescriptor, public: &Route, internal: &Route) -> Rou
     match method.parent_service().name() {
         "PlayerService" => public.clone(),
         "SessionService" | "ClockService" | "MatchmakingService" => internal.clone(),
-        "AdminService" => Route {
+        "AdminService" | "WebhookAdminService" => Route {
             token: Some(OPERATOR_TOKEN.to_owned()),
             ..internal.clone()
         },
