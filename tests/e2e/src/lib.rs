@@ -32,6 +32,7 @@
 //! | `HF_E2E_BIN` | path of the `hidden-front` binary to test |
 //! | `HF_E2E_KEEP_DATABASE` | `1` keeps the test databases for inspection |
 
+pub mod cli;
 pub mod client;
 mod database;
 pub mod gateway;

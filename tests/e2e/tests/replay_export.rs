@@ -3,48 +3,16 @@
 //! in deployment are exported from the session's internal port and verify; a changed fight
 //! fails at its line; a game still on and an unknown game are refused.
 
+use hidden_front_e2e::cli::{TempFile, run, text};
 use hidden_front_e2e::client::{self, get_game, phase_of, side_of};
 use hidden_front_e2e::player::engine_side;
-use hidden_front_e2e::{Player, Server, TestDatabase, binary, pb, play_to_end};
+use hidden_front_e2e::{Player, Server, TestDatabase, pb, play_to_end};
 use hidden_front_replay::Replay;
 use hidden_front_rules::{EndReason, Outcome, Side};
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 /// A random Junqi game ends well within this: at most 49 fights, at most 100 plies between.
 const MAX_PLIES: usize = 50 * 101;
-
-/// Runs the binary with `args` to its end.
-async fn run(args: &[&str]) -> Output {
-    tokio::process::Command::new(binary())
-        .args(args)
-        .output()
-        .await
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A file in the temporary directory, removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str) -> TempFile {
-        TempFile(std::env::temp_dir().join(format!("hf-replay-{}-{name}", std::process::id())))
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temporary path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// Exports `game_id` into `file`, then verifies the file; returns the parsed replay.
 async fn export_and_verify(session: &str, game_id: &str, file: &TempFile) -> Replay {
@@ -111,7 +79,7 @@ async fn finished_games_export_from_a_running_server_and_verify() {
     ];
 
     // Before the end the export is refused, naming the phase.
-    let early = TempFile::new("early.txt");
+    let early = TempFile::new("replay", "early.txt");
     let refused = run(&[
         "replay",
         "export",
@@ -141,7 +109,7 @@ async fn finished_games_export_from_a_running_server_and_verify() {
     let view = get_game(&mut client, &game_id, pb::Viewer::Spectator).await;
     assert_eq!(phase_of(&view), pb::Phase::Ended);
 
-    let file = TempFile::new("junqi.txt");
+    let file = TempFile::new("replay", "junqi.txt");
     let replay = export_and_verify(&session, &game_id, &file).await;
     agrees(&replay, &view, "ana", "ben");
 
@@ -163,7 +131,7 @@ async fn finished_games_export_from_a_running_server_and_verify() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let tampered = TempFile::new("tampered.txt");
+    let tampered = TempFile::new("replay", "tampered.txt");
     std::fs::write(&tampered.0, changed).expect("write");
     let verify = run(&["replay", "verify", tampered.path()]).await;
     assert!(!verify.status.success());
@@ -195,7 +163,7 @@ async fn finished_games_export_from_a_running_server_and_verify() {
     .await
     .expect("Resign");
     let view = get_game(&mut client, &gunjin.game_id, pb::Viewer::Spectator).await;
-    let file = TempFile::new("gunjin.txt");
+    let file = TempFile::new("replay", "gunjin.txt");
     let replay = export_and_verify(&session, &gunjin.game_id, &file).await;
     agrees(&replay, &view, "kenji", "yumi");
     assert_eq!(replay.plies(), 0);

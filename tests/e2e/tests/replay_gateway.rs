@@ -10,14 +10,13 @@
 //!   second after the cursor the first printed, covers every ended game once.
 
 use futures_util::{SinkExt, StreamExt};
+use hidden_front_e2e::cli::{TempFile, run, text};
 use hidden_front_e2e::client::{self, Client, side_of};
 use hidden_front_e2e::gateway::{self, authed, token};
-use hidden_front_e2e::{Player, Server, TestDatabase, binary, pb, play};
+use hidden_front_e2e::{Player, Server, TestDatabase, pb, play};
 use hidden_front_replay::{Replay, verify_text};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::Output;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -42,38 +41,6 @@ fn timed() -> Option<pb::TimeControl> {
         move_seconds: 3600,
         reconnect_seconds: 3600,
     })
-}
-
-/// Runs the binary with `args` to its end.
-async fn run(args: &[&str]) -> Output {
-    tokio::process::Command::new(binary())
-        .args(args)
-        .output()
-        .await
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A file in the temporary directory, removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str) -> TempFile {
-        TempFile(std::env::temp_dir().join(format!("hf-replay-gw-{}-{name}", std::process::id())))
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temporary path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// `ExportReplay` as `player` over gRPC.
@@ -218,7 +185,7 @@ async fn players_and_spectators_export_a_finished_game_through_the_gateway() {
         seated.file_name,
         format!("hidden-front-{game_id}.replay.txt")
     );
-    let file = TempFile::new("seated.txt");
+    let file = TempFile::new("replay-gw", "seated.txt");
     std::fs::write(&file.0, &seated.replay).expect("write");
     let verify = run(&["replay", "verify", file.path()]).await;
     assert!(verify.status.success(), "verify: {}", text(&verify.stderr));
@@ -270,7 +237,7 @@ async fn players_and_spectators_export_a_finished_game_through_the_gateway() {
 
 /// One `replay export-ended` call: its NDJSON lines and the last cursor it printed.
 async fn export_ended(session_url: &str, after: u64, limit: Option<u64>) -> (Vec<Value>, u64) {
-    let out = TempFile::new(&format!("ended-{after}.ndjson"));
+    let out = TempFile::new("replay-gw", &format!("ended-{after}.ndjson"));
     let after = after.to_string();
     let limit = limit.map(|l| l.to_string());
     let mut args = vec![
