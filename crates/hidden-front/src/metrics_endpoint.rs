@@ -32,6 +32,11 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         )
         .context("lag buckets")?
         .set_buckets_for_metric(
+            Matcher::Full(names::STORE_BATCH_APPENDS.into()),
+            &names::BATCH_BUCKETS,
+        )
+        .context("batch size buckets")?
+        .set_buckets_for_metric(
             Matcher::Full(names::MATCHMAKING_WAIT_SECONDS.into()),
             &names::WAIT_BUCKETS,
         )
@@ -92,6 +97,15 @@ fn describe() {
     describe_histogram!(
         names::STREAM_LAG_EVENTS,
         "Events a player stream was behind the game's log when it delivered one."
+    );
+    describe_histogram!(
+        names::STORE_BATCH_APPENDS,
+        "Appends of many games written by one group-commit statement (Postgres store)."
+    );
+    describe_histogram!(
+        names::STORE_BATCH_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "Time one group-commit statement took, round trip and commit (Postgres store)."
     );
     describe_counter!(
         names::STORE_ERRORS_TOTAL,

@@ -23,6 +23,15 @@ pub const STREAM_LAG_EVENTS: &str = "hf_stream_lag_events";
 pub const STORE_ERRORS_TOTAL: &str = "hf_store_errors_total";
 /// Histogram (seconds): how long a store append (events + snapshot + answer) took.
 pub const STORE_APPEND_DURATION_SECONDS: &str = "hf_store_append_duration_seconds";
+/// Histogram (appends): how many games' appends one group-commit statement wrote (Postgres
+/// store). Small batches under load mean the database answers fast; batches near the cap
+/// (128) mean appends queue behind the statement in flight.
+pub const STORE_BATCH_APPENDS: &str = "hf_store_batch_appends";
+/// Histogram (seconds): how long one group-commit statement took, round trip and commit
+/// (Postgres store). An append waits for at most the batch in flight, then its own.
+pub const STORE_BATCH_DURATION_SECONDS: &str = "hf_store_batch_duration_seconds";
+/// Histogram buckets (appends) of [`STORE_BATCH_APPENDS`].
+pub const BATCH_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 96.0, 128.0];
 /// Gauge: timers armed in the store (deployment, move and reconnect deadlines), as the clock
 /// process last counted them.
 pub const TIMERS_ARMED: &str = "hf_timers_armed";

@@ -24,6 +24,7 @@ use super::codec::side_text;
 use super::outbox::FactColumns;
 use crate::timers::Timer;
 use hidden_front_lifecycle::NewFact;
+use hidden_front_metrics_names as names;
 use sqlx::postgres::PgPool;
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashSet, VecDeque};
@@ -152,10 +153,15 @@ async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
 /// Writes one batch and answers each caller.
 async fn flush(pool: &PgPool, batch: Vec<Pending>) {
     let appends: Vec<&Encoded> = batch.iter().map(|p| &p.append).collect();
+    let started = std::time::Instant::now();
     let written = write_batch(pool, &appends).await;
+    let took = started.elapsed();
+    metrics::histogram!(names::STORE_BATCH_APPENDS).record(batch.len() as f64);
+    metrics::histogram!(names::STORE_BATCH_DURATION_SECONDS).record(took.as_secs_f64());
     tracing::debug!(
         size = batch.len(),
         ok = written.is_ok(),
+        micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
         "store.group_commit"
     );
     match written {
