@@ -100,6 +100,16 @@ impl Notifier {
         });
     }
 
+    /// The newest version known for `game_id` (its channel's value), or `None` if nobody
+    /// watches the game: a reader that must not miss a commit can trust it only while watching.
+    pub fn version(&self, game_id: Uuid) -> Option<u64> {
+        self.registry()
+            .senders
+            .get(&game_id)
+            .filter(|sender| sender.receiver_count() > 0)
+            .map(|sender| *sender.borrow())
+    }
+
     /// The games someone is watching now, so a LISTEN connection that was lost can re-read their
     /// versions after reconnecting (notifications sent while it was down are gone for good).
     pub fn watched(&self) -> Vec<Uuid> {

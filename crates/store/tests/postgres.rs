@@ -455,3 +455,78 @@ async fn migrations_are_idempotent() {
     store.close().await;
     db.drop_database().await;
 }
+
+/// The stream pump's pages served from this process's memory of its latest write
+/// (`postgres/recent.rs`) are exactly what the log holds, commit times included, and a commit by
+/// another process is read from the log, not missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
+    let db = TestDb::create().await;
+    let a = db.store(4).await;
+    let b = db.store(4).await;
+    let (meta, game) = create_game(&a, 3, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let mut watching = a.watch(id).await.expect("watch through A");
+    // B watches nothing, so its pages always come from the log.
+    let page = |store: PostgresStore, from: u64| async move {
+        store.events(id, from, 256).await.expect("events")
+    };
+    let created = page(a.clone(), 1).await;
+    assert!(!created.is_empty(), "creation events");
+    assert_eq!(created, page(b.clone(), 1).await, "creation page");
+
+    let v0 = created.last().map(|e| e.seq).unwrap_or_default();
+    let (next, events) = reshuffle(&game, 5);
+    let v1 = a
+        .append(id, v0, &events, &next, None)
+        .await
+        .expect("append through A");
+    let from_a = page(a.clone(), v0 + 1).await;
+    assert_eq!(from_a.len() as u64, v1 - v0);
+    assert_eq!(from_a, page(b.clone(), v0 + 1).await, "an append's page");
+    // Proof that A's page came from memory: with the rows gone, A still has it, B does not.
+    let mut conn = PgConnection::connect_with(&db.options)
+        .await
+        .expect("connect");
+    sqlx::query("DELETE FROM game_events WHERE game_id = $1 AND seq > $2")
+        .bind(id)
+        .bind(i64::try_from(v0).expect("seq"))
+        .execute(&mut conn)
+        .await
+        .expect("delete");
+    assert_eq!(page(a.clone(), v0 + 1).await, from_a, "served from memory");
+    assert!(
+        page(b.clone(), v0 + 1).await.is_empty(),
+        "the log lost them"
+    );
+
+    // Another process appends: A's watcher hears of it and A's page includes it.
+    let (later, events) = reshuffle(&next, 6);
+    let v2 = b
+        .append(id, v1, &events, &later, None)
+        .await
+        .expect("append through B");
+    within(
+        WAKE_DEADLINE,
+        "A hears B's append",
+        watching.wait_for(|v| *v >= v2),
+    )
+    .await
+    .expect("channel open");
+    let newer = page(a.clone(), v1 + 1).await;
+    assert_eq!(
+        newer.last().map(|e| e.seq),
+        Some(v2),
+        "B's events are in A's page"
+    );
+    assert_eq!(newer, page(b.clone(), v1 + 1).await);
+    assert_eq!(
+        page(a.clone(), v0 + 1).await,
+        newer,
+        "once B wrote, A's older page is read from the log (whose rows were deleted above)"
+    );
+    drop(watching);
+    a.close().await;
+    b.close().await;
+    db.drop_database().await;
+}

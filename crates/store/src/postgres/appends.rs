@@ -85,9 +85,9 @@ pub(super) async fn append_armed(
         .group_commit
         .write(&store.inner.pool, encoded)
         .await;
-    match written {
-        Ok(true) => {}
-        Ok(false) => {
+    let committed_at = match written {
+        Ok(Some(at)) => at,
+        Ok(None) => {
             // The writer that beat us may have been this very command (a concurrent retry): a
             // new statement sees its committed record.
             let mut conn = store.inner.pool.acquire().await?;
@@ -127,12 +127,34 @@ pub(super) async fn append_armed(
             });
         }
         Err(error) => return Err(error.into()),
-    }
+    };
     if !events.is_empty() {
+        store.inner.recent.remember(
+            game_id,
+            stored_events(first_seq, events, trace_parent, committed_at),
+        );
         store.inner.notifier.notify(game_id, new_version);
     }
     tracing::Span::current().record("version", new_version);
     Ok(new_version)
+}
+
+/// `events`, committed from `first_seq` at `committed_at`, as the log returns them.
+pub(super) fn stored_events(
+    first_seq: u64,
+    events: &[Event],
+    trace_parent: Option<&str>,
+    committed_at: std::time::SystemTime,
+) -> Vec<StoredEvent> {
+    (first_seq..)
+        .zip(events)
+        .map(|(seq, event)| StoredEvent {
+            seq,
+            event: event.clone(),
+            trace_parent: trace_parent.map(str::to_owned),
+            recorded_at: committed_at,
+        })
+        .collect()
 }
 
 #[tracing::instrument(name = "store.command_response", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id))]
@@ -167,6 +189,24 @@ pub(super) async fn stored_response(
 
 #[tracing::instrument(name = "store.events", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, from_seq = from_seq, limit = limit, event_count = tracing::field::Empty))]
 pub(super) async fn events(
+    store: &PostgresStore,
+    game_id: Uuid,
+    from_seq: u64,
+    limit: usize,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    if let Some(page) = store
+        .inner
+        .recent
+        .page(&store.inner.notifier, game_id, from_seq, limit)
+    {
+        tracing::Span::current().record("event_count", page.len());
+        return Ok(page);
+    }
+    log_events(store, game_id, from_seq, limit).await
+}
+
+/// [`events`] from the log itself.
+pub(super) async fn log_events(
     store: &PostgresStore,
     game_id: Uuid,
     from_seq: u64,

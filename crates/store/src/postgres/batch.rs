@@ -27,8 +27,9 @@ use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
 use sqlx::postgres::PgPool;
 use sqlx::types::time::OffsetDateTime;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
 
@@ -68,9 +69,11 @@ pub(super) struct Encoded {
     pub(super) retag: Option<i64>,
 }
 
-/// What the statement did with one append: `true` if its guard passed and everything of it is
-/// committed, `false` if the game was not at the expected version (nothing of it was written).
-type Written = Result<bool, sqlx::Error>;
+/// What the statement did with one append: `Some(commit time)` if its guard passed and
+/// everything of it is committed (the time is the transaction's `now()`, which is also its
+/// events' `created_at`), `None` if the game was not at the expected version (nothing of it was
+/// written).
+pub(super) type Written = Result<Option<SystemTime>, sqlx::Error>;
 
 struct Pending {
     append: Encoded,
@@ -167,9 +170,8 @@ async fn flush(pool: &PgPool, batch: Vec<Pending>) {
     match written {
         Ok(passed) => {
             for pending in batch {
-                let _ = pending
-                    .reply
-                    .send(Ok(passed.contains(&pending.append.game_id)));
+                let written = passed.get(&pending.append.game_id).copied();
+                let _ = pending.reply.send(Ok(written));
             }
         }
         Err(error) if batch.len() == 1 => {
@@ -189,14 +191,21 @@ async fn flush(pool: &PgPool, batch: Vec<Pending>) {
 
 /// One append as a batch of its own.
 async fn write_alone(pool: &PgPool, append: &Encoded) -> Written {
-    Ok(!write_batch(pool, &[append]).await?.is_empty())
+    Ok(write_batch(pool, &[append])
+        .await?
+        .get(&append.game_id)
+        .copied())
 }
 
 /// The one statement: for every append whose version guard passes, the snapshot, the feed
 /// position (from the counter row, whose lock is held to commit, so positions follow commit
 /// order; a position taken by an append whose guard failed stays unused), the command record,
-/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the games whose guard passed.
-async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid>, sqlx::Error> {
+/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the
+/// games whose guard passed, with the commit's `now()`.
+async fn write_batch(
+    pool: &PgPool,
+    appends: &[&Encoded],
+) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
     let mut columns = Columns::default();
     for append in appends {
         columns.push(append);
@@ -227,7 +236,7 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
         retag_versions,
         facts,
     } = columns;
-    let rows: Vec<Uuid> = sqlx::query_scalar(
+    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], \
                                 $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
@@ -281,7 +290,7 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
            FROM UNNEST($25::uuid[], $26::uuid[], $27::text[]) WITH ORDINALITY \
              AS f (id, game_id, body, ord) \
            WHERE f.game_id IN (SELECT game_id FROM guard)) \
-         SELECT game_id, CASE WHEN event_count > 0 \
+         SELECT game_id, now() AS committed_at, CASE WHEN event_count > 0 \
                  THEN pg_notify($24, game_id::text || ':' || version::text) END AS announced \
          FROM guard, recorded",
     )
@@ -314,7 +323,10 @@ async fn write_batch(pool: &PgPool, appends: &[&Encoded]) -> Result<HashSet<Uuid
     .bind(facts.bodies)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().collect())
+    Ok(rows
+        .into_iter()
+        .map(|(game_id, at)| (game_id, at.into()))
+        .collect())
 }
 
 /// A batch as the statement's array parameters (borrowing the appends' encoded values).

@@ -12,6 +12,7 @@ use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
 use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
+use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
@@ -83,40 +84,46 @@ pub(super) async fn create_armed(
         }
         Err(error) => return Err(error.into()),
     }
-    insert_events(&mut tx, game_id, seqs, values, None).await?;
+    let committed_at = insert_events(&mut tx, game_id, seqs, values).await?;
     for timer in timers {
         upsert_timer(&mut tx, timer).await?;
     }
     super::outbox::record(&mut tx, facts).await?;
     tx.commit().await?;
+    if let Some(at) = committed_at {
+        // The first watcher's pump reads these (`recent.rs`), not the log.
+        let stored = super::appends::stored_events(1, events, None, at.into());
+        store.inner.recent.remember(game_id, stored);
+    }
     Ok(Created {
         game_id,
         replayed: false,
     })
 }
 
-/// Inserts events in one statement.
+/// Inserts a new game's events in one statement; returns their `created_at` (the
+/// transaction's `now()`), or `None` for no events.
 async fn insert_events(
     conn: &mut PgConnection,
     game_id: Uuid,
     seqs: Vec<i64>,
     values: Vec<serde_json::Value>,
-    trace_parent: Option<&str>,
-) -> Result<(), sqlx::Error> {
+) -> Result<Option<OffsetDateTime>, sqlx::Error> {
     if seqs.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    sqlx::query(
-        "INSERT INTO game_events (game_id, seq, event, trace_parent) \
-         SELECT $1, seq, event, $4 FROM UNNEST($2::bigint[], $3::jsonb[]) AS e (seq, event)",
+    sqlx::query_scalar(
+        "WITH logged AS ( \
+           INSERT INTO game_events (game_id, seq, event) \
+           SELECT $1, seq, event FROM UNNEST($2::bigint[], $3::jsonb[]) AS e (seq, event)) \
+         SELECT now()",
     )
     .bind(game_id)
     .bind(seqs)
     .bind(values)
-    .bind(trace_parent)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .fetch_one(conn)
+    .await
+    .map(Some)
 }
 
 #[tracing::instrument(name = "store.load", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, version = tracing::field::Empty))]

@@ -17,7 +17,8 @@
 //! One module per part of the schema: `games` (creation, snapshots, a player's games), `admin`
 //! (finding games, the audit log),
 //! `appends` (the guarded append and the log), `batch` (group commit: one statement writes the
-//! appends of many games, each with its own guard and answer), `timers`, `presence`, `ended`
+//! appends of many games, each with its own guard and answer), `recent` (the events of this
+//! process's latest write per game, which the stream pumps read instead of the log), `timers`, `presence`, `ended`
 //! (the feed of ended games), `watch` (LISTEN/NOTIFY), with the column conversions in `codec`;
 //! this file holds the connection, the migrations and the trait implementation, which only
 //! delegates.
@@ -30,6 +31,7 @@ mod ended;
 mod games;
 mod outbox;
 mod presence;
+mod recent;
 mod timers;
 mod watch;
 
@@ -88,6 +90,8 @@ struct Inner {
     group_commit: batch::GroupCommit,
     /// The outbox's last position, fed by the LISTEN task (`outbox.rs`).
     fact_position: Arc<watch_channel::Sender<u64>>,
+    /// The events of this process's latest write per game, for the stream pumps (`recent.rs`).
+    recent: recent::RecentEvents,
 }
 
 impl PostgresStore {
@@ -134,6 +138,7 @@ impl PostgresStore {
                 listener: OnceCell::new(),
                 group_commit: batch::GroupCommit::default(),
                 fact_position: Arc::new(watch_channel::channel(0).0),
+                recent: recent::RecentEvents::default(),
             }),
         }
     }
