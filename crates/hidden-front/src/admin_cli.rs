@@ -22,11 +22,23 @@ pub struct AdminArgs {
     pub command: AdminCommand,
 }
 
-/// The session to ask and the operator's credential.
+/// The session to ask and the operator's credential, and how to print the answer.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// The session's internal gRPC address (the admin API is served beside the session, never on
-    /// the public port).
+    /// Where and as whom.
+    #[command(flatten)]
+    pub operator: OperatorConnection,
+    /// Print the answer as proto3 JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The session's internal address and an operator token: what every operator verb
+/// (`hidden-front admin`, `hidden-front webhooks`) needs to reach the internal port.
+#[derive(Debug, Args)]
+pub struct OperatorConnection {
+    /// The session's internal gRPC address (the operator APIs are served beside the session,
+    /// never on the public port).
     #[arg(
         long,
         env = "HF_SESSION_URL",
@@ -37,9 +49,20 @@ pub struct Connection {
     /// The operator token (one of the session's `--admin-token NAME=TOKEN`, the TOKEN part).
     #[arg(long, env = "HF_ADMIN_TOKEN", hide_env_values = true, global = true)]
     pub admin_token: Option<String>,
-    /// Print the answer as proto3 JSON instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
+}
+
+impl OperatorConnection {
+    /// `message` with the operator's token as `authorization: Bearer` (without a token the
+    /// session answers UNAUTHENTICATED, naming what is missing).
+    pub fn authorized<T>(&self, message: T) -> anyhow::Result<tonic::Request<T>> {
+        let mut request = tonic::Request::new(message);
+        if let Some(token) = &self.admin_token {
+            let value = MetadataValue::try_from(format!("Bearer {token}"))
+                .context("the admin token cannot be sent as a header value")?;
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    }
 }
 
 /// The admin verbs.
@@ -144,8 +167,9 @@ fn parse_time(text: &str) -> Result<OffsetDateTime, String> {
 /// Runs an admin verb and prints its answer.
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
     let connection = &args.connection;
-    let mut client = hidden_front_channel::admin_client(&connection.session_url)
-        .with_context(|| format!("session URL {:?}", connection.session_url))?;
+    let url = &connection.operator.session_url;
+    let mut client =
+        hidden_front_channel::admin_client(url).with_context(|| format!("session URL {url:?}"))?;
     let out = match args.command {
         AdminCommand::Find(find) => {
             let answer = client
@@ -225,15 +249,9 @@ async fn abort_call(
         .into_inner())
 }
 
-/// `message` with the operator's token as `authorization: Bearer`.
+/// `message` with the operator's token.
 fn authorized<T>(connection: &Connection, message: T) -> anyhow::Result<tonic::Request<T>> {
-    let mut request = tonic::Request::new(message);
-    if let Some(token) = &connection.admin_token {
-        let value = MetadataValue::try_from(format!("Bearer {token}"))
-            .context("the admin token cannot be sent as a header value")?;
-        request.metadata_mut().insert("authorization", value);
-    }
-    Ok(request)
+    connection.operator.authorized(message)
 }
 
 /// The answer as JSON (`--json`) or as `text` makes it.

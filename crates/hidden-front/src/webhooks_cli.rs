@@ -2,10 +2,10 @@
 //! session's internal port: where each endpoint stands, its dead letters, replays. Answers are
 //! printed as JSON lines (proto3 JSON of each entry), for people and scripts alike.
 
+use crate::admin_cli::OperatorConnection;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use hidden_front_proto::v1 as pb;
-use tonic::Request;
 
 /// `hidden-front webhooks ...`.
 #[derive(Debug, Args)]
@@ -13,17 +13,9 @@ pub struct WebhooksArgs {
     /// What to do.
     #[command(subcommand)]
     pub command: WebhooksCommand,
-    /// The session's internal gRPC address.
-    #[arg(
-        long,
-        env = "HF_SESSION_URL",
-        default_value = "http://127.0.0.1:50052",
-        global = true
-    )]
-    pub session_url: String,
-    /// An admin token (one of the session's `--admin-token NAME=TOKEN` values' TOKEN).
-    #[arg(long, env = "HF_ADMIN_TOKEN", hide_env_values = true, global = true)]
-    pub admin_token: Option<String>,
+    /// Where and as whom.
+    #[command(flatten)]
+    pub connection: OperatorConnection,
 }
 
 /// The webhooks verbs.
@@ -52,15 +44,6 @@ pub enum WebhooksCommand {
     },
 }
 
-fn authed<T>(token: &str, message: T) -> anyhow::Result<Request<T>> {
-    let mut request = Request::new(message);
-    let value = format!("Bearer {token}")
-        .parse()
-        .context("the admin token is not a valid header value")?;
-    request.metadata_mut().insert("authorization", value);
-    Ok(request)
-}
-
 fn print_json<T: serde::Serialize>(item: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(item)?);
     Ok(())
@@ -68,10 +51,11 @@ fn print_json<T: serde::Serialize>(item: &T) -> anyhow::Result<()> {
 
 /// Runs a webhooks verb.
 pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
-    let Some(token) = args.admin_token.as_deref() else {
+    let connection = &args.connection;
+    if connection.admin_token.is_none() {
         bail!("give an admin token: --admin-token TOKEN (or HF_ADMIN_TOKEN)");
-    };
-    let url = &args.session_url;
+    }
+    let url = &connection.session_url;
     let mut client = hidden_front_channel::webhook_admin_client(url)
         .with_context(|| format!("session URL {url:?}"))?;
     let failed = |what: &str, status: tonic::Status| {
@@ -84,7 +68,7 @@ pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
     match args.command {
         WebhooksCommand::Endpoints => {
             let answer = client
-                .list_endpoints(authed(token, pb::ListEndpointsRequest {})?)
+                .list_endpoints(connection.authorized(pb::ListEndpointsRequest {})?)
                 .await
                 .map_err(|s| failed("ListEndpoints", s))?
                 .into_inner();
@@ -94,12 +78,9 @@ pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
         }
         WebhooksCommand::DeadLetters { endpoint } => {
             let answer = client
-                .list_dead_letters(authed(
-                    token,
-                    pb::ListDeadLettersRequest {
-                        endpoint: endpoint.unwrap_or_default(),
-                    },
-                )?)
+                .list_dead_letters(connection.authorized(pb::ListDeadLettersRequest {
+                    endpoint: endpoint.unwrap_or_default(),
+                })?)
                 .await
                 .map_err(|s| failed("ListDeadLetters", s))?
                 .into_inner();
@@ -116,13 +97,10 @@ pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
                 bail!("say which: --position N for one dead letter, or --all");
             }
             let answer = client
-                .replay_dead_letters(authed(
-                    token,
-                    pb::ReplayDeadLettersRequest {
-                        endpoint,
-                        position: position.unwrap_or(0),
-                    },
-                )?)
+                .replay_dead_letters(connection.authorized(pb::ReplayDeadLettersRequest {
+                    endpoint,
+                    position: position.unwrap_or(0),
+                })?)
                 .await
                 .map_err(|s| failed("ReplayDeadLetters", s))?
                 .into_inner();
