@@ -90,6 +90,11 @@ pub struct PlayArgs {
     /// Milliseconds a seat thinks before each move.
     #[arg(long, default_value_t = 0)]
     pub think_ms: u64,
+    /// Spread of each think around --think-ms, in percent: each is drawn uniformly from
+    /// think × (1 ± P/100), the mean unchanged. 0 (the default): every seat thinks exactly
+    /// --think-ms, so games that start together move in waves.
+    #[arg(long, default_value_t = 0)]
+    pub think_spread_percent: u32,
     /// Move clock in seconds: sets a custom time control (with the two below).
     #[arg(long)]
     pub move_seconds: Option<u32>,
@@ -311,6 +316,7 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
         games: args.games,
         duration: Duration::from_secs(args.duration),
         think: Duration::from_millis(args.think_ms),
+        think_spread_percent: args.think_spread_percent,
         time_control,
         stall_percent: args.stall_percent,
         public: target.public,
@@ -445,10 +451,15 @@ pub fn play_table(report: &PlayReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "hidden-front bench play: {} games, {:.1} s, think {} ms, store {}",
+        "hidden-front bench play: {} games, {:.1} s, think {} ms{}, store {}",
         p.games,
         p.elapsed_seconds,
         p.think_ms,
+        if p.think_spread_percent > 0 {
+            format!(" ± {} %", p.think_spread_percent)
+        } else {
+            String::new()
+        },
         report
             .store
             .map_or("(running server)".to_string(), |s| format!("{s:?}")

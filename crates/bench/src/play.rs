@@ -60,8 +60,10 @@ pub struct PlayConfig {
     pub games: usize,
     /// How long to play.
     pub duration: Duration,
-    /// How long a seat thinks before each move.
+    /// How long a seat thinks before each move, on average.
     pub think: Duration,
+    /// How far each think strays from `think`, in percent either way (uniformly drawn).
+    pub think_spread_percent: u32,
     /// The games' time control (`None`: the server's default, "online").
     pub time_control: Option<pb::TimeControl>,
     /// Percent of turns on which a seat lets its clock run out instead of moving (needs a time
@@ -117,8 +119,10 @@ pub struct MemoryFigures {
 pub struct PlayFigures {
     /// Games played at once.
     pub games: usize,
-    /// Think time per move, in milliseconds.
+    /// Think time per move, in milliseconds (the mean).
     pub think_ms: u64,
+    /// Spread of each think around it, in percent either way.
+    pub think_spread_percent: u32,
     /// Seconds asked for.
     pub duration_seconds: f64,
     /// Seconds actually measured.
@@ -204,6 +208,18 @@ impl Run {
 }
 
 /// Microseconds of `d`, at least 1 (the histogram's lowest value).
+/// One think: `mean` × (1 ± `spread_percent`/100), uniformly drawn (in microseconds).
+fn think_time(mean: Duration, spread_percent: u32, rng: &mut SeatRng) -> Duration {
+    let mean = micros(mean);
+    let spread = mean.saturating_mul(u64::from(spread_percent.min(100))) / 100;
+    if spread == 0 {
+        return Duration::from_micros(mean);
+    }
+    let width = usize::try_from(spread.saturating_mul(2).saturating_add(1)).unwrap_or(usize::MAX);
+    let offset = rng.below(width) as u64;
+    Duration::from_micros(mean - spread + offset)
+}
+
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
@@ -273,6 +289,11 @@ enum SeatEnd {
 pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     if config.games == 0 {
         return Err(BenchError::Setting("--games must be at least 1".into()));
+    }
+    if config.think_spread_percent > 100 {
+        return Err(BenchError::Setting(
+            "--think-spread-percent is at most 100".into(),
+        ));
     }
     if config.stall_percent > 100 {
         return Err(BenchError::Setting("--stall-percent is at most 100".into()));
@@ -354,6 +375,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     Ok(PlayFigures {
         games: run.config.games,
         think_ms: u64::try_from(run.config.think.as_millis()).unwrap_or(u64::MAX),
+        think_spread_percent: run.config.think_spread_percent,
         duration_seconds: run.config.duration.as_secs_f64(),
         elapsed_seconds: elapsed.as_secs_f64(),
         moves,
@@ -578,8 +600,13 @@ impl Seat {
                     return SeatEnd::Deadline;
                 }
                 if !run.config.think.is_zero() {
+                    let think = think_time(
+                        run.config.think,
+                        run.config.think_spread_percent,
+                        &mut self.rng,
+                    );
                     tokio::select! {
-                        () = tokio::time::sleep(run.config.think) => {}
+                        () = tokio::time::sleep(think) => {}
                         () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
                     }
                 }
@@ -776,6 +803,32 @@ impl Seat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinks_spread_evenly_around_the_mean() {
+        let mut rng = SeatRng::new(7);
+        let mean = Duration::from_millis(2000);
+        assert_eq!(think_time(mean, 0, &mut rng), mean);
+        let draws: Vec<Duration> = (0..10_000)
+            .map(|_| think_time(mean, 50, &mut rng))
+            .collect();
+        let (low, high) = (Duration::from_millis(1000), Duration::from_millis(3000));
+        assert!(
+            draws.iter().all(|d| (low..=high).contains(d)),
+            "inside ±50 %"
+        );
+        assert!(
+            draws.iter().any(|d| *d < Duration::from_millis(1100)),
+            "reaches low"
+        );
+        assert!(
+            draws.iter().any(|d| *d > Duration::from_millis(2900)),
+            "reaches high"
+        );
+        let average = draws.iter().sum::<Duration>() / 10_000;
+        let off = average.abs_diff(mean);
+        assert!(off < Duration::from_millis(30), "mean kept: {average:?}");
+    }
 
     #[test]
     fn lateness_is_measured_from_turn_start_plus_the_move_clock() {

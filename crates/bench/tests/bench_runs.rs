@@ -38,6 +38,7 @@ fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
         games: 3,
         duration: 2,
         think_ms: 0,
+        think_spread_percent: 0,
         move_seconds: None,
         deployment_seconds: 60,
         reconnect_seconds: 60,
