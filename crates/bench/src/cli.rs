@@ -2,7 +2,7 @@
 //! table on stdout and (with `--json FILE`) as JSON.
 
 use crate::compare::{self, EchoFigures, PgbenchFigures};
-use crate::play::{self, PlayConfig, PlayFigures};
+use crate::play::{self, PlayConfig, PlayFigures, SecondLatency};
 use crate::report::{Load, errors_line, kib, latency_row, mib, ms, write_json};
 use crate::server::{DEFAULT_ADMIN_URL, SpawnedServer, StoreKind, own_binary};
 use crate::streams::{self, StreamsConfig, StreamsFigures};
@@ -479,6 +479,31 @@ pub fn play_table(report: &PlayReport) -> String {
         "totals", p.moves, p.games_started, p.games_finished, p.games_abandoned, p.connections
     );
     latency_row(&mut out, "submit -> acknowledge", &p.submit_to_ack);
+    let mut slowest: Vec<_> = p.submit_to_ack_by_second.iter().collect();
+    slowest.sort_by(|a, b| {
+        let p99 = |s: &&SecondLatency| s.latency.p99_ms.unwrap_or(0.0);
+        p99(b).total_cmp(&p99(a))
+    });
+    if !slowest.is_empty() {
+        let worst: Vec<String> = slowest
+            .iter()
+            .take(3)
+            .map(|s| {
+                format!(
+                    "s{} p99 {} (n={})",
+                    s.second,
+                    ms(s.latency.p99_ms).trim(),
+                    s.latency.count
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<34} {}",
+            "  slowest seconds (by send time)",
+            worst.join(", ")
+        );
+    }
     latency_row(
         &mut out,
         "submit -> opponent sees it",

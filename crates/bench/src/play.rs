@@ -143,6 +143,9 @@ pub struct PlayFigures {
     pub reconnects: u64,
     /// From sending `Play` to its answer.
     pub submit_to_ack: Latency,
+    /// The same, for the moves sent in each second of the run (from its start), so a tail
+    /// can be told apart as the opening burst, a wave or a stall of the host.
+    pub submit_to_ack_by_second: Vec<SecondLatency>,
     /// From sending `Play` to the opponent's stream delivering the move.
     pub submit_to_opponent_sees: Latency,
     /// Timer lateness.
@@ -157,11 +160,26 @@ pub struct PlayFigures {
     pub load_after: Load,
 }
 
+/// [`PlayFigures::submit_to_ack_by_second`]: the moves sent in one second of the run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SecondLatency {
+    /// Whole seconds from the run's start to the moves' sending.
+    pub second: u64,
+    /// Their submit-to-acknowledge latency.
+    pub latency: Latency,
+}
+
+/// A histogram for one second's moves: 2 significant digits, since it only ranks seconds.
+fn second_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 2).expect("valid histogram bounds")
+}
+
 /// Everything the tasks of one run share.
 struct Run {
     config: PlayConfig,
     pool: Pool,
     session: Channel,
+    start: Instant,
     end: Instant,
     run_id: String,
     open_streams: AtomicUsize,
@@ -172,6 +190,8 @@ struct Run {
 /// The run's histograms and counters (one lock: a few thousand updates a second).
 struct Recorder {
     ack: Histogram<u64>,
+    /// `ack` by the second of the run the move was sent in.
+    ack_by_second: Vec<Histogram<u64>>,
     seen: Histogram<u64>,
     lateness: Histogram<u64>,
     timeouts_seen: u64,
@@ -315,11 +335,13 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
         pool,
         session,
+        start,
         end,
         open_streams: AtomicUsize::new(0),
         moves: AtomicU64::new(0),
         recorder: Mutex::new(Recorder {
             ack: latency_histogram(),
+            ack_by_second: Vec::new(),
             seen: latency_histogram(),
             lateness: latency_histogram(),
             timeouts_seen: 0,
@@ -386,6 +408,14 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
         connections: run.pool.len(),
         reconnects: recorder.reconnects,
         submit_to_ack: Latency::of(&recorder.ack),
+        submit_to_ack_by_second: (0u64..)
+            .zip(&recorder.ack_by_second)
+            .filter(|(_, histogram)| !histogram.is_empty())
+            .map(|(second, histogram)| SecondLatency {
+                second,
+                latency: Latency::of(histogram),
+            })
+            .collect(),
         submit_to_opponent_sees: Latency::of(&recorder.seen),
         timer: TimerFigures {
             move_seconds: run.config.time_control.as_ref().map(|tc| tc.move_seconds),
@@ -768,8 +798,16 @@ impl Seat {
                 Ok(answer) => {
                     let acked = Instant::now();
                     let latency = micros(acked - sent);
+                    let second = usize::try_from(sent.duration_since(run.start).as_secs())
+                        .unwrap_or(usize::MAX);
                     run.record(|r| {
                         let _ = r.ack.record(latency);
+                        if second <= 24 * 3600 {
+                            if r.ack_by_second.len() <= second {
+                                r.ack_by_second.resize_with(second + 1, second_histogram);
+                            }
+                            let _ = r.ack_by_second[second].record(latency);
+                        }
                     });
                     if acked <= run.end {
                         run.moves.fetch_add(1, Ordering::Relaxed);
