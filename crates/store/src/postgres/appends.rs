@@ -80,11 +80,7 @@ pub(super) async fn append_armed(
     // when it passes (one round trip less than looking first). The guard: only the writer that
     // finds the version it judged against wins; a racing writer blocks on the row lock, then
     // sees the new version and writes nothing of its append.
-    let written = store
-        .inner
-        .group_commit
-        .write(&store.inner.pool, encoded)
-        .await;
+    let written = store.inner.group_commit.write(encoded).await;
     let committed_at = match written {
         Ok(Some(at)) => at,
         Ok(None) => {

@@ -25,7 +25,7 @@ use super::outbox::FactColumns;
 use crate::timers::Timer;
 use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, OnceLock};
@@ -82,14 +82,37 @@ struct Pending {
 
 /// The store's group-commit queue; its task starts with the first append and ends when the
 /// store is dropped.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct GroupCommit {
+    /// Connections of the flushers' own ([`FLUSHERS`]), so a batch never waits in the main
+    /// pool's queue behind other work: 2,000 presence renewals at once used to hold every move
+    /// for half a second (docs/benchmarks.md, round 7).
+    pool: PgPool,
     queue: OnceLock<mpsc::UnboundedSender<Pending>>,
 }
 
 impl GroupCommit {
+    /// A queue whose flushers connect with `pool`'s options (lazily, on the first batch).
+    pub(super) fn new(pool: &PgPool) -> GroupCommit {
+        let pool = PgPoolOptions::new()
+            .max_connections(FLUSHERS as u32)
+            .min_connections(0)
+            .acquire_timeout(pool.options().get_acquire_timeout())
+            .connect_lazy_with((*pool.connect_options()).clone());
+        GroupCommit {
+            pool,
+            queue: OnceLock::new(),
+        }
+    }
+
+    /// The flushers' pool, to close with the store.
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// Writes `append` in the next batch and answers for it alone.
-    pub(super) async fn write(&self, pool: &PgPool, append: Encoded) -> Written {
+    pub(super) async fn write(&self, append: Encoded) -> Written {
+        let pool = &self.pool;
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(run(pool.clone(), receiver));

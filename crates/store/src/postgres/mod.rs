@@ -102,7 +102,8 @@ impl PostgresStore {
         PostgresStore::connect_with(url, DEFAULT_MAX_CONNECTIONS).await
     }
 
-    /// [`PostgresStore::connect`] with a chosen pool size (the LISTEN connection comes on top).
+    /// [`PostgresStore::connect`] with a chosen pool size (the LISTEN connection and the group
+    /// commit's connection come on top).
     pub async fn connect_with(
         url: &str,
         max_connections: u32,
@@ -127,16 +128,18 @@ impl PostgresStore {
     }
 
     /// A store over an existing pool (tests, or a process sharing one pool between services).
-    /// The LISTEN connection is opened separately, with the pool's connect options.
+    /// The LISTEN connection and the group commit's connection are opened separately, with the
+    /// pool's connect options.
     pub fn from_pool(pool: PgPool) -> PostgresStore {
         let listen_pool = crate::listen::dedicated_pool(&pool);
+        let group_commit = batch::GroupCommit::new(&pool);
         PostgresStore {
             inner: Arc::new(Inner {
                 pool,
                 listen_pool,
                 notifier: Arc::new(Notifier::new()),
                 listener: OnceCell::new(),
-                group_commit: batch::GroupCommit::default(),
+                group_commit,
                 fact_position: Arc::new(watch_channel::channel(0).0),
                 recent: recent::RecentEvents::default(),
             }),
@@ -163,6 +166,7 @@ impl PostgresStore {
             task.0.abort();
         }
         self.inner.listen_pool.close().await;
+        self.inner.group_commit.pool().close().await;
         self.inner.pool.close().await;
     }
 }
