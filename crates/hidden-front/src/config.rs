@@ -50,8 +50,8 @@ pub struct ServeArgs {
     #[arg(long, env = "HF_MAX_MESSAGE_BYTES", default_value_t = 64 * 1024)]
     pub max_message_bytes: usize,
     /// Seconds a presence report holds: the lease this process's gateway gives its reports (it
-    /// renews them every third of it; at least 3 s), and the session's default for a report that
-    /// gives none. A player behind a gateway that dies counts as away once the lease lapses.
+    /// renews them every sixth to third of it, spread over seats; at least 3 s), and the
+    /// session's default for a report that gives none. A player behind a gateway that dies counts as away once the lease lapses.
     #[arg(long, env = "HF_PRESENCE_LEASE_SECONDS", default_value_t = 30)]
     pub presence_lease_seconds: u64,
     /// Log format.

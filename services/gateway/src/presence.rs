@@ -88,10 +88,11 @@ impl Presence {
     }
 }
 
-/// Reports the seat connected, renews the report every third of the lease while any
-/// connection is open, and reports it disconnected when the last one closes.
+/// Reports the seat connected, renews the report every sixth to third of the lease
+/// ([`renewal_interval`]) while any connection is open, and reports it disconnected when the
+/// last one closes.
 async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiver<usize>) {
-    let renew = presence.inner.lease / 3;
+    let renew = renewal_interval(presence.inner.lease, seat);
     presence.send(seat, true).await;
     loop {
         while *count.borrow_and_update() > 0 {
@@ -115,5 +116,53 @@ async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiv
             presence.send(seat, false).await;
             return;
         }
+    }
+}
+
+/// How often `seat`'s report is renewed: between a sixth and a third of the lease, fixed per seat
+/// (from its game id's random bits). Why: seats that connected together (a gateway restarted, a
+/// thousand games started at once) would otherwise all renew in the same instant, every time, and
+/// each renewal is two durable writes in the session's store; 2,000 renewals in one instant held
+/// every move for half a second (docs/benchmarks.md, round 7). Spread, they fall across the
+/// period, and further apart with every round.
+fn renewal_interval(lease: Duration, (game_id, side): (Uuid, Side)) -> Duration {
+    let bits =
+        (game_id.as_u128() as u64) ^ (side.index() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let fraction = (bits % 1024) as f64 / 1024.0;
+    (lease / 3).mul_f64(1.0 - fraction / 2.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renewal_interval;
+    use hidden_front_rules::Side;
+    use std::time::Duration;
+    use uuid::Uuid;
+
+    #[test]
+    fn renewals_fall_inside_a_third_of_the_lease_and_spread_over_seats() {
+        let lease = Duration::from_secs(30);
+        let intervals: Vec<Duration> = (0..200)
+            .flat_map(|_| {
+                let game_id = Uuid::new_v4();
+                [Side::South, Side::North].map(|side| renewal_interval(lease, (game_id, side)))
+            })
+            .collect();
+        for interval in &intervals {
+            assert!(
+                (Duration::from_secs(5)..=Duration::from_secs(10)).contains(interval),
+                "{interval:?}"
+            );
+        }
+        // 400 seats: the shortest and the longest are most of the window apart.
+        let shortest = intervals.iter().min().expect("seats");
+        let longest = intervals.iter().max().expect("seats");
+        assert!(
+            *longest - *shortest > Duration::from_secs(4),
+            "{shortest:?}..{longest:?}"
+        );
+        // One seat always renews at the same interval.
+        let seat = (Uuid::new_v4(), Side::North);
+        assert_eq!(renewal_interval(lease, seat), renewal_interval(lease, seat));
     }
 }
