@@ -38,6 +38,10 @@ pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
         }
     }
     println!("the schema of {target} is up to date");
+    if args.snapshots_at_head {
+        let written = store.snapshot_lagging_games().await?;
+        println!("wrote {written} game snapshot(s) at their log's head; no game's snapshot lags");
+    }
     Ok(())
 }
 

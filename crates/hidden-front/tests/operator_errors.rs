@@ -198,15 +198,34 @@ async fn migrate_twice_applies_then_says_up_to_date() {
     assert!(listed >= 1, "one line per migration applied:\n{stdout}");
     assert!(stdout.contains("up to date"), "{stdout}");
 
-    let second = tokio::task::spawn_blocking(move || run(&["migrate"], &[("DATABASE_URL", &url)]))
-        .await
-        .unwrap();
+    let second = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || run(&["migrate"], &[("DATABASE_URL", &url)])
+    })
+    .await
+    .unwrap();
     let stdout = String::from_utf8_lossy(&second.0.stdout).into_owned();
     assert!(second.0.status.success(), "{second:?}");
     assert!(stdout.contains("up to date"), "{stdout}");
     assert!(
         !stdout.contains("applied"),
         "nothing to apply the second time:\n{stdout}"
+    );
+
+    // Before a rollback: no game lags its snapshot in a fresh database.
+    let third = tokio::task::spawn_blocking(move || {
+        run(
+            &["migrate", "--snapshots-at-head"],
+            &[("DATABASE_URL", &url)],
+        )
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&third.0.stdout).into_owned();
+    assert!(third.0.status.success(), "{third:?}");
+    assert!(
+        stdout.contains("wrote 0 game snapshot(s) at their log's head"),
+        "{stdout}"
     );
 }
 

@@ -6,12 +6,12 @@
 //! `DATABASE_URL`, e.g. `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres`. Without one
 //! every test here fails with a message saying so; none is skipped.
 
-use hidden_front_rules::Side;
+use hidden_front_rules::{Command, Phase, Side};
 use hidden_front_store::postgres::PostgresStore;
 use hidden_front_store::{CommandRecord, GameStore, StoreError};
 use hidden_front_store_conformance::{
-    Check, WAKE_DEADLINE, assert_log_is_whole, create_game, must_load, player, race_appends_across,
-    reshuffle, within,
+    Check, WAKE_DEADLINE, assert_log_is_whole, create_game, judge, must_load, player,
+    race_appends_across, reshuffle, within,
 };
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
@@ -101,8 +101,13 @@ impl TestDb {
 /// Runs one conformance check on a fresh database, then drops the database whether the check
 /// passed or not (re-raising its panic).
 async fn run(name: &'static str, check: Check) {
+    run_with_interval(name, check, 1).await;
+}
+
+/// [`run`] on a store that writes the engine snapshot every `snapshot_interval` events.
+async fn run_with_interval(name: &'static str, check: Check, snapshot_interval: u64) {
     let db = TestDb::create().await;
-    let store = db.store(5).await;
+    let store = db.store(5).await.with_snapshot_interval(snapshot_interval);
     let outcome = tokio::spawn(check(Arc::new(store.clone()))).await;
     store.close().await;
     drop(store);
@@ -116,6 +121,18 @@ async fn run(name: &'static str, check: Check) {
 }
 
 hidden_front_store_conformance::conformance_tests!(run);
+
+/// The conformance suite again with snapshots every other event, so that every check also
+/// meets appends that skip the snapshot and loads that replay the log after it.
+mod sparse_snapshots {
+    use super::{Check, run_with_interval};
+
+    async fn run(name: &'static str, check: Check) {
+        run_with_interval(name, check, 2).await;
+    }
+
+    hidden_front_store_conformance::conformance_tests!(run);
+}
 
 /// Two stores (two pools, two LISTEN connections: two processes) on one database: a watcher on
 /// one is woken by appends through the other, and writers racing through both on several games
@@ -528,5 +545,213 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     drop(watching);
     a.close().await;
     b.close().await;
+    db.drop_database().await;
+}
+
+/// With snapshots every 3 events, a game played to its end through one store loads, from a
+/// second store (another process, no memory shared), after every append as exactly the state
+/// its writer holds, at the head's version; the row's snapshot lags the log by 0, 1 or 2 events
+/// and never more; the ended feed and the player's games say the head's version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sparse_snapshots_load_the_game_at_the_head() {
+    let db = TestDb::create().await;
+    let writer = db.store(4).await.with_snapshot_interval(3);
+    let reader = db.store(2).await;
+    let south = player("south");
+    let (meta, mut game) = create_game(&writer, 5, &south, &player("north")).await;
+    let id = meta.game_id;
+    let mut version = must_load(&writer, id).await.version;
+    let mut lags = std::collections::BTreeSet::new();
+    for step in 0u64.. {
+        let command = match game.phase() {
+            Phase::Ended => break,
+            Phase::Deployment if !game.confirmed(Side::South) => {
+                Command::Confirm { side: Side::South }
+            }
+            Phase::Deployment => Command::Confirm { side: Side::North },
+            // A few hundred plies of play, then timeouts until the third one forfeits.
+            Phase::Play if step < 300 && step % 23 != 22 => {
+                let moves = game.position().legal_moves();
+                let mv = moves
+                    .nth((step as usize * 7) % moves.len())
+                    .expect("a side to move has a move");
+                Command::Move {
+                    side: game.to_move(),
+                    mv,
+                }
+            }
+            Phase::Play => Command::Timeout {
+                side: game.to_move(),
+            },
+        };
+        let (next, events) = judge(&game, command, step);
+        version = writer
+            .append(id, version, &events, &next, None)
+            .await
+            .expect("append");
+        game = next;
+        let loaded = must_load(&reader, id).await;
+        assert_eq!(loaded.version, version, "a load is at the head");
+        assert!(
+            loaded.game == game,
+            "a load is the writer's state after step {step}"
+        );
+        let (snapshot_at, head): (i64, Option<i64>) =
+            sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
+                .bind(id)
+                .fetch_one(reader.pool())
+                .await
+                .expect("the row");
+        let lag = head.map_or(0, |head| head - snapshot_at);
+        assert!((0..3).contains(&lag), "the snapshot lags {lag} events");
+        lags.insert(lag);
+    }
+    assert_eq!(
+        lags.into_iter().collect::<Vec<_>>(),
+        [0, 1, 2],
+        "appends both wrote and skipped the snapshot"
+    );
+    let ended = reader.ended_games(0, 10).await.expect("the ended feed");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].record.version, version);
+    assert!(ended[0].record.game == game);
+    let listed = reader
+        .games_of_player(&south, 5)
+        .await
+        .expect("a player's games");
+    assert_eq!(listed[0].version, version);
+    assert_log_is_whole(&reader, id).await;
+    writer.close().await;
+    reader.close().await;
+    db.drop_database().await;
+}
+
+/// A replica of a release before `head_version` judges a lagging game against its older
+/// snapshot and appends with the guard of that release (`version = expected`): its statement
+/// collides with the log's primary key and writes nothing, so it cannot fork the game. This is
+/// that release's statement, verbatim in its shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
+    let db = TestDb::create().await;
+    let store = db.store(4).await.with_snapshot_interval(8);
+    let (meta, game) = create_game(&store, 9, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let v0 = must_load(&store, id).await.version;
+    let (game, events) = judge(&game, Command::Confirm { side: Side::South }, 1);
+    let v1 = store
+        .append(id, v0, &events, &game, None)
+        .await
+        .expect("confirm");
+    let (game, events) = judge(&game, Command::Confirm { side: Side::North }, 2);
+    let v2 = store
+        .append(id, v1, &events, &game, None)
+        .await
+        .expect("confirm");
+    let mv = game.position().legal_moves().nth(0).expect("a move");
+    let (game, events) = judge(
+        &game,
+        Command::Move {
+            side: game.to_move(),
+            mv,
+        },
+        3,
+    );
+    let v3 = store
+        .append(id, v2, &events, &game, None)
+        .await
+        .expect("a move");
+    let (snapshot_at, head): (i64, Option<i64>) =
+        sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+            .expect("the row");
+    // The confirmation that started play and the move both left the snapshot behind.
+    assert!(
+        snapshot_at < v2 as i64,
+        "the snapshot lags: at {snapshot_at}"
+    );
+    assert_eq!(head, Some(v3 as i64));
+    // The older release read (the snapshot, its version) and appends the version after it.
+    let older = sqlx::query(
+        "WITH guard AS ( \
+           UPDATE games g SET version = $2, snapshot = g.snapshot, updated_at = now() \
+           WHERE g.game_id = $1 AND g.version = $3 RETURNING g.game_id) \
+         INSERT INTO game_events (game_id, seq, event) \
+         SELECT game_id, $2, '{}'::jsonb FROM guard",
+    )
+    .bind(id)
+    .bind(snapshot_at + 1)
+    .bind(snapshot_at)
+    .execute(store.pool())
+    .await;
+    match older {
+        Err(sqlx::Error::Database(error)) => {
+            assert_eq!(error.constraint(), Some("game_events_pkey"), "{error}")
+        }
+        other => panic!("the older release's append must fail on the log's key: {other:?}"),
+    }
+    let loaded = must_load(&store, id).await;
+    assert_eq!(loaded.version, v3, "nothing of the older append stays");
+    assert!(loaded.game == game);
+    store.close().await;
+    db.drop_database().await;
+}
+
+/// Before a rollback, `snapshot_lagging_games` brings a lagging game's row back to a snapshot at
+/// its head (what a release without `head_version` reads), and leaves other rows alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
+    let db = TestDb::create().await;
+    let store = db.store(4).await.with_snapshot_interval(16);
+    let (meta, game) = create_game(&store, 21, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let (idle, _) = create_game(&store, 22, &player("south"), &player("north")).await;
+    let idle_version = must_load(&store, idle.game_id).await.version;
+    let mut version = must_load(&store, id).await.version;
+    let mut game = game;
+    for (seed, side) in [(1, Side::South), (2, Side::North)] {
+        let (next, events) = judge(&game, Command::Confirm { side }, seed);
+        version = store
+            .append(id, version, &events, &next, None)
+            .await
+            .expect("confirm");
+        game = next;
+    }
+    let row = |store: PostgresStore| async move {
+        sqlx::query_as::<_, (i64, Option<i64>)>(
+            "SELECT version, head_version FROM games WHERE game_id = $1",
+        )
+        .bind(id)
+        .fetch_one(store.pool())
+        .await
+        .expect("the row")
+    };
+    assert_eq!(
+        row(store.clone()).await.1,
+        Some(version as i64),
+        "play started lagging"
+    );
+    assert_eq!(store.snapshot_lagging_games().await.expect("catch up"), 1);
+    assert_eq!(row(store.clone()).await, (version as i64, None));
+    let loaded = must_load(&store, id).await;
+    assert_eq!(loaded.version, version);
+    assert!(loaded.game == game);
+    let snapshot: serde_json::Value =
+        sqlx::query_scalar("SELECT snapshot FROM games WHERE game_id = $1")
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+            .expect("the snapshot");
+    let stored: hidden_front_rules::Game =
+        serde_json::from_value(snapshot).expect("the snapshot decodes alone");
+    assert!(stored == game, "the snapshot alone is the game at its head");
+    assert_eq!(store.snapshot_lagging_games().await.expect("again"), 0);
+    assert_eq!(
+        must_load(&store, idle.game_id).await.version,
+        idle_version,
+        "a game at its snapshot is left alone"
+    );
+    store.close().await;
     db.drop_database().await;
 }

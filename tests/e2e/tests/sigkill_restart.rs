@@ -36,8 +36,25 @@ fn played(turns: &[Turn]) -> Vec<client::MoveRecord> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_restart() {
+    sigkill_restart_with(&[]).await;
+}
+
+/// The same with the engine snapshot written every 4 events: a restart finds the game's row
+/// behind its log and must replay the rest (asserted: at least one kill leaves it so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_restart_with_sparse_snapshots() {
+    let lagging_kills = sigkill_restart_with(&["--snapshot-interval", "4"]).await;
+    assert!(
+        lagging_kills > 0,
+        "no kill left the snapshot behind the log"
+    );
+}
+
+/// Plays the kills and the game to its end on servers with `serve_args`; returns how many kills
+/// left the game's snapshot row behind its log (`games.head_version` set).
+async fn sigkill_restart_with(serve_args: &[&str]) -> usize {
     let db = TestDatabase::create().await;
-    let mut server = Server::start("server", db.url()).await;
+    let mut server = Server::start_with_args("server", db.url(), serve_args).await;
     let mut client = server.connect().await;
 
     let created = create_game(&mut client, "frank", "grace", "sigkill-create").await;
@@ -51,6 +68,7 @@ async fn sigkill_restart() {
     }
 
     let mut acked: Vec<Turn> = Vec::new();
+    let mut lagging_kills = 0;
     let mut next = side_of(created.first_mover);
     for kill in [Kill::AfterSend, Kill::AfterCommit, Kill::Idle] {
         let turns = play(&mut client, &game_id, &mut players, next, PLIES_PER_ROUND).await;
@@ -105,6 +123,14 @@ async fn sigkill_restart() {
                 None
             }
         };
+        let mut conn = db.connect().await;
+        let lagging: bool =
+            sqlx::query_scalar("SELECT head_version IS NOT NULL FROM games WHERE game_id = $1")
+                .bind(uuid::Uuid::parse_str(&game_id).expect("a UUID"))
+                .fetch_one(&mut conn)
+                .await
+                .expect("the game's row");
+        lagging_kills += usize::from(lagging);
         server.restart().await;
         client = server.connect().await;
 
@@ -245,4 +271,5 @@ async fn sigkill_restart() {
         .expect("count commands");
         assert_eq!(stored, 1, "stored answers for key {}", turn.key);
     }
+    lagging_kills
 }

@@ -33,12 +33,13 @@ pub(crate) async fn open(args: &ServeArgs, roles: Roles) -> anyhow::Result<Store
         return Ok(memory());
     };
     let (store, target) = database::connect(url).await?;
+    let store = store.with_snapshot_interval(args.snapshot_interval);
     if args.migrate_on_start {
         for (version, description) in database::migrate(&store, &target).await? {
             tracing::info!(version, description, "applied a migration");
         }
     }
-    tracing::info!(%target, "games are stored in Postgres");
+    tracing::info!(%target, snapshot_interval = args.snapshot_interval, "games are stored in Postgres");
     Ok(Stores {
         games: Arc::new(store.clone()),
         postgres: Some(store),

@@ -36,7 +36,7 @@ impl AdminStore for PostgresStore {
         // event's time is read from the log's primary key, one row per game found.
         let rows = sqlx::query(
             "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, \
-                    g.version, g.phase, g.created_at, \
+                    COALESCE(g.head_version, g.version) AS version, g.phase, g.created_at, \
                     COALESCE(last.created_at, g.created_at) AS last_event_at \
              FROM games g \
              LEFT JOIN LATERAL (SELECT e.created_at FROM game_events e \

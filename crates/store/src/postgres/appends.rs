@@ -9,7 +9,7 @@ use super::codec::{decode_json, encode_json_text, from_db, phase_text, to_db, to
 use super::games::{require_game, version_of};
 use crate::timers::{Timer, TurnTimerChange};
 use crate::{Append, StoreError, StoredEvent};
-use hidden_front_rules::Event;
+use hidden_front_rules::{Event, Phase};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
@@ -45,7 +45,14 @@ pub(super) async fn append_armed(
         game_id,
         expected_version: to_db(expected_version),
         new_version: to_db(new_version),
-        snapshot: encode_json_text(game_id, "engine state", game)?,
+        snapshot: snapshot_due(
+            store.snapshot_interval,
+            expected_version,
+            new_version,
+            game.phase(),
+        )
+        .then(|| encode_json_text(game_id, "engine state", game))
+        .transpose()?,
         phase: phase_text(game_id, game.phase())?,
         command: command.map(|c| (c.key.to_owned(), c.response.to_vec())),
         seqs: (0u64..)
@@ -133,6 +140,17 @@ pub(super) async fn append_armed(
     }
     tracing::Span::current().record("version", new_version);
     Ok(new_version)
+}
+
+/// Whether an append from `expected` to `new` rewrites the engine snapshot, with snapshots
+/// every `interval` events ([`PostgresStore::with_snapshot_interval`]): always with the interval
+/// 1 (what earlier releases expect), never for an append without events (the game is
+/// unchanged), and otherwise when the append leaves play or is outside it (so deployments and
+/// ended games are always at their snapshot) or reaches a multiple of `interval`, so the
+/// snapshot lags the log by at most `interval - 1` events.
+fn snapshot_due(interval: u64, expected: u64, new: u64, phase: Phase) -> bool {
+    interval <= 1
+        || (new > expected && (phase != Phase::Play || new / interval != expected / interval))
 }
 
 /// `events`, committed from `first_seq` at `committed_at`, as the log returns them.
@@ -236,4 +254,29 @@ pub(super) async fn log_events(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_due;
+    use hidden_front_rules::Phase;
+
+    #[test]
+    fn snapshots_are_due_every_interval_events_and_outside_play() {
+        // Every append, whatever it is, with the interval 1.
+        assert!(snapshot_due(1, 7, 7, Phase::Play));
+        assert!(snapshot_due(1, 7, 8, Phase::Play));
+        // In play with 4: only the appends that reach 8, 12, ...
+        let due: Vec<u64> = (8..16)
+            .filter(|&v| snapshot_due(4, v - 1, v, Phase::Play))
+            .collect();
+        assert_eq!(due, [8, 12]);
+        // An append of several events that steps over a multiple.
+        assert!(snapshot_due(4, 6, 9, Phase::Play));
+        assert!(!snapshot_due(4, 4, 7, Phase::Play));
+        // Deployment and the end are always written; an append without events never.
+        assert!(snapshot_due(4, 5, 6, Phase::Deployment));
+        assert!(snapshot_due(4, 5, 6, Phase::Ended));
+        assert!(!snapshot_due(4, 6, 6, Phase::Ended));
+    }
 }

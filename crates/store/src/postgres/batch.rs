@@ -48,8 +48,10 @@ pub(super) struct Encoded {
     pub(super) game_id: Uuid,
     pub(super) expected_version: i64,
     pub(super) new_version: i64,
-    /// The snapshot's JSON text (cast to `jsonb` by the statement, so no intermediate value).
-    pub(super) snapshot: String,
+    /// The snapshot's JSON text (cast to `jsonb` by the statement, so no intermediate value),
+    /// or `None` when the append leaves the stored snapshot as it is and moves only the head
+    /// (`head_version`, `migrations/0009_sparse_snapshots.sql`).
+    pub(super) snapshot: Option<String>,
     pub(super) phase: String,
     /// The command's key and answer.
     pub(super) command: Option<(String, Vec<u8>)>,
@@ -269,11 +271,16 @@ async fn write_batch(
            UPDATE ended_games_counter SET last = last + $10 WHERE $10 > 0 \
            RETURNING last - $10 AS base), \
          guard AS ( \
-           UPDATE games g SET version = i.version, snapshot = i.snapshot::jsonb, phase = i.phase, \
-             updated_at = now(), \
+           UPDATE games g SET \
+             version = CASE WHEN i.snapshot IS NULL THEN g.version ELSE i.version END, \
+             snapshot = CASE WHEN i.snapshot IS NULL THEN g.snapshot ELSE i.snapshot::jsonb END, \
+             head_version = CASE WHEN i.snapshot IS NOT NULL OR i.version = g.version THEN NULL \
+                                 ELSE i.version END, \
+             phase = i.phase, updated_at = now(), \
              ended_seq = CASE WHEN i.end_rank > 0 THEN (SELECT base FROM counter) + i.end_rank \
                               ELSE g.ended_seq END \
-           FROM input i WHERE g.game_id = i.game_id AND g.version = i.expected \
+           FROM input i WHERE g.game_id = i.game_id \
+             AND COALESCE(g.head_version, g.version) = i.expected \
            RETURNING g.game_id, i.version, i.event_count), \
          command AS ( \
            INSERT INTO game_commands (game_id, idempotency_key, response, version) \
@@ -358,7 +365,7 @@ struct Columns<'a> {
     game_ids: Vec<Uuid>,
     expected: Vec<i64>,
     versions: Vec<i64>,
-    snapshots: Vec<&'a str>,
+    snapshots: Vec<Option<&'a str>>,
     phases: Vec<&'a str>,
     command_keys: Vec<Option<&'a str>>,
     responses: Vec<&'a [u8]>,
@@ -390,7 +397,7 @@ impl<'a> Columns<'a> {
         self.game_ids.push(game_id);
         self.expected.push(append.expected_version);
         self.versions.push(append.new_version);
-        self.snapshots.push(&append.snapshot);
+        self.snapshots.push(append.snapshot.as_deref());
         self.phases.push(&append.phase);
         let (key, response) = match &append.command {
             Some((key, response)) => (Some(key.as_str()), response.as_slice()),

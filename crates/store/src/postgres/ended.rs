@@ -2,7 +2,8 @@
 //! append that ends a game (so positions follow commit order), read with a cursor.
 
 use super::PostgresStore;
-use super::codec::{decode_json, from_db, meta_of, to_db, to_limit};
+use super::codec::{from_db, meta_of, to_db, to_limit};
+use super::games::{game_at_head, lagged_events};
 use crate::{EndedRecord, GameRecord, StoreError};
 use sqlx::Row;
 
@@ -12,11 +13,12 @@ pub(super) async fn ended_games(
     after_cursor: u64,
     limit: usize,
 ) -> Result<Vec<EndedRecord>, StoreError> {
-    let rows = sqlx::query(
-        "SELECT game_id, rules, time_control, south_player, north_player, version, snapshot, \
-                ended_seq \
-         FROM games WHERE ended_seq > $1 ORDER BY ended_seq LIMIT $2",
-    )
+    let rows = sqlx::query(concat!(
+        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, g.version, \
+                g.head_version, g.snapshot, g.ended_seq, ",
+        lagged_events!(),
+        " FROM games g WHERE g.ended_seq > $1 ORDER BY g.ended_seq LIMIT $2"
+    ))
     .bind(to_db(after_cursor))
     .bind(to_limit(limit))
     .fetch_all(&store.inner.pool)
@@ -25,12 +27,13 @@ pub(super) async fn ended_games(
         .map(|row| {
             let meta = meta_of(row)?;
             let game_id = meta.game_id;
+            let (version, game) = game_at_head(row)?;
             Ok(EndedRecord {
                 cursor: from_db(game_id, "ended_seq", row.try_get("ended_seq")?)?,
                 record: GameRecord {
                     meta,
-                    version: from_db(game_id, "version", row.try_get("version")?)?,
-                    game: decode_json(game_id, "snapshot", row.try_get("snapshot")?)?,
+                    version,
+                    game,
                 },
             })
         })

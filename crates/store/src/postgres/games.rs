@@ -4,17 +4,30 @@
 
 use super::PostgresStore;
 use super::codec::{
-    decode_json, encode_events, encode_json, from_db, is_unique_violation, meta_of, parse_phase,
-    phase_text, to_db, to_limit,
+    decode_json, encode_events, encode_json, encode_json_text, from_db, is_unique_violation,
+    meta_of, parse_phase, phase_text, to_db, to_limit,
 };
 use super::timers::upsert_timer;
 use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
 use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
+use sqlx::postgres::PgRow;
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+
+/// The select-list column `lagged`, for a query of `games g`: the events after the snapshot as
+/// one JSON array, when the snapshot lags the log (see [`game_at_head`]).
+macro_rules! lagged_events {
+    () => {
+        "CASE WHEN g.head_version IS NOT NULL THEN \
+           (SELECT json_agg(e.event ORDER BY e.seq) FROM game_events e \
+            WHERE e.game_id = g.game_id AND e.seq > g.version AND e.seq <= g.head_version) \
+         END AS lagged"
+    };
+}
+pub(super) use lagged_events;
 
 #[tracing::instrument(name = "store.create", level = "info", skip_all, fields(db.system = "postgresql", game_id = %meta.game_id, event_count = events.len()))]
 pub(super) async fn create_armed(
@@ -131,23 +144,89 @@ pub(super) async fn load(
     store: &PostgresStore,
     game_id: Uuid,
 ) -> Result<Option<GameRecord>, StoreError> {
-    let Some(row) = sqlx::query(
-        "SELECT game_id, rules, time_control, south_player, north_player, version, snapshot \
-         FROM games WHERE game_id = $1",
-    )
+    // The snapshot and, when it lags the log, the events after it, read by one statement so
+    // both come from one moment (`migrations/0009_sparse_snapshots.sql`).
+    let Some(row) = sqlx::query(concat!(
+        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, g.version, \
+                g.head_version, g.snapshot, ",
+        lagged_events!(),
+        " FROM games g WHERE g.game_id = $1"
+    ))
     .bind(game_id)
     .fetch_optional(&store.inner.pool)
     .await?
     else {
         return Ok(None);
     };
-    let version = from_db(game_id, "version", row.try_get("version")?)?;
+    let (version, game) = game_at_head(&row)?;
     tracing::Span::current().record("version", version);
     Ok(Some(GameRecord {
         meta: meta_of(&row)?,
         version,
-        game: decode_json(game_id, "snapshot", row.try_get("snapshot")?)?,
+        game,
     }))
+}
+
+/// Writes the snapshot of every game whose row lags its log at its head (`version` = the head,
+/// `head_version` NULL); returns how many rows it wrote. For a rollback to a release that does
+/// not know `head_version` (`hidden-front migrate --snapshots-at-head`, after lowering
+/// `--snapshot-interval` to 1): such a release then finds every game at its snapshot. Each row
+/// is written only if its head has not moved since it was read, so a racing append wins.
+pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64, StoreError> {
+    let lagging: Vec<Uuid> =
+        sqlx::query_scalar("SELECT game_id FROM games WHERE head_version IS NOT NULL")
+            .fetch_all(&store.inner.pool)
+            .await?;
+    let mut written = 0;
+    for game_id in lagging {
+        let Some(record) = load(store, game_id).await? else {
+            continue;
+        };
+        let done = sqlx::query(
+            "UPDATE games SET snapshot = $2::jsonb, version = $3, head_version = NULL \
+             WHERE game_id = $1 AND head_version = $3",
+        )
+        .bind(game_id)
+        .bind(encode_json_text(game_id, "engine state", &record.game)?)
+        .bind(to_db(record.version))
+        .execute(&store.inner.pool)
+        .await?;
+        written += done.rows_affected();
+    }
+    Ok(written)
+}
+
+/// The game at the log's head from a row with `game_id`, `version`, `head_version`, `snapshot`
+/// and `lagged` (the events after the snapshot, as one JSON array, or NULL): the snapshot with
+/// the lagged events applied, and the head's version.
+pub(super) fn game_at_head(row: &PgRow) -> Result<(u64, Game), StoreError> {
+    let game_id: Uuid = row.try_get("game_id")?;
+    let version = from_db(game_id, "version", row.try_get("version")?)?;
+    let mut game: Game = decode_json(game_id, "snapshot", row.try_get("snapshot")?)?;
+    let Some(head) = row.try_get::<Option<i64>, _>("head_version")? else {
+        return Ok((version, game));
+    };
+    let head = from_db(game_id, "head_version", head)?;
+    let lagged: Vec<Event> = match row.try_get::<Option<serde_json::Value>, _>("lagged")? {
+        Some(value) => decode_json(game_id, "events after the snapshot", value)?,
+        None => Vec::new(),
+    };
+    let corrupt = |reason: String| StoreError::Corrupt { game_id, reason };
+    if lagged.len() as u64 != head.saturating_sub(version) || head <= version {
+        return Err(corrupt(format!(
+            "the snapshot is at version {version} and the head at {head}, \
+             but the log holds {} events between them",
+            lagged.len()
+        )));
+    }
+    for event in &lagged {
+        game.apply(event).map_err(|error| {
+            corrupt(format!(
+                "the log after the snapshot (version {version}) does not replay: {error}"
+            ))
+        })?;
+    }
+    Ok((head, game))
 }
 
 #[tracing::instrument(name = "store.games_of_player", level = "info", skip_all, fields(db.system = "postgresql", limit = limit, game_count = tracing::field::Empty))]
@@ -161,7 +240,8 @@ pub(super) async fn games_of_player(
     }
     // One index range per seat, merged: each seat's newest `limit` suffice.
     let rows = sqlx::query(
-        "SELECT game_id, rules, time_control, south_player, north_player, version, phase \
+        "SELECT game_id, rules, time_control, south_player, north_player, \
+                COALESCE(head_version, version) AS version, phase \
          FROM games WHERE game_id IN ( \
            (SELECT game_id FROM games WHERE south_player = $1 \
             ORDER BY created_at DESC, game_id DESC LIMIT $2) \
@@ -193,10 +273,11 @@ pub(super) async fn version_of(
     conn: &mut PgConnection,
     game_id: Uuid,
 ) -> Result<Option<u64>, StoreError> {
-    let version: Option<i64> = sqlx::query_scalar("SELECT version FROM games WHERE game_id = $1")
-        .bind(game_id)
-        .fetch_optional(conn)
-        .await?;
+    let version: Option<i64> =
+        sqlx::query_scalar("SELECT COALESCE(head_version, version) FROM games WHERE game_id = $1")
+            .bind(game_id)
+            .fetch_optional(conn)
+            .await?;
     version
         .map(|version| from_db(game_id, "version", version))
         .transpose()

@@ -1,12 +1,12 @@
 //! [`PostgresStore`]: games in Postgres, shared by every replica of every service.
 //!
 //! Schema (`migrations/0001_games.sql`): `games` holds one snapshot row per game with its
-//! `version`; `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
+//! `version` (and `head_version`, the log's head when the snapshot lags it: `0009`); `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
 //! each applied command's answer by `(game_id, idempotency_key)`; `game_creations` maps creation
 //! keys to games; `presence` holds gateways' leased connection reports.
 //!
-//! An append is one transaction guarded by the version (`UPDATE games ... WHERE version =
-//! expected`), so two replicas racing on a game cannot both win; the loser gets
+//! An append is one transaction guarded by the version (`UPDATE games ... WHERE
+//! COALESCE(head_version, version) = expected`), so two replicas racing on a game cannot both win; the loser gets
 //! [`StoreError::VersionConflict`] and re-judges. Commits announce themselves with
 //! `pg_notify('hf_game_events', '<game_id>:<version>')`; one LISTEN connection per store feeds
 //! the in-process [`Notifier`], so watchers wake for appends made by any process.
@@ -75,7 +75,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     inner: Arc<Inner>,
+    /// Events between snapshots ([`PostgresStore::with_snapshot_interval`]).
+    snapshot_interval: u64,
 }
+
+/// The most events a snapshot may lag behind the log ([`PostgresStore::with_snapshot_interval`]):
+/// a load replays at most this many, so loads stay cheap.
+pub const MAX_SNAPSHOT_INTERVAL: u64 = 1024;
 
 #[derive(Debug)]
 struct Inner {
@@ -143,7 +149,29 @@ impl PostgresStore {
                 fact_position: Arc::new(watch_channel::channel(0).0),
                 recent: recent::RecentEvents::default(),
             }),
+            snapshot_interval: 1,
         }
+    }
+
+    /// This store with the engine snapshot written only by appends that reach a multiple of
+    /// `interval` events (and by every append outside play, so deployments and ended games are
+    /// always at their snapshot); the appends between update the game's small columns only, and
+    /// a load replays the events the snapshot lags (`migrations/0009_sparse_snapshots.sql`).
+    /// Why: rewriting the ~4 KB snapshot is most of the database's work per move. 1 (the
+    /// default) writes it on every append, which every earlier release expects; raise it only
+    /// once every replica on the database runs a release that reads `games.head_version`.
+    /// Clamped to `1..=`[`MAX_SNAPSHOT_INTERVAL`].
+    pub fn with_snapshot_interval(mut self, interval: u64) -> PostgresStore {
+        self.snapshot_interval = interval.clamp(1, MAX_SNAPSHOT_INTERVAL);
+        self
+    }
+
+    /// Brings every game whose snapshot lags its log back to a snapshot at its head; returns how
+    /// many it wrote. Why: before rolling back to a release that does not read `head_version`
+    /// (run it once the replicas write with `--snapshot-interval 1`; a game that a replica with
+    /// a raised interval moves meanwhile lags again).
+    pub async fn snapshot_lagging_games(&self) -> Result<u64, StoreError> {
+        games::snapshot_lagging_games(self).await
     }
 
     /// Applies the embedded migrations that the database lacks (sqlx takes an advisory lock, so

@@ -114,10 +114,13 @@ async fn resync(pool: &PgPool, notifier: &Notifier) -> Result<(), StoreError> {
     if watched.is_empty() {
         return Ok(());
     }
-    let rows = sqlx::query("SELECT game_id, version FROM games WHERE game_id = ANY($1)")
-        .bind(watched)
-        .fetch_all(pool)
-        .await?;
+    let rows = sqlx::query(
+        "SELECT game_id, COALESCE(head_version, version) AS version FROM games \
+         WHERE game_id = ANY($1)",
+    )
+    .bind(watched)
+    .fetch_all(pool)
+    .await?;
     for row in rows {
         let game_id: Uuid = row.try_get("game_id")?;
         let version = from_db(game_id, "version", row.try_get("version")?)?;

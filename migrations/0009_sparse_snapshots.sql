@@ -1,0 +1,17 @@
+-- Snapshots every N events instead of every event (`--snapshot-interval`). Rewriting the ~4 KB
+-- engine snapshot was most of the database's work per move (docs/benchmarks.md); between
+-- snapshots an append now updates only the small columns, and a load replays the few events the
+-- snapshot is behind.
+--
+-- `version` keeps its meaning for every release: the version the snapshot is at. `head_version`
+-- is the seq of the log's last event when the log is ahead of the snapshot, and NULL when the
+-- snapshot is at the head (every row written before this migration, and every row written with
+-- the interval 1). Appends are guarded by COALESCE(head_version, version).
+--
+-- A release that does not know this column reads a consistent but older (snapshot, version)
+-- pair, and its append (guarded by `version`) then collides with the stored events' primary key
+-- and is refused whole: an older replica can serve stale reads of such a game but cannot fork
+-- it. Raise the interval only once every replica runs a release that reads `head_version`.
+--
+-- Adding a nullable column without a default is a catalog change: no table rewrite.
+ALTER TABLE games ADD COLUMN head_version bigint;
