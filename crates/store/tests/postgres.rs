@@ -548,6 +548,33 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     db.drop_database().await;
 }
 
+/// The game's row: the snapshot's version and the log's head when the snapshot lags it.
+async fn snapshot_and_head(store: &PostgresStore, game_id: Uuid) -> (i64, Option<i64>) {
+    sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
+        .bind(game_id)
+        .fetch_one(store.pool())
+        .await
+        .expect("the game's row")
+}
+
+/// Both seats confirm `game` (at `version`) through `store`: the game in play and its version.
+async fn confirm_both(
+    store: &PostgresStore,
+    game_id: Uuid,
+    mut game: hidden_front_rules::Game,
+    mut version: u64,
+) -> (hidden_front_rules::Game, u64) {
+    for (seed, side) in [(1, Side::South), (2, Side::North)] {
+        let (next, events) = judge(&game, Command::Confirm { side }, seed);
+        version = store
+            .append(game_id, version, &events, &next, None)
+            .await
+            .expect("confirm");
+        game = next;
+    }
+    (game, version)
+}
+
 /// With snapshots every 3 events, a game played to its end through one store loads, from a
 /// second store (another process, no memory shared), after every append as exactly the state
 /// its writer holds, at the head's version; the row's snapshot lags the log by 0, 1 or 2 events
@@ -596,12 +623,7 @@ async fn sparse_snapshots_load_the_game_at_the_head() {
             loaded.game == game,
             "a load is the writer's state after step {step}"
         );
-        let (snapshot_at, head): (i64, Option<i64>) =
-            sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
-                .bind(id)
-                .fetch_one(reader.pool())
-                .await
-                .expect("the row");
+        let (snapshot_at, head) = snapshot_and_head(&reader, id).await;
         let lag = head.map_or(0, |head| head - snapshot_at);
         assert!((0..3).contains(&lag), "the snapshot lags {lag} events");
         lags.insert(lag);
@@ -637,16 +659,7 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
     let (meta, game) = create_game(&store, 9, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&store, id).await.version;
-    let (game, events) = judge(&game, Command::Confirm { side: Side::South }, 1);
-    let v1 = store
-        .append(id, v0, &events, &game, None)
-        .await
-        .expect("confirm");
-    let (game, events) = judge(&game, Command::Confirm { side: Side::North }, 2);
-    let v2 = store
-        .append(id, v1, &events, &game, None)
-        .await
-        .expect("confirm");
+    let (game, v2) = confirm_both(&store, id, game, v0).await;
     let mv = game.position().legal_moves().nth(0).expect("a move");
     let (game, events) = judge(
         &game,
@@ -660,12 +673,7 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
         .append(id, v2, &events, &game, None)
         .await
         .expect("a move");
-    let (snapshot_at, head): (i64, Option<i64>) =
-        sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
-            .bind(id)
-            .fetch_one(store.pool())
-            .await
-            .expect("the row");
+    let (snapshot_at, head) = snapshot_and_head(&store, id).await;
     // The confirmation that started play and the move both left the snapshot behind.
     assert!(
         snapshot_at < v2 as i64,
@@ -708,32 +716,15 @@ async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
     let id = meta.game_id;
     let (idle, _) = create_game(&store, 22, &player("south"), &player("north")).await;
     let idle_version = must_load(&store, idle.game_id).await.version;
-    let mut version = must_load(&store, id).await.version;
-    let mut game = game;
-    for (seed, side) in [(1, Side::South), (2, Side::North)] {
-        let (next, events) = judge(&game, Command::Confirm { side }, seed);
-        version = store
-            .append(id, version, &events, &next, None)
-            .await
-            .expect("confirm");
-        game = next;
-    }
-    let row = |store: PostgresStore| async move {
-        sqlx::query_as::<_, (i64, Option<i64>)>(
-            "SELECT version, head_version FROM games WHERE game_id = $1",
-        )
-        .bind(id)
-        .fetch_one(store.pool())
-        .await
-        .expect("the row")
-    };
+    let v0 = must_load(&store, id).await.version;
+    let (game, version) = confirm_both(&store, id, game, v0).await;
     assert_eq!(
-        row(store.clone()).await.1,
+        snapshot_and_head(&store, id).await.1,
         Some(version as i64),
         "play started lagging"
     );
     assert_eq!(store.snapshot_lagging_games().await.expect("catch up"), 1);
-    assert_eq!(row(store.clone()).await, (version as i64, None));
+    assert_eq!(snapshot_and_head(&store, id).await, (version as i64, None));
     let loaded = must_load(&store, id).await;
     assert_eq!(loaded.version, version);
     assert!(loaded.game == game);
