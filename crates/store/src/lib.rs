@@ -177,6 +177,22 @@ impl Presence {
     pub fn connected(&self) -> [bool; 2] {
         self.connected_until.map(|until| until.is_some())
     }
+
+    /// Counts one report in, judged at `now`: a "connected" lease that has not ended keeps
+    /// `side` connected at least until it ends. Every store judges leases with this, so they
+    /// agree on what a set of reports means.
+    pub(crate) fn count(
+        &mut self,
+        side: Side,
+        connected: bool,
+        lease_until: SystemTime,
+        now: SystemTime,
+    ) {
+        if connected && lease_until > now {
+            let until = &mut self.connected_until[side.index()];
+            *until = Some(until.map_or(lease_until, |u| u.max(lease_until)));
+        }
+    }
 }
 
 /// The result of [`GameStore::create`].

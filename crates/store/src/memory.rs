@@ -217,11 +217,8 @@ impl StoredGame {
 
     fn presence_at(&self, now: SystemTime) -> Presence {
         let mut presence = Presence::default();
-        for ((side, _), (is_connected, lease_until)) in &self.presence {
-            if *is_connected && *lease_until > now {
-                let until = &mut presence.connected_until[side.index()];
-                *until = Some(until.map_or(*lease_until, |u| u.max(*lease_until)));
-            }
+        for ((side, _), (connected, lease_until)) in &self.presence {
+            presence.count(*side, *connected, *lease_until, now);
         }
         presence
     }
