@@ -340,6 +340,7 @@ pub async fn unknown_game_is_not_found(store: Arc<dyn GameStore>) {
                 true,
                 SystemTime::now(),
                 SystemTime::now() + Duration::from_secs(60),
+                None,
             )
             .await,
         id,

@@ -2,9 +2,12 @@
 
 use crate::helpers::*;
 use hidden_front_rules::Side;
-use hidden_front_store::{GameStore, Presence};
+use hidden_front_store::{
+    ArmAfterReport, GameStore, Presence, StoreError, Timer, TimerKind, TimerSlot,
+};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use uuid::Uuid;
 
 /// A side is connected while any gateway's unexpired report says so; a lease ending at `t` no
 /// longer counts at `t`; a later report from the same gateway replaces its earlier one; a side's
@@ -26,7 +29,7 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     );
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-1", true, now, lease)
+            .report_presence(id, Side::South, "gw-1", true, now, lease, None)
             .await
             .expect("report"),
         Presence {
@@ -60,7 +63,8 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
                 "gw-1",
                 true,
                 now,
-                now - Duration::from_secs(1)
+                now - Duration::from_secs(1),
+                None
             )
             .await
             .unwrap()
@@ -71,7 +75,7 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     // shorten how long it holds.
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-2", false, now, now + 2 * hour)
+            .report_presence(id, Side::South, "gw-2", false, now, now + 2 * hour, None)
             .await
             .unwrap(),
         Presence {
@@ -81,14 +85,14 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     // The same gateway's new report replaces its old one.
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-1", false, now, lease)
+            .report_presence(id, Side::South, "gw-1", false, now, lease, None)
             .await
             .unwrap(),
         Presence::default()
     );
     assert_eq!(
         store
-            .report_presence(id, Side::North, "gw-2", true, now, lease)
+            .report_presence(id, Side::North, "gw-2", true, now, lease, None)
             .await
             .unwrap()
             .connected(),
@@ -97,12 +101,12 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     // Two gateways connected for south (a reconnect through another gateway): the longer lease
     // keeps south connected after the shorter one ends, and says until when.
     store
-        .report_presence(id, Side::South, "gw-1", true, now, now + hour)
+        .report_presence(id, Side::South, "gw-1", true, now, now + hour, None)
         .await
         .unwrap();
     assert_eq!(
         store
-            .report_presence(id, Side::South, "gw-3", true, now, now + 2 * hour)
+            .report_presence(id, Side::South, "gw-3", true, now, now + 2 * hour, None)
             .await
             .unwrap()
             .connected_until[Side::South.index()],
@@ -123,7 +127,7 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     // store's clock that moment is an hour away.
     assert_eq!(
         store
-            .report_presence(id, Side::North, "gw-2", true, lease, lease)
+            .report_presence(id, Side::North, "gw-2", true, lease, lease, None)
             .await
             .unwrap(),
         Presence {
@@ -136,5 +140,86 @@ pub async fn presence_leases(store: Arc<dyn GameStore>) {
     assert_eq!(
         store.presence(other.game_id, now).await.unwrap(),
         Presence::default()
+    );
+}
+
+/// A report that arms a timer arms the one made from how long its side counts as connected
+/// after the report, replacing what the slot held: this report's own lease, another gateway's
+/// longer one, or none. A report without `arm` leaves the timers alone.
+pub async fn presence_reports_arm_their_timer(store: Arc<dyn GameStore>) {
+    let store = &*store;
+    let (meta, _) = create_game(store, 22, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let now = whole_second_now();
+    let minute = Duration::from_secs(60);
+    // The time to come back: a minute after the report, or when the side's leases end if later.
+    let arm = |connected_until: Option<SystemTime>| Timer {
+        game_id: id,
+        kind: TimerKind::Reconnect,
+        side: Side::North,
+        armed_version: 1,
+        fire_at: connected_until.map_or(now + minute, |until| until.max(now + minute)),
+    };
+    let report = async |gateway: &str, connected: bool, lease: SystemTime, arms: bool| {
+        store
+            .report_presence(
+                id,
+                Side::North,
+                gateway,
+                connected,
+                now,
+                lease,
+                arms.then_some(&arm as &ArmAfterReport<'_>),
+            )
+            .await
+            .expect("report")
+    };
+    let deadline = async || {
+        let armed: Vec<Timer> = store
+            .timers_of(id)
+            .await
+            .expect("timers")
+            .into_iter()
+            .filter(|t| t.slot() == TimerSlot::Reconnect(Side::North))
+            .collect();
+        assert_eq!(armed.len(), 1, "one timer in the slot: {armed:?}");
+        armed[0].fire_at
+    };
+
+    // This report's own lease is the one that holds.
+    report("gw-1", true, now + 2 * minute, true).await;
+    assert_eq!(deadline().await, now + 2 * minute);
+    // Another gateway's longer lease holds the side longer than this report's.
+    report("gw-2", true, now + 5 * minute, false).await;
+    report("gw-1", true, now + 3 * minute, true).await;
+    assert_eq!(
+        deadline().await,
+        now + 5 * minute,
+        "due when the other gateway's longer lease ends"
+    );
+    // The side leaves one gateway but is still connected through the other.
+    report("gw-1", false, now + 3 * minute, true).await;
+    assert_eq!(deadline().await, now + 5 * minute);
+    // Gone from both: a minute after the report.
+    report("gw-2", false, now + 5 * minute, true).await;
+    assert_eq!(deadline().await, now + minute);
+    // A shorter lease of another gateway does not hold the side longer than this report's.
+    report("gw-2", true, now + 2 * minute, false).await;
+    report("gw-1", true, now + 4 * minute, true).await;
+    assert_eq!(deadline().await, now + 4 * minute);
+    // Without `arm`, a report leaves the timers alone.
+    report("gw-1", false, now + 4 * minute, false).await;
+    assert_eq!(deadline().await, now + 4 * minute);
+
+    let unknown = Uuid::from_u128(0x00de_ad22);
+    assert!(matches!(
+        store
+            .report_presence(unknown, Side::North, "gw-1", true, now, now + minute, Some(&arm))
+            .await,
+        Err(StoreError::NotFound(missing)) if missing == unknown
+    ));
+    assert!(
+        store.timers_of(unknown).await.expect("timers").is_empty(),
+        "no timer for an unknown game"
     );
 }

@@ -50,6 +50,10 @@ use thiserror::Error;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+/// Makes the timer a presence report arms, from how long the reporting side counts as connected
+/// after the report (`None`: it is away); see [`GameStore::report_presence`].
+pub type ArmAfterReport<'a> = dyn Fn(Option<SystemTime>) -> Timer + Send + Sync + 'a;
+
 /// Time limits of a game (seconds), stored with it so clocks can be re-armed after any restart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TimeControl {
@@ -406,6 +410,12 @@ pub trait GameStore: TimerStore + AdminStore {
     /// returns the game's presence at `now` (the time of the report, by the caller's clock: the
     /// session's, which judges the leases). A gateway's report replaces its earlier one for the
     /// same side; a report with `lease_until <= now` counts for nothing.
+    ///
+    /// With `arm`, the report also arms the timer `arm` makes from how long `side` counts as
+    /// connected after the report (its time to come back depends on that). Why here and not
+    /// with [`TimerStore::arm_timer`]: gateways renew every seat's report every few seconds,
+    /// and the store can then write the report and its timer in one statement.
+    #[allow(clippy::too_many_arguments)]
     async fn report_presence(
         &self,
         game_id: Uuid,
@@ -414,6 +424,7 @@ pub trait GameStore: TimerStore + AdminStore {
         connected: bool,
         now: SystemTime,
         lease_until: SystemTime,
+        arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError>;
 
     /// The game's presence at `now`: which sides count as connected, and until when.

@@ -8,8 +8,8 @@ use crate::admin::{
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
-    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
-    StoreError, StoredEvent,
+    Append, ArmAfterReport, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary,
+    Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
@@ -458,6 +458,7 @@ impl GameStore for MemoryStore {
         connected: bool,
         now: SystemTime,
         lease_until: SystemTime,
+        arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError> {
         let mut state = self.state();
         let stored = state
@@ -467,7 +468,11 @@ impl GameStore for MemoryStore {
         stored
             .presence
             .insert((side, gateway_id.to_owned()), (connected, lease_until));
-        Ok(stored.presence_at(now))
+        let presence = stored.presence_at(now);
+        if let Some(arm) = arm {
+            state.arm(arm(presence.connected_until[side.index()]));
+        }
+        Ok(presence)
     }
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {

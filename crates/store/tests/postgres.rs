@@ -428,6 +428,7 @@ async fn corrupt_rows_are_reported_not_panicked_on() {
             true,
             now,
             now + Duration::from_secs(60),
+            None,
         )
         .await
         .expect("presence");

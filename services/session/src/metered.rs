@@ -6,9 +6,9 @@ use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
-    AdminStore, Append, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame, GameFilter,
-    GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, Presence, StoreError, StoredEvent,
-    Timer, TimerSlot, TimerStore,
+    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, Presence, StoreError,
+    StoredEvent, Timer, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -109,11 +109,12 @@ impl GameStore for MeteredStore {
         connected: bool,
         now: SystemTime,
         lease_until: SystemTime,
+        arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError> {
         counted(
             "report_presence",
             self.inner
-                .report_presence(game_id, side, gateway_id, connected, now, lease_until)
+                .report_presence(game_id, side, gateway_id, connected, now, lease_until, arm)
                 .await,
         )
     }

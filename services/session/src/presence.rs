@@ -8,7 +8,7 @@ use crate::timers;
 use hidden_front_api_error::text::TextKind;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Phase, Side};
-use hidden_front_store::{GameRecord, Presence};
+use hidden_front_store::{ArmAfterReport, GameRecord, Timer};
 use hidden_front_wire as wire;
 use std::time::{Duration, SystemTime};
 use tonic::Status;
@@ -39,6 +39,8 @@ impl SessionService {
         // The game must exist: presence for unknown games would grow the table without bound.
         let record = self.load(game_id, false).await?;
         let now = self.config.clock.now();
+        // The report re-arms the side's time to come back, in the same statement where it can.
+        let reconnect = reconnect_after(&record, side, now);
         let presence = self
             .store
             .report_presence(
@@ -48,41 +50,41 @@ impl SessionService {
                 request.connected,
                 now,
                 now + lease,
+                reconnect.as_ref().map(|arm| arm as &ArmAfterReport<'_>),
             )
             .await
             .map_err(|e| store_error_status(&e))?;
-        self.arm_reconnect(&record, side, now, presence).await?;
         let connected = presence.connected();
         Ok(pb::ReportPresenceResponse {
             south_connected: connected[0],
             north_connected: connected[1],
         })
     }
+}
 
-    /// Arms `side`'s time to come back after a presence report heard at `reported_at`, with the
-    /// game's presence after it: counted from the report, due no earlier than the side's
-    /// connected leases end (see [`timers::reconnect_after_report`]).
-    pub(crate) async fn arm_reconnect(
-        &self,
-        record: &GameRecord,
-        side: Side,
-        reported_at: SystemTime,
-        presence: Presence,
-    ) -> Result<(), Status> {
-        if record.game.phase() == Phase::Ended {
-            return Ok(());
-        }
-        let timer = timers::reconnect_after_report(
-            record.meta.game_id,
-            &record.meta.time_control,
-            side,
-            record.version,
-            reported_at,
-            presence.connected_until[side.index()],
-        );
-        self.store
-            .arm_timer(&timer)
-            .await
-            .map_err(|e| store_error_status(&e))
+/// What arms `side`'s time to come back after a presence report heard at `reported_at`, from
+/// how long the side counts as connected after it: counted from the report, due no earlier
+/// than the side's connected leases end (see [`timers::reconnect_after_report`]). `None` once
+/// the game has ended: nobody's time runs then.
+fn reconnect_after(
+    record: &GameRecord,
+    side: Side,
+    reported_at: SystemTime,
+) -> Option<impl Fn(Option<SystemTime>) -> Timer + Send + Sync + use<>> {
+    if record.game.phase() == Phase::Ended {
+        return None;
     }
+    let game_id = record.meta.game_id;
+    let time_control = record.meta.time_control.clone();
+    let version = record.version;
+    Some(move |connected_until| {
+        timers::reconnect_after_report(
+            game_id,
+            &time_control,
+            side,
+            version,
+            reported_at,
+            connected_until,
+        )
+    })
 }

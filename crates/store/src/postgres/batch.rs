@@ -22,6 +22,7 @@
 use super::CHANNEL;
 use super::codec::side_text;
 use super::outbox::FactColumns;
+use super::timers::rearm_slot;
 use crate::timers::Timer;
 use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
@@ -261,7 +262,7 @@ async fn write_batch(
         retag_versions,
         facts,
     } = columns;
-    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(
+    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(concat!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], \
                                 $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
@@ -304,9 +305,9 @@ async fn write_batch(
            INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
            SELECT a.game_id, a.slot, a.kind, a.side, a.armed_version, a.fire_at FROM arms a \
            WHERE a.game_id IN (SELECT game_id FROM guard) \
-           ON CONFLICT (game_id, slot) DO UPDATE SET kind = EXCLUDED.kind, side = EXCLUDED.side, \
-             armed_version = EXCLUDED.armed_version, fire_at = EXCLUDED.fire_at, \
-             claimed_by = NULL, claimed_until = NULL, armed_at = now()), \
+           ",
+        rearm_slot!(),
+        "), \
          retagged AS ( \
            UPDATE game_timers t SET armed_version = r.armed_version, claimed_by = NULL, \
              claimed_until = NULL \
@@ -323,7 +324,7 @@ async fn write_batch(
          SELECT game_id, now() AS committed_at, CASE WHEN event_count > 0 \
                  THEN pg_notify($24, game_id::text || ':' || version::text) END AS announced \
          FROM guard, recorded",
-    )
+    ))
     .bind(game_ids)
     .bind(expected)
     .bind(versions)

@@ -38,8 +38,8 @@ mod watch;
 use crate::notifier::Notifier;
 use crate::timers::Timer;
 use crate::{
-    Append, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary, Presence,
-    StoreError, StoredEvent,
+    Append, ArmAfterReport, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary,
+    Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
@@ -270,9 +270,21 @@ impl GameStore for PostgresStore {
         connected: bool,
         now: SystemTime,
         lease_until: SystemTime,
+        arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError> {
-        presence::report_presence(self, game_id, side, gateway_id, connected, now, lease_until)
-            .await
+        presence::report_presence(
+            self,
+            presence::Report {
+                game_id,
+                side,
+                gateway_id,
+                connected,
+                now,
+                lease_until,
+            },
+            arm,
+        )
+        .await
     }
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {

@@ -2,8 +2,9 @@
 //! a moment (the latest unexpired "connected" lease of each side).
 
 use super::PostgresStore;
-use super::codec::is_foreign_key_violation;
-use crate::{Presence, StoreError};
+use super::codec::{is_foreign_key_violation, side_text, to_db};
+use super::timers::{rearm_slot, upsert_timer};
+use crate::{ArmAfterReport, Presence, StoreError};
 use hidden_front_rules::Side;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgRow};
@@ -33,6 +34,27 @@ macro_rules! latest_leases {
     };
 }
 
+/// [`latest_leases`] of every report but the one being written (side `$2`, gateway `$3`).
+macro_rules! other_leases {
+    ($game:literal, $now:literal) => {
+        latest_leases!($game, $now, " AND NOT (p.side = $2 AND p.gateway_id = $3)")
+    };
+}
+
+/// The CTE `reported`: writes the report of game `$1`, side `$2`, gateway `$3` (connected `$4`,
+/// lease until `$5`), replacing that gateway's earlier report of the side.
+macro_rules! report_cte {
+    () => {
+        "reported AS ( \
+           INSERT INTO presence (game_id, side, gateway_id, connected, lease_until) \
+           VALUES ($1, $2, $3, $4, $5) \
+           ON CONFLICT (game_id, side, gateway_id) DO UPDATE \
+           SET connected = EXCLUDED.connected, lease_until = EXCLUDED.lease_until, \
+               updated_at = now() \
+           RETURNING game_id)"
+    };
+}
+
 /// The sides connected at `now` for a game, or `None` if there is no such game.
 async fn presence_at(
     pool: &PgPool,
@@ -51,45 +73,96 @@ async fn presence_at(
     row.as_ref().map(presence_of).transpose()
 }
 
-#[tracing::instrument(name = "store.report_presence", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, side = side.name(), connected = connected))]
+/// One gateway's report of one side's connection (see [`crate::GameStore::report_presence`]).
+pub(super) struct Report<'a> {
+    pub(super) game_id: Uuid,
+    pub(super) side: Side,
+    pub(super) gateway_id: &'a str,
+    pub(super) connected: bool,
+    pub(super) now: SystemTime,
+    pub(super) lease_until: SystemTime,
+}
+
+/// Writes a report, reads the game's other reports and, when asked, arms the side's timer, in
+/// one statement where it can (docs/benchmarks.md, rounds 8 and 9: gateways renew every seat's
+/// report every few seconds, so each statement saved counts).
+///
+/// The statement sees the table as it was before its own write, so it reads the *other*
+/// reports and this one is counted in afterwards ([`Presence::count`]). The timer depends on
+/// how long the side counts as connected after the report, known only then; so the statement
+/// arms the timer made for the likely answer (this report's own lease, nobody else's longer)
+/// and only if the other reports leave that answer true. Otherwise (another gateway holds a
+/// longer lease for the side) a second statement arms the timer made from the real answer.
+#[tracing::instrument(name = "store.report_presence", level = "info", skip_all, fields(db.system = "postgresql", game_id = %report.game_id, side = report.side.name(), connected = report.connected, arms = arm.is_some()))]
 pub(super) async fn report_presence(
     store: &PostgresStore,
-    game_id: Uuid,
-    side: Side,
-    gateway_id: &str,
-    connected: bool,
-    now: SystemTime,
-    lease_until: SystemTime,
+    report: Report<'_>,
+    arm: Option<&ArmAfterReport<'_>>,
 ) -> Result<Presence, StoreError> {
-    // One statement writes the report and reads every other report of the game: it sees the
-    // table as it was before its own write, so this report is counted in afterwards. Gateways
-    // renew every seat's report every few seconds; one statement instead of a write and a read
-    // is a third fewer statements per renewal (docs/benchmarks.md, round 8).
-    let others = sqlx::query(concat!(
-        "WITH reported AS ( \
-           INSERT INTO presence (game_id, side, gateway_id, connected, lease_until) \
-           VALUES ($1, $2, $3, $4, $5) \
-           ON CONFLICT (game_id, side, gateway_id) DO UPDATE \
-           SET connected = EXCLUDED.connected, lease_until = EXCLUDED.lease_until, \
-               updated_at = now() \
-           RETURNING game_id) \
-         SELECT ",
-        latest_leases!(
-            "r.game_id",
-            "$6",
-            " AND NOT (p.side = $2 AND p.gateway_id = $3)"
-        ),
-        " FROM reported r"
-    ))
-    .bind(game_id)
-    .bind(side.name())
-    .bind(gateway_id)
-    .bind(connected)
-    .bind(OffsetDateTime::from(lease_until))
-    .bind(OffsetDateTime::from(now))
-    .fetch_one(&store.inner.pool)
-    .await;
-    let row = match others {
+    let Report {
+        game_id,
+        side,
+        gateway_id,
+        connected,
+        now,
+        lease_until,
+    } = report;
+    let mut own = Presence::default();
+    own.count(side, connected, lease_until, now);
+    let likely = own.connected_until[side.index()];
+    let mut conn = store.inner.pool.acquire().await?;
+    let written = match arm {
+        None => {
+            sqlx::query(concat!(
+                "WITH ",
+                report_cte!(),
+                " SELECT ",
+                other_leases!("r.game_id", "$6"),
+                ", false AS armed FROM reported r"
+            ))
+            .bind(game_id)
+            .bind(side.name())
+            .bind(gateway_id)
+            .bind(connected)
+            .bind(OffsetDateTime::from(lease_until))
+            .bind(OffsetDateTime::from(now))
+            .fetch_one(&mut *conn)
+            .await
+        }
+        Some(arm) => {
+            let timer = arm(likely);
+            sqlx::query(concat!(
+                "WITH ",
+                report_cte!(),
+                ", others AS (SELECT ",
+                other_leases!("r.game_id", "$6"),
+                " FROM reported r), \
+                 armed AS ( \
+                   INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+                   SELECT $1, $8, $9, $10, $11, $12 FROM others o \
+                   WHERE (CASE $2 WHEN 'south' THEN o.south ELSE o.north END) IS NULL \
+                      OR (CASE $2 WHEN 'south' THEN o.south ELSE o.north END) <= $7 ",
+                rearm_slot!(),
+                " RETURNING 1) \
+                 SELECT o.south, o.north, EXISTS (SELECT 1 FROM armed) AS armed FROM others o"
+            ))
+            .bind(game_id)
+            .bind(side.name())
+            .bind(gateway_id)
+            .bind(connected)
+            .bind(OffsetDateTime::from(lease_until))
+            .bind(OffsetDateTime::from(now))
+            .bind(likely.map(OffsetDateTime::from))
+            .bind(timer.slot().name())
+            .bind(timer.kind.name())
+            .bind(side_text(timer.side))
+            .bind(to_db(timer.armed_version))
+            .bind(OffsetDateTime::from(timer.fire_at))
+            .fetch_one(&mut *conn)
+            .await
+        }
+    };
+    let row = match written {
         Ok(row) => row,
         Err(error) if is_foreign_key_violation(&error) => {
             return Err(StoreError::NotFound(game_id));
@@ -98,6 +171,12 @@ pub(super) async fn report_presence(
     };
     let mut presence = presence_of(&row)?;
     presence.count(side, connected, lease_until, now);
+    if let Some(arm) = arm {
+        let armed: bool = row.try_get("armed")?;
+        if !armed {
+            upsert_timer(&mut conn, &arm(presence.connected_until[side.index()])).await?;
+        }
+    }
     Ok(presence)
 }
 

@@ -15,15 +15,24 @@ use sqlx::{PgConnection, Row};
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
+/// The conflict clause of every statement that arms timers into `game_timers`: the new timer
+/// replaces the slot's row, and any clock's claim on it is dropped (the old deadline is gone).
+macro_rules! rearm_slot {
+    () => {
+        "ON CONFLICT (game_id, slot) DO UPDATE SET kind = EXCLUDED.kind, side = EXCLUDED.side, \
+         armed_version = EXCLUDED.armed_version, fire_at = EXCLUDED.fire_at, \
+         claimed_by = NULL, claimed_until = NULL, armed_at = now()"
+    };
+}
+pub(super) use rearm_slot;
+
 /// Arms a timer's slot, replacing what was there and dropping any claim on it.
 pub(super) async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Result<(), StoreError> {
-    let result = sqlx::query(
+    let result = sqlx::query(concat!(
         "INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (game_id, slot) DO UPDATE SET kind = EXCLUDED.kind, side = EXCLUDED.side, \
-           armed_version = EXCLUDED.armed_version, fire_at = EXCLUDED.fire_at, \
-           claimed_by = NULL, claimed_until = NULL, armed_at = now()",
-    )
+         VALUES ($1, $2, $3, $4, $5, $6) ",
+        rearm_slot!()
+    ))
     .bind(timer.game_id)
     .bind(timer.slot().name())
     .bind(timer.kind.name())
