@@ -6,8 +6,10 @@ use super::codec::{is_foreign_key_violation, side_text, to_db};
 use super::timers::{rearm_slot, upsert_timer};
 use crate::{ArmAfterReport, Presence, StoreError};
 use hidden_front_rules::Side;
+use sqlx::Postgres;
 use sqlx::Row;
-use sqlx::postgres::{PgPool, PgRow};
+use sqlx::postgres::{PgArguments, PgPool, PgRow};
+use sqlx::query::Query;
 use sqlx::types::time::OffsetDateTime;
 use std::time::SystemTime;
 use uuid::Uuid;
@@ -99,59 +101,47 @@ pub(super) async fn report_presence(
     report: Report<'_>,
     arm: Option<&ArmAfterReport<'_>>,
 ) -> Result<Presence, StoreError> {
-    let Report {
-        game_id,
-        side,
-        gateway_id,
-        connected,
-        now,
-        lease_until,
-    } = report;
+    let game_id = report.game_id;
+    let side = report.side;
     let mut own = Presence::default();
-    own.count(side, connected, lease_until, now);
+    own.count(side, report.connected, report.lease_until, report.now);
     let likely = own.connected_until[side.index()];
     let mut conn = store.inner.pool.acquire().await?;
     let written = match arm {
         None => {
-            sqlx::query(concat!(
-                "WITH ",
-                report_cte!(),
-                " SELECT ",
-                other_leases!("r.game_id", "$6"),
-                ", false AS armed FROM reported r"
-            ))
-            .bind(game_id)
-            .bind(side.name())
-            .bind(gateway_id)
-            .bind(connected)
-            .bind(OffsetDateTime::from(lease_until))
-            .bind(OffsetDateTime::from(now))
+            bind_report(
+                sqlx::query(concat!(
+                    "WITH ",
+                    report_cte!(),
+                    " SELECT ",
+                    other_leases!("r.game_id", "$6"),
+                    ", false AS armed FROM reported r"
+                )),
+                &report,
+            )
             .fetch_one(&mut *conn)
             .await
         }
         Some(arm) => {
             let timer = arm(likely);
-            sqlx::query(concat!(
-                "WITH ",
-                report_cte!(),
-                ", others AS (SELECT ",
-                other_leases!("r.game_id", "$6"),
-                " FROM reported r), \
+            bind_report(
+                sqlx::query(concat!(
+                    "WITH ",
+                    report_cte!(),
+                    ", others AS (SELECT ",
+                    other_leases!("r.game_id", "$6"),
+                    " FROM reported r), \
                  armed AS ( \
                    INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
                    SELECT $1, $8, $9, $10, $11, $12 FROM others o \
                    WHERE (CASE $2 WHEN 'south' THEN o.south ELSE o.north END) IS NULL \
                       OR (CASE $2 WHEN 'south' THEN o.south ELSE o.north END) <= $7 ",
-                rearm_slot!(),
-                " RETURNING 1) \
+                    rearm_slot!(),
+                    " RETURNING 1) \
                  SELECT o.south, o.north, EXISTS (SELECT 1 FROM armed) AS armed FROM others o"
-            ))
-            .bind(game_id)
-            .bind(side.name())
-            .bind(gateway_id)
-            .bind(connected)
-            .bind(OffsetDateTime::from(lease_until))
-            .bind(OffsetDateTime::from(now))
+                )),
+                &report,
+            )
             .bind(likely.map(OffsetDateTime::from))
             .bind(timer.slot().name())
             .bind(timer.kind.name())
@@ -170,7 +160,7 @@ pub(super) async fn report_presence(
         Err(error) => return Err(error.into()),
     };
     let mut presence = presence_of(&row)?;
-    presence.count(side, connected, lease_until, now);
+    presence.count(side, report.connected, report.lease_until, report.now);
     if let Some(arm) = arm {
         let armed: bool = row.try_get("armed")?;
         if !armed {
@@ -178,6 +168,21 @@ pub(super) async fn report_presence(
         }
     }
     Ok(presence)
+}
+
+/// Binds the report's columns as the parameters `$1`–`$6` of [`report_cte`] and
+/// [`other_leases`].
+fn bind_report<'q>(
+    query: Query<'q, Postgres, PgArguments>,
+    report: &Report<'q>,
+) -> Query<'q, Postgres, PgArguments> {
+    query
+        .bind(report.game_id)
+        .bind(report.side.name())
+        .bind(report.gateway_id)
+        .bind(report.connected)
+        .bind(OffsetDateTime::from(report.lease_until))
+        .bind(OffsetDateTime::from(report.now))
 }
 
 /// The `south` and `north` columns (each side's latest unexpired "connected" lease) as a
