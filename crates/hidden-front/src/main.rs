@@ -8,6 +8,13 @@ use hidden_front::{
 };
 use std::process::ExitCode;
 
+/// The allocator of every subcommand. Under load, glibc's `malloc` and `free` took about a third
+/// of the server's CPU (`_int_malloc`, `_int_free`, `malloc_consolidate`, `unlink_chunk` in a
+/// `perf` profile of `bench play`); with mimalloc the same bench makes 1.6 times as many moves a
+/// second on the memory store and 1.15 times as many on Postgres (docs/benchmarks.md, round 10).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line of the `hidden-front` binary.
 #[derive(Debug, Parser)]
 #[command(
