@@ -87,6 +87,7 @@ pub(super) async fn append_armed(
     // when it passes (one round trip less than looking first). The guard: only the writer that
     // finds the version it judged against wins; a racing writer blocks on the row lock, then
     // sees the new version and writes nothing of its append.
+    let own = store.inner.recent.begin(&store.inner.notifier, game_id);
     let written = store.inner.group_commit.write(encoded).await;
     let committed_at = match written {
         Ok(Some(at)) => at,
@@ -132,11 +133,10 @@ pub(super) async fn append_armed(
         Err(error) => return Err(error.into()),
     };
     if !events.is_empty() {
-        store.inner.recent.remember(
-            game_id,
+        own.committed(
             stored_events(first_seq, events, trace_parent, committed_at),
+            new_version,
         );
-        store.inner.notifier.notify(game_id, new_version);
     }
     tracing::Span::current().record("version", new_version);
     Ok(new_version)

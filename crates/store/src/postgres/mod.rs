@@ -96,8 +96,9 @@ struct Inner {
     group_commit: batch::GroupCommit,
     /// The outbox's last position, fed by the LISTEN task (`outbox.rs`).
     fact_position: Arc<watch_channel::Sender<u64>>,
-    /// The events of this process's latest write per game, for the stream pumps (`recent.rs`).
-    recent: recent::RecentEvents,
+    /// The events of this process's latest write per game, for the stream pumps, and its writes
+    /// in flight, whose notifications wait for them (`recent.rs`).
+    recent: Arc<recent::RecentEvents>,
 }
 
 impl PostgresStore {
@@ -147,7 +148,7 @@ impl PostgresStore {
                 listener: OnceCell::new(),
                 group_commit,
                 fact_position: Arc::new(watch_channel::channel(0).0),
-                recent: recent::RecentEvents::default(),
+                recent: Arc::new(recent::RecentEvents::default()),
             }),
             snapshot_interval: 1,
         }

@@ -10,6 +10,13 @@
 //! newest version this process knows of for the game (its own commits and every `NOTIFY` heard).
 //! Anything else, such as a page older than the entry or a newer commit by another replica,
 //! reads the log as before.
+//!
+//! Why our own `NOTIFY` waits for our own write ([`OwnWrite`]): the commit's notification reaches
+//! the LISTEN connection about when the statement's answer reaches the writer, and often first.
+//! Announced first, it woke the pump before the events were remembered, and the pump read the
+//! log: more than half of the pages under load (docs/benchmarks.md, round 10). So while this
+//! process has a write in flight for a game, a notification for that game is held, and the
+//! write's end announces it, after remembering its events.
 
 use crate::StoredEvent;
 use crate::notifier::Notifier;
@@ -21,13 +28,97 @@ use uuid::Uuid;
 /// gone only means a store read).
 const CAPACITY: usize = 16_384;
 
-/// Per game, the events of the latest committed write by this process, in seq order.
+/// Per game, the events of the latest committed write by this process, in seq order, and the
+/// games this process is writing now.
 #[derive(Debug, Default)]
 pub(super) struct RecentEvents {
     games: Mutex<HashMap<Uuid, Vec<StoredEvent>>>,
+    writing: Mutex<HashMap<Uuid, Writing>>,
+}
+
+/// A game's writes in flight in this process, and the newest version a notification announced
+/// meanwhile (0: none), which the next write to end announces.
+#[derive(Debug, Default)]
+struct Writing {
+    writers: u32,
+    held: u64,
+}
+
+/// One write of this process to one game, from before its statement until its answer is known.
+/// [`OwnWrite::committed`] remembers the events and announces them; dropping it without (a
+/// refused guard, an error, a cancelled caller) only announces what was held meanwhile.
+#[must_use = "the write's end announces the game's new version"]
+pub(super) struct OwnWrite<'a> {
+    recent: &'a RecentEvents,
+    notifier: &'a Notifier,
+    game_id: Uuid,
+    ended: bool,
+}
+
+impl OwnWrite<'_> {
+    /// The write committed `events` (contiguous, as the log holds them), bringing the game to
+    /// `version`: remembers them, then announces the newer of `version` and anything held.
+    pub(super) fn committed(mut self, events: Vec<StoredEvent>, version: u64) {
+        self.recent.remember(self.game_id, events);
+        self.end(version);
+    }
+
+    fn end(&mut self, version: u64) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let held = {
+            let mut writing = self.recent.writing.lock();
+            match writing.get_mut(&self.game_id) {
+                Some(entry) => {
+                    entry.writers = entry.writers.saturating_sub(1);
+                    let held = std::mem::take(&mut entry.held);
+                    if entry.writers == 0 {
+                        writing.remove(&self.game_id);
+                    }
+                    held
+                }
+                None => 0,
+            }
+        };
+        let newest = version.max(held);
+        if newest > 0 {
+            self.notifier.notify(self.game_id, newest);
+        }
+    }
+}
+
+impl Drop for OwnWrite<'_> {
+    fn drop(&mut self) {
+        self.end(0);
+    }
 }
 
 impl RecentEvents {
+    /// Marks a write to `game_id` as in flight until the returned guard ends it; call before
+    /// the statement is sent.
+    pub(super) fn begin<'a>(&'a self, notifier: &'a Notifier, game_id: Uuid) -> OwnWrite<'a> {
+        self.writing.lock().entry(game_id).or_default().writers += 1;
+        OwnWrite {
+            recent: self,
+            notifier,
+            game_id,
+            ended: false,
+        }
+    }
+
+    /// A notification heard for `game_id` at `version`: `true` if it is held for a write of this
+    /// process in flight (which announces it when it ends), `false` to announce it now.
+    pub(super) fn hold(&self, game_id: Uuid, version: u64) -> bool {
+        match self.writing.lock().get_mut(&game_id) {
+            Some(entry) => {
+                entry.held = entry.held.max(version);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Remembers `events` (just committed, contiguous) as the game's latest; call before
     /// announcing the commit to the notifier, so a woken pump finds them.
     pub(super) fn remember(&self, game_id: Uuid, events: Vec<StoredEvent>) {
@@ -116,6 +207,48 @@ mod tests {
         notifier.notify(game, 6);
         assert_eq!(seqs(recent.page(&notifier, game, 5, 256)), None);
         assert_eq!(seqs(recent.page(&notifier, Uuid::now_v7(), 1, 256)), None);
+    }
+
+    #[test]
+    fn our_own_notification_waits_for_our_write_to_be_remembered() {
+        let notifier = Notifier::new();
+        let recent = RecentEvents::default();
+        let game = Uuid::now_v7();
+        let mut watching = notifier.subscribe(game);
+        notifier.notify(game, 4);
+        recent.remember(game, vec![stored(4)]);
+        watching.borrow_and_update();
+        let own = recent.begin(&notifier, game);
+        // The commit's NOTIFY is heard before the statement's answer: held, nobody woken.
+        assert!(recent.hold(game, 5));
+        assert!(!watching.has_changed().expect("open"));
+        own.committed(vec![stored(5)], 5);
+        assert_eq!(*watching.borrow_and_update(), 5);
+        // The woken pump's page comes from memory.
+        assert_eq!(seqs(recent.page(&notifier, game, 5, 256)), Some(vec![5]));
+        // No write in flight: a notification is announced at once.
+        assert!(!recent.hold(game, 6));
+        assert!(recent.writing.lock().is_empty());
+    }
+
+    #[test]
+    fn a_write_that_ends_without_committing_announces_what_was_held() {
+        let notifier = Notifier::new();
+        let recent = RecentEvents::default();
+        let game = Uuid::now_v7();
+        let watching = notifier.subscribe(game);
+        // Two writes in flight (a second caller's append waits for the next batch); another
+        // replica's commit to version 7 is heard meanwhile, and our first write loses its guard.
+        let first = recent.begin(&notifier, game);
+        let second = recent.begin(&notifier, game);
+        assert!(recent.hold(game, 7));
+        drop(first);
+        assert_eq!(*watching.borrow(), 7, "announced by the first write to end");
+        assert!(recent.hold(game, 8), "the second is still in flight");
+        drop(second);
+        assert_eq!(*watching.borrow(), 8);
+        assert!(recent.writing.lock().is_empty());
+        assert!(!recent.hold(game, 9));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use super::codec::from_db;
 use super::games::version_of;
+use super::recent::RecentEvents;
 use super::{CHANNEL, LIFECYCLE_CHANNEL, PostgresStore};
 use crate::StoreError;
 use crate::listen::{Heard, Listen};
@@ -41,6 +42,7 @@ pub(super) async fn ensure_listening(store: &PostgresStore) -> Result<(), StoreE
                 listen,
                 store.inner.pool.clone(),
                 Arc::clone(&store.inner.notifier),
+                Arc::clone(&store.inner.recent),
                 Arc::clone(&store.inner.fact_position),
             ));
             Ok::<_, StoreError>(ListenerTask(task))
@@ -75,6 +77,7 @@ async fn run_listener(
     mut listen: Listen,
     pool: PgPool,
     notifier: Arc<Notifier>,
+    recent: Arc<RecentEvents>,
     fact_position: Arc<watch::Sender<u64>>,
 ) {
     loop {
@@ -85,7 +88,11 @@ async fn run_listener(
                 }
             }
             Heard::Notification(notification) => {
-                if let Some((game_id, version)) = parse_payload(notification.payload()) {
+                // Held while our own write to the game is in flight: it announces the version
+                // once its events are remembered (`recent.rs`).
+                if let Some((game_id, version)) = parse_payload(notification.payload())
+                    && !recent.hold(game_id, version)
+                {
                     notifier.notify(game_id, version);
                 }
             }
