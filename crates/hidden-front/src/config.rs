@@ -43,11 +43,10 @@ pub struct ServeArgs {
     /// Postgres URL. Without it games are kept in memory and lost when the process stops.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Events between the engine snapshots a game's Postgres row holds (1 to 1024). Between
+    /// Events between the raw engine snapshots a game's Postgres row holds (1 to 1024). Between
     /// snapshots an append writes only the row's small columns, and a load replays the events
-    /// the snapshot lags: much less database work per move. 1 writes the snapshot on every
-    /// append, as releases before `head_version` (migration 0009) expect; raise it only once
-    /// every replica on the database runs such a release (docs/session.md).
+    /// the snapshot lags (at most N - 1). 1 writes the snapshot on every append
+    /// (docs/session.md, Snapshots).
     #[arg(long, env = "HF_SNAPSHOT_INTERVAL", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub snapshot_interval: u64,
@@ -183,9 +182,9 @@ pub struct MigrateArgs {
     /// Postgres URL of the database to migrate.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
-    /// After migrating, write the snapshot of every game whose snapshot lags its log (left by
-    /// `--snapshot-interval` above 1) at its head: before rolling back to a release that does
-    /// not read `head_version`, once the replicas run with `--snapshot-interval 1`.
+    /// After migrating, write the `jsonb` snapshot of every game whose `jsonb` snapshot lags its
+    /// log at its head, clearing its raw snapshot: before rolling back to a release that does
+    /// not read `head_version`, once no replica of a release that writes raw snapshots runs.
     #[arg(long)]
     pub snapshots_at_head: bool,
 }

@@ -384,6 +384,27 @@ async fn corrupt_rows_are_reported_not_panicked_on() {
         matches!(store.load(id).await, Err(StoreError::Corrupt { game_id, .. }) if game_id == id)
     );
 
+    sqlx::query(
+        "UPDATE games SET raw_snapshot = convert_to('{\"not\": \"a game\"}', 'UTF8'), \
+           raw_version = version WHERE game_id = $1",
+    )
+    .bind(id)
+    .execute(store.pool())
+    .await
+    .expect("tamper with the raw snapshot");
+    assert!(
+        matches!(store.load(id).await, Err(StoreError::Corrupt { game_id, .. }) if game_id == id)
+    );
+    sqlx::query("UPDATE games SET raw_snapshot = NULL, raw_version = version WHERE game_id = $1")
+        .bind(id)
+        .execute(store.pool())
+        .await
+        .expect("a raw version without its snapshot");
+    assert!(
+        matches!(store.load(id).await, Err(StoreError::Corrupt { game_id, .. }) if game_id == id),
+        "a raw version without its raw snapshot"
+    );
+
     sqlx::query("UPDATE game_events SET event = '[1, 2]'::jsonb WHERE game_id = $1 AND seq = 2")
         .bind(id)
         .execute(store.pool())
@@ -549,13 +570,16 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     db.drop_database().await;
 }
 
-/// The game's row: the snapshot's version and the log's head when the snapshot lags it.
+/// The game's row: the version of the snapshot a load starts from (the raw one or the `jsonb`
+/// one, whichever is newer) and the log's head when the `jsonb` snapshot lags it.
 async fn snapshot_and_head(store: &PostgresStore, game_id: Uuid) -> (i64, Option<i64>) {
-    sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
-        .bind(game_id)
-        .fetch_one(store.pool())
-        .await
-        .expect("the game's row")
+    sqlx::query_as(
+        "SELECT GREATEST(version, raw_version), head_version FROM games WHERE game_id = $1",
+    )
+    .bind(game_id)
+    .fetch_one(store.pool())
+    .await
+    .expect("the game's row")
 }
 
 /// Both seats confirm `game` (at `version`) through `store`: the game in play and its version.
@@ -674,7 +698,13 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
         .append(id, v2, &events, &game, None)
         .await
         .expect("a move");
-    let (snapshot_at, head) = snapshot_and_head(&store, id).await;
+    // That release reads the `jsonb` snapshot and its version.
+    let (snapshot_at, head): (i64, Option<i64>) =
+        sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+            .expect("the game's row");
     // The confirmation that started play and the move both left the snapshot behind.
     assert!(
         snapshot_at < v2 as i64,
@@ -703,6 +733,141 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
     let loaded = must_load(&store, id).await;
     assert_eq!(loaded.version, v3, "nothing of the older append stays");
     assert!(loaded.game == game);
+    store.close().await;
+    db.drop_database().await;
+}
+
+/// The previous release's load, verbatim in its shape: the `jsonb` snapshot at `version` and the
+/// events after it up to `head_version`. It knows nothing of the raw snapshot.
+async fn load_as_the_previous_release(
+    store: &PostgresStore,
+    game_id: Uuid,
+) -> (u64, hidden_front_rules::Game) {
+    let (version, head, snapshot, lagged): (
+        i64,
+        Option<i64>,
+        serde_json::Value,
+        Option<serde_json::Value>,
+    ) = sqlx::query_as(
+        "SELECT g.version, g.head_version, g.snapshot, \
+           CASE WHEN g.head_version IS NOT NULL THEN \
+             (SELECT json_agg(e.event ORDER BY e.seq) FROM game_events e \
+              WHERE e.game_id = g.game_id AND e.seq > g.version AND e.seq <= g.head_version) \
+           END AS lagged \
+         FROM games g WHERE g.game_id = $1",
+    )
+    .bind(game_id)
+    .fetch_one(store.pool())
+    .await
+    .expect("the game's row");
+    let mut game: hidden_front_rules::Game =
+        serde_json::from_value(snapshot).expect("the jsonb snapshot decodes");
+    let lagged: Vec<hidden_front_rules::Event> = lagged
+        .map(|value| serde_json::from_value(value).expect("the lagged events decode"))
+        .unwrap_or_default();
+    for event in &lagged {
+        game.apply(event).expect("the log replays");
+    }
+    (head.unwrap_or(version) as u64, game)
+}
+
+/// Appends write the raw snapshot (`migrations/0010_raw_snapshots.sql`) and leave the `jsonb`
+/// one where it was: this release loads the game from the raw one at the head, the previous
+/// release (mixed with this one in a rolling upgrade) from the `jsonb` one plus the log, and
+/// both find the same game. When a release that writes only the `jsonb` snapshot moves the game
+/// past the raw one, loads start from the `jsonb` one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
+    let db = TestDb::create().await;
+    let store = db.store(4).await;
+    let (meta, game) = create_game(&store, 31, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let v0 = must_load(&store, id).await.version;
+    let (mut game, mut version) = confirm_both(&store, id, game, v0).await;
+    for step in 0..6usize {
+        let mv = game.position().legal_moves().nth(step % 3).expect("a move");
+        let (next, events) = judge(
+            &game,
+            Command::Move {
+                side: game.to_move(),
+                mv,
+            },
+            step as u64,
+        );
+        version = store
+            .append(id, version, &events, &next, None)
+            .await
+            .expect("a move");
+        game = next;
+    }
+    let (jsonb_at, raw_at, head): (i64, Option<i64>, Option<i64>) =
+        sqlx::query_as("SELECT version, raw_version, head_version FROM games WHERE game_id = $1")
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+            .expect("the game's row");
+    assert_eq!(
+        jsonb_at, v0 as i64,
+        "appends leave the jsonb snapshot as created"
+    );
+    assert_eq!(
+        raw_at,
+        Some(version as i64),
+        "the raw snapshot is at the head"
+    );
+    assert_eq!(head, Some(version as i64));
+    let loaded = must_load(&store, id).await;
+    assert_eq!(loaded.version, version);
+    assert!(loaded.game == game, "this release loads the head");
+    let (previous_version, previous_game) = load_as_the_previous_release(&store, id).await;
+    assert_eq!(previous_version, version);
+    assert!(previous_game == game, "the previous release loads the head");
+
+    // A release that writes the jsonb snapshot at every append moves the game on.
+    let mv = game.position().legal_moves().nth(0).expect("a move");
+    let (next, events) = judge(
+        &game,
+        Command::Move {
+            side: game.to_move(),
+            mv,
+        },
+        99,
+    );
+    let next_version = version + events.len() as u64;
+    let mut tx = store.pool().begin().await.expect("a transaction");
+    sqlx::query(
+        "UPDATE games SET snapshot = $2::text::jsonb, version = $3, head_version = NULL \
+         WHERE game_id = $1 AND COALESCE(head_version, version) = $4",
+    )
+    .bind(id)
+    .bind(serde_json::to_string(&next).expect("encodes"))
+    .bind(next_version as i64)
+    .bind(version as i64)
+    .execute(&mut *tx)
+    .await
+    .expect("the older append's row");
+    for (seq, event) in (version + 1..).zip(&events) {
+        sqlx::query("INSERT INTO game_events (game_id, seq, event) VALUES ($1, $2, $3)")
+            .bind(id)
+            .bind(seq as i64)
+            .bind(serde_json::to_value(event).expect("encodes"))
+            .execute(&mut *tx)
+            .await
+            .expect("the older append's events");
+    }
+    tx.commit().await.expect("commit");
+    let reader = db.store(2).await;
+    let loaded = must_load(&reader, id).await;
+    assert_eq!(loaded.version, next_version);
+    assert!(
+        loaded.game == next,
+        "the newer jsonb snapshot wins over the raw one"
+    );
+    assert_eq!(
+        snapshot_and_head(&reader, id).await,
+        (next_version as i64, None)
+    );
+    reader.close().await;
     store.close().await;
     db.drop_database().await;
 }

@@ -51,7 +51,8 @@ async fn sigkill_restart_with_sparse_snapshots() {
 }
 
 /// Plays the kills and the game to its end on servers with `serve_args`; returns how many kills
-/// left the game's snapshot row behind its log (`games.head_version` set).
+/// left the game's newest snapshot (raw or `jsonb`) behind its log's head, so the restart
+/// replays events after it.
 async fn sigkill_restart_with(serve_args: &[&str]) -> usize {
     let db = TestDatabase::create().await;
     let mut server = Server::start_with_args("server", db.url(), serve_args).await;
@@ -124,12 +125,14 @@ async fn sigkill_restart_with(serve_args: &[&str]) -> usize {
             }
         };
         let mut conn = db.connect().await;
-        let lagging: bool =
-            sqlx::query_scalar("SELECT head_version IS NOT NULL FROM games WHERE game_id = $1")
-                .bind(uuid::Uuid::parse_str(&game_id).expect("a UUID"))
-                .fetch_one(&mut conn)
-                .await
-                .expect("the game's row");
+        let lagging: bool = sqlx::query_scalar(
+            "SELECT COALESCE(head_version, version) > GREATEST(version, raw_version) \
+                 FROM games WHERE game_id = $1",
+        )
+        .bind(uuid::Uuid::parse_str(&game_id).expect("a UUID"))
+        .fetch_one(&mut conn)
+        .await
+        .expect("the game's row");
         lagging_kills += usize::from(lagging);
         server.restart().await;
         client = server.connect().await;

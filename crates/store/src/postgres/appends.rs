@@ -5,7 +5,10 @@
 
 use super::PostgresStore;
 use super::batch::Encoded;
-use super::codec::{decode_json, encode_json_text, from_db, phase_text, to_db, to_limit, violates};
+use super::codec::{
+    decode_json, encode_json_bytes, encode_json_text, from_db, phase_text, to_db, to_limit,
+    violates,
+};
 use super::games::{require_game, version_of};
 use crate::timers::{Timer, TurnTimerChange};
 use crate::{Append, StoreError, StoredEvent};
@@ -51,7 +54,7 @@ pub(super) async fn append_armed(
             new_version,
             game.phase(),
         )
-        .then(|| encode_json_text(game_id, "engine state", game))
+        .then(|| encode_json_bytes(game_id, "engine state", game))
         .transpose()?,
         phase: phase_text(game_id, game.phase())?,
         command: command.map(|c| (c.key.to_owned(), c.response.to_vec())),

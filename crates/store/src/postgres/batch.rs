@@ -49,10 +49,10 @@ pub(super) struct Encoded {
     pub(super) game_id: Uuid,
     pub(super) expected_version: i64,
     pub(super) new_version: i64,
-    /// The snapshot's JSON text (cast to `jsonb` by the statement, so no intermediate value),
-    /// or `None` when the append leaves the stored snapshot as it is and moves only the head
-    /// (`head_version`, `migrations/0009_sparse_snapshots.sql`).
-    pub(super) snapshot: Option<String>,
+    /// The snapshot's JSON bytes for `raw_snapshot` (`migrations/0010_raw_snapshots.sql`),
+    /// or `None` when the append leaves the stored snapshots as they are and moves only the
+    /// head (`head_version`, `migrations/0009_sparse_snapshots.sql`).
+    pub(super) snapshot: Option<Vec<u8>>,
     pub(super) phase: String,
     /// The command's key and answer.
     pub(super) command: Option<(String, Vec<u8>)>,
@@ -264,7 +264,7 @@ async fn write_batch(
     } = columns;
     let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(concat!(
         "WITH input AS ( \
-           SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], \
+           SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[], \
                                 $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
              AS i (game_id, expected, version, snapshot, phase, command_key, response, \
                    event_count, end_rank)), \
@@ -273,10 +273,10 @@ async fn write_batch(
            RETURNING last - $10 AS base), \
          guard AS ( \
            UPDATE games g SET \
-             version = CASE WHEN i.snapshot IS NULL THEN g.version ELSE i.version END, \
-             snapshot = CASE WHEN i.snapshot IS NULL THEN g.snapshot ELSE i.snapshot::jsonb END, \
-             head_version = CASE WHEN i.snapshot IS NOT NULL OR i.version = g.version THEN NULL \
-                                 ELSE i.version END, \
+             raw_snapshot = CASE WHEN i.snapshot IS NULL THEN g.raw_snapshot \
+                                 ELSE i.snapshot END, \
+             raw_version = CASE WHEN i.snapshot IS NULL THEN g.raw_version ELSE i.version END, \
+             head_version = CASE WHEN i.version = g.version THEN NULL ELSE i.version END, \
              phase = i.phase, updated_at = now(), \
              ended_seq = CASE WHEN i.end_rank > 0 THEN (SELECT base FROM counter) + i.end_rank \
                               ELSE g.ended_seq END \
@@ -366,7 +366,7 @@ struct Columns<'a> {
     game_ids: Vec<Uuid>,
     expected: Vec<i64>,
     versions: Vec<i64>,
-    snapshots: Vec<Option<&'a str>>,
+    snapshots: Vec<Option<&'a [u8]>>,
     phases: Vec<&'a str>,
     command_keys: Vec<Option<&'a str>>,
     responses: Vec<&'a [u8]>,

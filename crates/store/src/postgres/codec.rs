@@ -1,5 +1,5 @@
 //! Conversions between the store's values and Postgres columns: versions and seqs as `bigint`,
-//! engine values as `jsonb`, phases and sides as text, `games` rows as [`GameMeta`], and the
+//! engine values as `jsonb` (or JSON bytes for the raw snapshot), phases and sides as text, `games` rows as [`GameMeta`], and the
 //! constraint violations the statements turn into answers. Nothing here talks to the database.
 
 use crate::{GameMeta, StoreError, TimeControl};
@@ -52,6 +52,31 @@ pub(super) fn encode_json_text<T: Serialize>(
     serde_json::to_string(value).map_err(|error| StoreError::Corrupt {
         game_id,
         reason: format!("{what} does not encode as JSON: {error}"),
+    })
+}
+
+/// Encodes a value as JSON bytes for a `bytea` column that Postgres stores without parsing
+/// (`games.raw_snapshot`); fails like [`encode_json`].
+pub(super) fn encode_json_bytes<T: Serialize>(
+    game_id: Uuid,
+    what: &str,
+    value: &T,
+) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(|error| StoreError::Corrupt {
+        game_id,
+        reason: format!("{what} does not encode as JSON: {error}"),
+    })
+}
+
+/// Decodes JSON bytes from a `bytea` column ([`encode_json_bytes`]).
+pub(super) fn decode_json_bytes<T: DeserializeOwned>(
+    game_id: Uuid,
+    what: &str,
+    bytes: &[u8],
+) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|error| StoreError::Corrupt {
+        game_id,
+        reason: format!("{what} does not decode: {error}"),
     })
 }
 

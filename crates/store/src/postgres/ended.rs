@@ -3,7 +3,7 @@
 
 use super::PostgresStore;
 use super::codec::{from_db, meta_of, to_db, to_limit};
-use super::games::{game_at_head, lagged_events};
+use super::games::{game_at_head, snapshot_columns};
 use crate::{EndedRecord, GameRecord, StoreError};
 use sqlx::Row;
 
@@ -14,9 +14,9 @@ pub(super) async fn ended_games(
     limit: usize,
 ) -> Result<Vec<EndedRecord>, StoreError> {
     let rows = sqlx::query(concat!(
-        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, g.version, \
-                g.head_version, g.snapshot, g.ended_seq, ",
-        lagged_events!(),
+        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, \
+                g.ended_seq, ",
+        snapshot_columns!(),
         " FROM games g WHERE g.ended_seq > $1 ORDER BY g.ended_seq LIMIT $2"
     ))
     .bind(to_db(after_cursor))

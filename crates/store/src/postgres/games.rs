@@ -4,8 +4,8 @@
 
 use super::PostgresStore;
 use super::codec::{
-    decode_json, encode_events, encode_json, encode_json_text, from_db, is_unique_violation,
-    meta_of, parse_phase, phase_text, to_db, to_limit,
+    decode_json, decode_json_bytes, encode_events, encode_json, encode_json_text, from_db,
+    is_unique_violation, meta_of, parse_phase, phase_text, to_db, to_limit,
 };
 use super::timers::upsert_timer;
 use crate::timers::Timer;
@@ -17,17 +17,24 @@ use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
-/// The select-list column `lagged`, for a query of `games g`: the events after the snapshot as
-/// one JSON array, when the snapshot lags the log (see [`game_at_head`]).
-macro_rules! lagged_events {
+/// The select-list columns [`game_at_head`] reads, for a query of `games g`: the versions, the
+/// snapshot a load starts from (the raw one when it is at least as new as the `jsonb` one,
+/// `migrations/0010_raw_snapshots.sql`; the other is left out, so it is neither sent nor
+/// decoded) and `lagged`, the events after that snapshot as one JSON array when it lags the
+/// log's head.
+macro_rules! snapshot_columns {
     () => {
-        "CASE WHEN g.head_version IS NOT NULL THEN \
+        "g.version, g.head_version, g.raw_version, \
+         CASE WHEN g.raw_version >= g.version THEN NULL ELSE g.snapshot END AS snapshot, \
+         CASE WHEN g.raw_version >= g.version THEN g.raw_snapshot END AS raw_snapshot, \
+         CASE WHEN COALESCE(g.head_version, g.version) > GREATEST(g.version, g.raw_version) THEN \
            (SELECT json_agg(e.event ORDER BY e.seq) FROM game_events e \
-            WHERE e.game_id = g.game_id AND e.seq > g.version AND e.seq <= g.head_version) \
+            WHERE e.game_id = g.game_id AND e.seq > GREATEST(g.version, g.raw_version) \
+              AND e.seq <= g.head_version) \
          END AS lagged"
     };
 }
-pub(super) use lagged_events;
+pub(super) use snapshot_columns;
 
 #[tracing::instrument(name = "store.create", level = "info", skip_all, fields(db.system = "postgresql", game_id = %meta.game_id, event_count = events.len()))]
 pub(super) async fn create_armed(
@@ -145,11 +152,10 @@ pub(super) async fn load(
     game_id: Uuid,
 ) -> Result<Option<GameRecord>, StoreError> {
     // The snapshot and, when it lags the log, the events after it, read by one statement so
-    // both come from one moment (`migrations/0009_sparse_snapshots.sql`).
+    // both come from one moment (`migrations/0009_sparse_snapshots.sql`, `0010`).
     let Some(row) = sqlx::query(concat!(
-        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, g.version, \
-                g.head_version, g.snapshot, ",
-        lagged_events!(),
+        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, ",
+        snapshot_columns!(),
         " FROM games g WHERE g.game_id = $1"
     ))
     .bind(game_id)
@@ -183,7 +189,8 @@ pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64,
             continue;
         };
         let done = sqlx::query(
-            "UPDATE games SET snapshot = $2::jsonb, version = $3, head_version = NULL \
+            "UPDATE games SET snapshot = $2::jsonb, version = $3, head_version = NULL, \
+               raw_snapshot = NULL, raw_version = NULL \
              WHERE game_id = $1 AND head_version = $3",
         )
         .bind(game_id)
@@ -196,25 +203,41 @@ pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64,
     Ok(written)
 }
 
-/// The game at the log's head from a row with `game_id`, `version`, `head_version`, `snapshot`
-/// and `lagged` (the events after the snapshot, as one JSON array, or NULL): the snapshot with
-/// the lagged events applied, and the head's version.
+/// The game at the log's head from a row with `game_id` and [`snapshot_columns`]: the snapshot
+/// (raw or `jsonb`) with the lagged events applied, and the head's version.
 pub(super) fn game_at_head(row: &PgRow) -> Result<(u64, Game), StoreError> {
     let game_id: Uuid = row.try_get("game_id")?;
+    let corrupt = |reason: String| StoreError::Corrupt { game_id, reason };
     let version = from_db(game_id, "version", row.try_get("version")?)?;
-    let mut game: Game = decode_json(game_id, "snapshot", row.try_get("snapshot")?)?;
-    let Some(head) = row.try_get::<Option<i64>, _>("head_version")? else {
-        return Ok((version, game));
+    let (base, mut game): (u64, Game) = match row.try_get::<Option<Vec<u8>>, _>("raw_snapshot")? {
+        Some(bytes) => {
+            let raw_version: Option<i64> = row.try_get("raw_version")?;
+            let raw_version =
+                raw_version.ok_or_else(|| corrupt("a raw snapshot without its version".into()))?;
+            (
+                from_db(game_id, "raw_version", raw_version)?,
+                decode_json_bytes(game_id, "raw snapshot", &bytes)?,
+            )
+        }
+        None => match row.try_get::<Option<serde_json::Value>, _>("snapshot")? {
+            Some(value) => (version, decode_json(game_id, "snapshot", value)?),
+            None => return Err(corrupt("the row holds no snapshot".into())),
+        },
     };
-    let head = from_db(game_id, "head_version", head)?;
+    let head = match row.try_get::<Option<i64>, _>("head_version")? {
+        Some(head) => from_db(game_id, "head_version", head)?,
+        None => version,
+    };
+    if head == base {
+        return Ok((head, game));
+    }
     let lagged: Vec<Event> = match row.try_get::<Option<serde_json::Value>, _>("lagged")? {
         Some(value) => decode_json(game_id, "events after the snapshot", value)?,
         None => Vec::new(),
     };
-    let corrupt = |reason: String| StoreError::Corrupt { game_id, reason };
-    if lagged.len() as u64 != head.saturating_sub(version) || head <= version {
+    if lagged.len() as u64 != head.saturating_sub(base) || head < base {
         return Err(corrupt(format!(
-            "the snapshot is at version {version} and the head at {head}, \
+            "the snapshot is at version {base} and the head at {head}, \
              but the log holds {} events between them",
             lagged.len()
         )));
@@ -222,7 +245,7 @@ pub(super) fn game_at_head(row: &PgRow) -> Result<(u64, Game), StoreError> {
     for event in &lagged {
         game.apply(event).map_err(|error| {
             corrupt(format!(
-                "the log after the snapshot (version {version}) does not replay: {error}"
+                "the log after the snapshot (version {base}) does not replay: {error}"
             ))
         })?;
     }

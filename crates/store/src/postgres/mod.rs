@@ -1,7 +1,8 @@
 //! [`PostgresStore`]: games in Postgres, shared by every replica of every service.
 //!
 //! Schema (`migrations/0001_games.sql`): `games` holds one snapshot row per game with its
-//! `version` (and `head_version`, the log's head when the snapshot lags it: `0009`); `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
+//! `version` (and `head_version`, the log's head when the snapshot lags it: `0009`; appends write
+//! the snapshot as JSON bytes, `raw_snapshot` at `raw_version`: `0010`); `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
 //! each applied command's answer by `(game_id, idempotency_key)`; `game_creations` maps creation
 //! keys to games; `presence` holds gateways' leased connection reports.
 //!
@@ -154,14 +155,12 @@ impl PostgresStore {
         }
     }
 
-    /// This store with the engine snapshot written only by appends that reach a multiple of
-    /// `interval` events (and by every append outside play, so deployments and ended games are
-    /// always at their snapshot); the appends between update the game's small columns only, and
-    /// a load replays the events the snapshot lags (`migrations/0009_sparse_snapshots.sql`).
-    /// Why: rewriting the ~4 KB snapshot is most of the database's work per move. 1 (the
-    /// default) writes it on every append, which every earlier release expects; raise it only
-    /// once every replica on the database runs a release that reads `games.head_version`.
-    /// Clamped to `1..=`[`MAX_SNAPSHOT_INTERVAL`].
+    /// This store with the raw engine snapshot (`migrations/0010_raw_snapshots.sql`) written
+    /// only by appends that reach a multiple of `interval` events (and by every append outside
+    /// play, so deployments and ended games are always at a snapshot); the appends between
+    /// update the game's small columns only, and a load replays the events the snapshot lags.
+    /// Why: even as bytes, the ~3.4 KB snapshot is the largest value an append writes. 1 (the
+    /// default) writes it on every append. Clamped to `1..=`[`MAX_SNAPSHOT_INTERVAL`].
     pub fn with_snapshot_interval(mut self, interval: u64) -> PostgresStore {
         self.snapshot_interval = interval.clamp(1, MAX_SNAPSHOT_INTERVAL);
         self
@@ -169,8 +168,8 @@ impl PostgresStore {
 
     /// Brings every game whose snapshot lags its log back to a snapshot at its head; returns how
     /// many it wrote. Why: before rolling back to a release that does not read `head_version`
-    /// (run it once the replicas write with `--snapshot-interval 1`; a game that a replica with
-    /// a raised interval moves meanwhile lags again).
+    /// (run it once no replica of this release runs: each of its appends leaves the `jsonb`
+    /// snapshot behind again).
     pub async fn snapshot_lagging_games(&self) -> Result<u64, StoreError> {
         games::snapshot_lagging_games(self).await
     }
