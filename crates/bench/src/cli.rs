@@ -509,6 +509,8 @@ pub fn play_table(report: &PlayReport) -> String {
         "submit -> opponent sees it",
         &p.submit_to_opponent_sees,
     );
+    latency_row(&mut out, "create game -> answer", &p.create_to_answer);
+    latency_row(&mut out, "confirm -> answer", &p.confirm_to_answer);
     let timer = &p.timer;
     let _ = writeln!(
         out,

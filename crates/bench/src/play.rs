@@ -13,6 +13,9 @@
 //! - **submit to acknowledge**: from sending `Play` to its answer, at the mover.
 //! - **submit to opponent sees it**: from sending `Play` to the opponent's stream delivering that
 //!   `Moved` event (both sides are in this process, so one clock measures both).
+//! - **create and confirm**: from sending `CreateGame` (internal) and a seat's `Confirm` to their
+//!   answers, so the opening burst of a run (every slot creating and confirming at once) has
+//!   figures of its own.
 //! - **errors by gRPC code**: every failed call; `STREAM_SILENT` / `STREAM_ENDED` name a stream
 //!   that went quiet for a minute or ended before the game did.
 //! - **timer lateness** (short time controls, `--stall-percent`): when a seat lets its clock
@@ -148,6 +151,10 @@ pub struct PlayFigures {
     pub submit_to_ack_by_second: Vec<SecondLatency>,
     /// From sending `Play` to the opponent's stream delivering the move.
     pub submit_to_opponent_sees: Latency,
+    /// From sending `CreateGame` to its answer (successful calls only).
+    pub create_to_answer: Latency,
+    /// From sending a seat's `Confirm` to its answer (successful calls only).
+    pub confirm_to_answer: Latency,
     /// Timer lateness.
     pub timer: TimerFigures,
     /// Failed calls by gRPC code.
@@ -193,6 +200,8 @@ struct Recorder {
     /// `ack` by the second of the run the move was sent in.
     ack_by_second: Vec<Histogram<u64>>,
     seen: Histogram<u64>,
+    created: Histogram<u64>,
+    confirmed: Histogram<u64>,
     lateness: Histogram<u64>,
     timeouts_seen: u64,
     timer_early: u64,
@@ -343,6 +352,8 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             ack: latency_histogram(),
             ack_by_second: Vec::new(),
             seen: latency_histogram(),
+            created: latency_histogram(),
+            confirmed: latency_histogram(),
             lateness: latency_histogram(),
             timeouts_seen: 0,
             timer_early: 0,
@@ -417,6 +428,8 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             })
             .collect(),
         submit_to_opponent_sees: Latency::of(&recorder.seen),
+        create_to_answer: Latency::of(&recorder.created),
+        confirm_to_answer: Latency::of(&recorder.confirmed),
         timer: TimerFigures {
             move_seconds: run.config.time_control.as_ref().map(|tc| tc.move_seconds),
             timeouts_seen: recorder.timeouts_seen,
@@ -455,8 +468,15 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
             idempotency_key: format!("bench-{}-{slot}-{number}", run.run_id),
         });
         request.set_timeout(Duration::from_secs(30));
+        let sent = Instant::now();
         let created = match session.create_game(request).await {
-            Ok(created) => created.into_inner(),
+            Ok(created) => {
+                let latency = micros(sent.elapsed());
+                run.record(|r| {
+                    let _ = r.created.record(latency);
+                });
+                created.into_inner()
+            }
             Err(status) => {
                 run.status(&status);
                 // Do not spin on a server that refuses everything.
@@ -600,6 +620,7 @@ impl Seat {
         let _open = StreamGuard::new(&run.open_streams);
         // Confirm the deployment the server drew for this seat.
         let context = self.context(None);
+        let sent = Instant::now();
         match self
             .client
             .confirm(unary(&self.token, pb::ConfirmRequest { context }))
@@ -607,6 +628,10 @@ impl Seat {
         {
             Ok(answer) => {
                 let at = Instant::now();
+                let latency = micros(at - sent);
+                run.record(|r| {
+                    let _ = r.confirmed.record(latency);
+                });
                 if let Some(result) = answer.into_inner().result {
                     for event in &result.events {
                         if matches!(event.event, Some(Event::PlayStarted(_))) {

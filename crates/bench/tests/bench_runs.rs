@@ -66,6 +66,11 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
         play.submit_to_opponent_sees.count > 0,
         "no opponent saw a move: {play:?}"
     );
+    assert!(
+        play.create_to_answer.count >= play.games_started
+            && play.confirm_to_answer.count >= play.games_started,
+        "every started game was created and confirmed: {play:?}"
+    );
     assert!(play.memory.bytes_per_stream.is_some(), "{:?}", play.memory);
     assert!(play.memory.streams_at_peak > 0);
     assert_eq!(play.timer.timeouts_seen, 0, "no clock was asked for");
@@ -89,6 +94,8 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
         "/play/moves_per_second",
         "/play/submit_to_ack/p99_ms",
         "/play/submit_to_opponent_sees/p999_ms",
+        "/play/create_to_answer/p99_ms",
+        "/play/confirm_to_answer/p99_ms",
         "/play/timer/lateness/p50_ms",
         "/play/errors",
         "/play/memory/bytes_per_stream",
