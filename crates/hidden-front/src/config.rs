@@ -47,7 +47,8 @@ pub struct ServeArgs {
     /// snapshots an append writes only the row's small columns, and a load replays the events
     /// the snapshot lags (at most N - 1). 1 writes the snapshot on every append
     /// (docs/session.md, Snapshots).
-    #[arg(long, env = "HF_SNAPSHOT_INTERVAL", default_value_t = 1,
+    #[arg(long, env = "HF_SNAPSHOT_INTERVAL",
+          default_value_t = hidden_front_store::postgres::DEFAULT_SNAPSHOT_INTERVAL,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub snapshot_interval: u64,
     /// Apply pending migrations at start (otherwise run `hidden-front migrate` first).

@@ -779,7 +779,8 @@ async fn load_as_the_previous_release(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
     let db = TestDb::create().await;
-    let store = db.store(4).await;
+    // A raw snapshot at every append, so the one checked below is at the head.
+    let store = db.store(4).await.with_snapshot_interval(1);
     let (meta, game) = create_game(&store, 31, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&store, id).await.version;

@@ -175,8 +175,8 @@ pub(super) async fn load(
 
 /// Writes the snapshot of every game whose row lags its log at its head (`version` = the head,
 /// `head_version` NULL); returns how many rows it wrote. For a rollback to a release that does
-/// not know `head_version` (`hidden-front migrate --snapshots-at-head`, after lowering
-/// `--snapshot-interval` to 1): such a release then finds every game at its snapshot. Each row
+/// not know `head_version` (`hidden-front migrate --snapshots-at-head`, once no replica of this
+/// release runs): such a release then finds every game at its snapshot. Each row
 /// is written only if its head has not moved since it was read, so a racing append wins.
 pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64, StoreError> {
     let lagging: Vec<Uuid> =

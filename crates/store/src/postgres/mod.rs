@@ -84,6 +84,11 @@ pub struct PostgresStore {
 /// a load replays at most this many, so loads stay cheap.
 pub const MAX_SNAPSHOT_INTERVAL: u64 = 1024;
 
+/// Events between snapshots unless configured otherwise. Why 16: writing the ~3.4 KB snapshot
+/// on every append cost the 100-game Postgres bench about 5 % of its moves a second
+/// (docs/benchmarks.md, round 11), while a load that replays 15 events costs microseconds.
+pub const DEFAULT_SNAPSHOT_INTERVAL: u64 = 16;
+
 #[derive(Debug)]
 struct Inner {
     pool: PgPool,
@@ -151,7 +156,7 @@ impl PostgresStore {
                 fact_position: Arc::new(watch_channel::channel(0).0),
                 recent: Arc::new(recent::RecentEvents::default()),
             }),
-            snapshot_interval: 1,
+            snapshot_interval: DEFAULT_SNAPSHOT_INTERVAL,
         }
     }
 
@@ -159,8 +164,9 @@ impl PostgresStore {
     /// only by appends that reach a multiple of `interval` events (and by every append outside
     /// play, so deployments and ended games are always at a snapshot); the appends between
     /// update the game's small columns only, and a load replays the events the snapshot lags.
-    /// Why: even as bytes, the ~3.4 KB snapshot is the largest value an append writes. 1 (the
-    /// default) writes it on every append. Clamped to `1..=`[`MAX_SNAPSHOT_INTERVAL`].
+    /// Why: even as bytes, the ~3.4 KB snapshot is the largest value an append writes. 1 writes
+    /// it on every append; the default is [`DEFAULT_SNAPSHOT_INTERVAL`]. Clamped to
+    /// `1..=`[`MAX_SNAPSHOT_INTERVAL`].
     pub fn with_snapshot_interval(mut self, interval: u64) -> PostgresStore {
         self.snapshot_interval = interval.clamp(1, MAX_SNAPSHOT_INTERVAL);
         self
