@@ -11,7 +11,7 @@ use hidden_front_api_error::text::TextKind;
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Game, Rules, Side};
-use hidden_front_store::{GameMeta, lifecycle};
+use hidden_front_store::{GameMeta, GameRecord, lifecycle};
 use hidden_front_wire as wire;
 use tonic::Status;
 use uuid::Uuid;
@@ -83,10 +83,21 @@ impl SessionService {
             )
             .await
             .map_err(|e| store_error_status(&e))?;
-        if !created.replayed {
+        let record = if created.replayed {
+            // Another creation with this key made the game: read what it wrote.
+            self.load(created.game_id, true).await?
+        } else {
             count_phase_change(None, game.phase());
-        }
-        let record = self.load(created.game_id, created.replayed).await?;
+            // The game as just written: cached, so its first commands (both seats' confirmations)
+            // and this answer need no store read.
+            let record = GameRecord {
+                meta,
+                version: events.len() as u64,
+                game,
+            };
+            self.cache.insert(record.clone());
+            record
+        };
         tracing::info!(game_id = %created.game_id, rules = %record.meta.rules, replayed = created.replayed, "game created");
         Ok(pb::CreateGameResponse {
             game_id: created.game_id.to_string(),
