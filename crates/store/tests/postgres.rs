@@ -913,3 +913,83 @@ async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
     store.close().await;
     db.drop_database().await;
 }
+
+/// Creations of many games written together: one whose game id is taken gets `AlreadyExists`
+/// and writes nothing, racers with one key make one game, and every other creation commits with
+/// its events and its timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_creation_among_many_fails_alone() {
+    use hidden_front_store::{Timer, TimerKind};
+    let db = TestDb::create().await;
+    let store = db.store(8).await;
+    let (taken, ..) = create_game(&store, 1, &player("south"), &player("north")).await;
+    let deadline =
+        hidden_front_store::timers::deadline_after(SystemTime::now(), Duration::from_secs(90));
+    let mut creations = tokio::task::JoinSet::new();
+    for seed in 0..40u64 {
+        let store = store.clone();
+        let (mut meta, game, events) =
+            hidden_front_store_conformance::new_game(100 + seed, &player("s"), &player("n"));
+        // Seeds 0 and 1 race with one key; seed 2 reuses a taken game id.
+        let key = match seed {
+            0 | 1 => "shared".to_owned(),
+            _ => format!("key-{seed}"),
+        };
+        if seed == 2 {
+            meta.game_id = taken.game_id;
+        }
+        let timer = Timer {
+            game_id: meta.game_id,
+            kind: TimerKind::Deployment,
+            side: Side::South,
+            armed_version: events.len() as u64,
+            fire_at: deadline,
+        };
+        creations.spawn(async move {
+            let created = store
+                .create_armed(&key, &meta, &events, &game, &[timer], &[])
+                .await;
+            (seed, meta.game_id, events.len() as u64, created)
+        });
+    }
+    let mut shared_winner = None;
+    for (seed, game_id, version, created) in creations.join_all().await {
+        match (seed, created) {
+            (2, Err(StoreError::AlreadyExists(id))) => assert_eq!(id, taken.game_id),
+            (2, other) => panic!("a taken game id must be refused: {other:?}"),
+            (0 | 1, Ok(created)) if !created.replayed => {
+                assert!(shared_winner.replace(game_id).is_none(), "one racer wins");
+                assert_eq!(must_load(&store, game_id).await.version, version);
+            }
+            (0 | 1, Ok(_)) => {}
+            (_, Ok(created)) => {
+                assert_eq!((created.game_id, created.replayed), (game_id, false));
+                assert_eq!(must_load(&store, game_id).await.version, version);
+                assert_log_is_whole(&store, game_id).await;
+                let timers: i64 =
+                    sqlx::query_scalar("SELECT count(*) FROM game_timers WHERE game_id = $1")
+                        .bind(game_id)
+                        .fetch_one(store.pool())
+                        .await
+                        .expect("the timers");
+                assert_eq!(timers, 1, "the creation's timer is armed");
+            }
+            (_, Err(error)) => panic!("creation {seed} beside the failing one failed: {error}"),
+        }
+    }
+    assert!(
+        shared_winner.is_some(),
+        "one of the racers created the game"
+    );
+    assert!(
+        store.load(taken.game_id).await.expect("load").is_some(),
+        "the taken game is untouched"
+    );
+    let games: i64 = sqlx::query_scalar("SELECT count(*) FROM games")
+        .fetch_one(store.pool())
+        .await
+        .expect("the games");
+    assert_eq!(games, 1 + 38, "the first game and 38 new ones, no more");
+    store.close().await;
+    db.drop_database().await;
+}

@@ -1,5 +1,6 @@
 //! Group commit: the appends of many games written by one statement, which is its own
-//! transaction (one round trip, one WAL flush, one `NOTIFY` lock for the whole batch).
+//! transaction (one round trip, one WAL flush, one `NOTIFY` lock for the whole batch); and
+//! likewise the creations of many games (`games.rs`, [`Creation`]).
 //!
 //! Why: a transaction that calls `pg_notify` holds a database-wide lock from just before its
 //! commit until the commit is durable, so appends that each notify commit one after the other, one
@@ -18,17 +19,23 @@
 //! A statement error (a known command key, a forked log, a deadlock between racing replicas)
 //! writes nothing of the batch; then each append of it is written again alone, so each caller gets
 //! exactly the error its own append causes.
+//!
+//! Creations queue in the same queue: each creation records a lifecycle fact, which locks the
+//! outbox's counter until its commit is durable, so creations written one by one committed one
+//! after the other (1,000 at once took a second; docs/benchmarks.md, round 11). A batch holds
+//! appends and creations; each kind is written by its own statement ([`Statement`]).
 
 use super::CHANNEL;
-use super::codec::side_text;
+use super::games::Creation;
 use super::outbox::FactColumns;
-use super::timers::rearm_slot;
+use super::timers::{TimerColumns, rearm_slot};
 use crate::timers::Timer;
 use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -72,14 +79,61 @@ pub(super) struct Encoded {
     pub(super) retag: Option<i64>,
 }
 
-/// What the statement did with one append: `Some(commit time)` if its guard passed and
-/// everything of it is committed (the time is the transaction's `now()`, which is also its
-/// events' `created_at`), `None` if the game was not at the expected version (nothing of it was
-/// written).
+/// What the statement did with one append (or creation): `Some(commit time)` if its guard
+/// passed and everything of it is committed (the time is the transaction's `now()`, which is also
+/// its events' `created_at`), `None` if the game was not at the expected version, or the
+/// creation's key was taken (nothing of it was written).
 pub(super) type Written = Result<Option<SystemTime>, sqlx::Error>;
 
+/// One kind of work a batch writes with one statement of its own.
+pub(super) trait Statement: Sized + Send + Sync + 'static {
+    /// Its name in the batch's debug line.
+    const KIND: &'static str;
+    /// Whether its batches are the ones `hf_store_batch_*` on /metrics describe.
+    const METERED: bool;
+    /// The game it writes: one statement writes each game at most once.
+    fn game_id(&self) -> Uuid;
+    /// Writes all of `items` in one statement, which is its own transaction; returns the games
+    /// written, with the commit's `now()`.
+    fn write_all<'a>(
+        pool: &'a PgPool,
+        items: &'a [&'a Self],
+    ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a;
+}
+
+impl Statement for Encoded {
+    const KIND: &'static str = "append";
+    const METERED: bool = true;
+
+    fn game_id(&self) -> Uuid {
+        self.game_id
+    }
+
+    fn write_all<'a>(
+        pool: &'a PgPool,
+        items: &'a [&'a Self],
+    ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a {
+        write_batch(pool, items)
+    }
+}
+
+/// What waits in the queue.
+enum Work {
+    Append(Encoded),
+    Create(Creation),
+}
+
+impl Work {
+    fn game_id(&self) -> Uuid {
+        match self {
+            Work::Append(append) => append.game_id,
+            Work::Create(creation) => creation.game_id(),
+        }
+    }
+}
+
 struct Pending {
-    append: Encoded,
+    work: Work,
     reply: oneshot::Sender<Written>,
 }
 
@@ -115,6 +169,16 @@ impl GroupCommit {
 
     /// Writes `append` in the next batch and answers for it alone.
     pub(super) async fn write(&self, append: Encoded) -> Written {
+        self.submit(Work::Append(append)).await
+    }
+
+    /// Writes `creation` in the next batch and answers for it alone (`None`: its creation key
+    /// was taken, nothing of it was written).
+    pub(super) async fn create(&self, creation: Creation) -> Written {
+        self.submit(Work::Create(creation)).await
+    }
+
+    async fn submit(&self, work: Work) -> Written {
         let pool = &self.pool;
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
@@ -122,14 +186,17 @@ impl GroupCommit {
             sender
         });
         let (reply, answer) = oneshot::channel();
-        match queue.send(Pending { append, reply }) {
+        match queue.send(Pending { work, reply }) {
             Ok(()) => match answer.await {
                 Ok(written) => written,
                 // The task went away with our append (its runtime is shutting down).
                 Err(_) => Err(sqlx::Error::PoolClosed),
             },
             // The task is gone (the runtime that ran it ended): write alone, here.
-            Err(mpsc::error::SendError(pending)) => write_alone(pool, &pending.append).await,
+            Err(mpsc::error::SendError(pending)) => match &pending.work {
+                Work::Append(append) => write_alone(pool, append).await,
+                Work::Create(creation) => write_alone(pool, creation).await,
+            },
         }
     }
 }
@@ -137,8 +204,8 @@ impl GroupCommit {
 /// The batching loop: wait for a free flusher, then take what queued meanwhile.
 async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
     let flushers = Arc::new(Semaphore::new(FLUSHERS));
-    // Appends for a game already in the batch being formed wait for the next one: one statement
-    // must not update a game row twice.
+    // Work for a game already in the batch being formed waits for the next one: one statement
+    // must not update a game row twice. So does a creation whose key is taken in the batch.
     let mut held: VecDeque<Pending> = VecDeque::new();
     loop {
         let Ok(permit) = Arc::clone(&flushers).acquire_owned().await else {
@@ -151,11 +218,20 @@ async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
                 None => return,
             },
         };
-        let mut games = HashSet::from([first.append.game_id]);
+        let mut games = HashSet::new();
+        let mut keys = HashSet::new();
+        let mut fits = move |work: &Work| {
+            let key_free = match work {
+                Work::Create(creation) => keys.insert(creation.key().to_owned()),
+                Work::Append(_) => true,
+            };
+            key_free && games.insert(work.game_id())
+        };
+        fits(&first.work);
         let mut batch = vec![first];
         let mut later = VecDeque::new();
         let mut take = |pending: Pending, batch: &mut Vec<Pending>| {
-            if batch.len() < MAX_BATCH && games.insert(pending.append.game_id) {
+            if batch.len() < MAX_BATCH && fits(&pending.work) {
                 batch.push(pending);
             } else {
                 later.push_back(pending);
@@ -179,15 +255,37 @@ async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
     }
 }
 
-/// Writes one batch and answers each caller.
+/// Writes one batch, each kind with its statement, and answers each caller.
 async fn flush(pool: &PgPool, batch: Vec<Pending>) {
-    let appends: Vec<&Encoded> = batch.iter().map(|p| &p.append).collect();
+    let mut appends = Vec::new();
+    let mut creations = Vec::new();
+    for Pending { work, reply } in batch {
+        match work {
+            Work::Append(append) => appends.push((append, reply)),
+            Work::Create(creation) => creations.push((creation, reply)),
+        }
+    }
+    if !creations.is_empty() {
+        flush_kind(pool, creations).await;
+    }
+    if !appends.is_empty() {
+        flush_kind(pool, appends).await;
+    }
+}
+
+/// Writes one kind's part of a batch and answers each of its callers.
+async fn flush_kind<T: Statement>(pool: &PgPool, batch: Vec<(T, oneshot::Sender<Written>)>) {
+    let items: Vec<&T> = batch.iter().map(|(item, _)| item).collect();
     let started = std::time::Instant::now();
-    let written = write_batch(pool, &appends).await;
+    let written = T::write_all(pool, &items).await;
     let took = started.elapsed();
-    metrics::histogram!(names::STORE_BATCH_APPENDS).record(batch.len() as f64);
-    metrics::histogram!(names::STORE_BATCH_DURATION_SECONDS).record(took.as_secs_f64());
+    // The two figures on /metrics describe the appends' statements (docs/session.md).
+    if T::METERED {
+        metrics::histogram!(names::STORE_BATCH_APPENDS).record(batch.len() as f64);
+        metrics::histogram!(names::STORE_BATCH_DURATION_SECONDS).record(took.as_secs_f64());
+    }
     tracing::debug!(
+        kind = T::KIND,
         size = batch.len(),
         ok = written.is_ok(),
         micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
@@ -195,31 +293,29 @@ async fn flush(pool: &PgPool, batch: Vec<Pending>) {
     );
     match written {
         Ok(passed) => {
-            for pending in batch {
-                let written = passed.get(&pending.append.game_id).copied();
-                let _ = pending.reply.send(Ok(written));
+            for (item, reply) in batch {
+                let _ = reply.send(Ok(passed.get(&item.game_id()).copied()));
             }
         }
         Err(error) if batch.len() == 1 => {
-            if let Some(pending) = batch.into_iter().next() {
-                let _ = pending.reply.send(Err(error));
+            if let Some((_, reply)) = batch.into_iter().next() {
+                let _ = reply.send(Err(error));
             }
         }
-        // Nothing of the batch was written; find whose append failed by writing each alone.
+        // Nothing of the batch was written; find whose item failed by writing each alone.
         Err(_) => {
-            for pending in batch {
-                let written = write_alone(pool, &pending.append).await;
-                let _ = pending.reply.send(written);
+            for (item, reply) in batch {
+                let _ = reply.send(write_alone(pool, &item).await);
             }
         }
     }
 }
 
-/// One append as a batch of its own.
-async fn write_alone(pool: &PgPool, append: &Encoded) -> Written {
-    Ok(write_batch(pool, &[append])
+/// One item as a batch of its own.
+async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
+    Ok(T::write_all(pool, &[item])
         .await?
-        .get(&append.game_id)
+        .get(&item.game_id())
         .copied())
 }
 
@@ -252,12 +348,7 @@ async fn write_batch(
         event_values,
         event_traces,
         cleared,
-        arm_games,
-        arm_slots,
-        arm_kinds,
-        arm_sides,
-        arm_versions,
-        arm_fire_ats,
+        arms,
         retag_games,
         retag_versions,
         facts,
@@ -340,12 +431,12 @@ async fn write_batch(
     .bind(event_values)
     .bind(event_traces)
     .bind(cleared)
-    .bind(arm_games)
-    .bind(arm_slots)
-    .bind(arm_kinds)
-    .bind(arm_sides)
-    .bind(arm_versions)
-    .bind(arm_fire_ats)
+    .bind(arms.games)
+    .bind(arms.slots)
+    .bind(arms.kinds)
+    .bind(arms.sides)
+    .bind(arms.versions)
+    .bind(arms.fire_ats)
     .bind(retag_games)
     .bind(retag_versions)
     .bind(CHANNEL)
@@ -380,12 +471,7 @@ struct Columns<'a> {
     event_values: Vec<&'a str>,
     event_traces: Vec<Option<&'a str>>,
     cleared: Vec<Uuid>,
-    arm_games: Vec<Uuid>,
-    arm_slots: Vec<&'static str>,
-    arm_kinds: Vec<&'static str>,
-    arm_sides: Vec<&'static str>,
-    arm_versions: Vec<i64>,
-    arm_fire_ats: Vec<OffsetDateTime>,
+    arms: TimerColumns,
     retag_games: Vec<Uuid>,
     retag_versions: Vec<i64>,
     /// Every append's facts, in batch order (those of a game whose guard fails are skipped).
@@ -424,13 +510,7 @@ impl<'a> Columns<'a> {
             self.cleared.push(game_id);
         }
         for timer in &append.arms {
-            self.arm_games.push(game_id);
-            self.arm_slots.push(timer.slot().name());
-            self.arm_kinds.push(timer.kind.name());
-            self.arm_sides.push(side_text(timer.side));
-            self.arm_versions
-                .push(i64::try_from(timer.armed_version).unwrap_or(i64::MAX));
-            self.arm_fire_ats.push(OffsetDateTime::from(timer.fire_at));
+            self.arms.push(timer);
         }
         if let Some(version) = append.retag {
             self.retag_games.push(game_id);

@@ -3,7 +3,7 @@
 //! constraint violations the statements turn into answers. Nothing here talks to the database.
 
 use crate::{GameMeta, StoreError, TimeControl};
-use hidden_front_rules::{Event, Phase, Side};
+use hidden_front_rules::{Phase, Side};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -106,21 +106,6 @@ pub(super) fn phase_text(game_id: Uuid, phase: Phase) -> Result<String, StoreErr
 /// Reads the `phase` column.
 pub(super) fn parse_phase(game_id: Uuid, text: String) -> Result<Phase, StoreError> {
     decode_json(game_id, "phase", serde_json::Value::String(text))
-}
-
-/// The events as `jsonb` values, with their seqs from `first_seq`.
-pub(super) fn encode_events(
-    game_id: Uuid,
-    first_seq: u64,
-    events: &[Event],
-) -> Result<(Vec<i64>, Vec<serde_json::Value>), StoreError> {
-    let mut seqs = Vec::with_capacity(events.len());
-    let mut values = Vec::with_capacity(events.len());
-    for (offset, event) in (0u64..).zip(events) {
-        seqs.push(to_db(first_seq.saturating_add(offset)));
-        values.push(encode_json(game_id, "event", event)?);
-    }
-    Ok((seqs, values))
 }
 
 /// Whether a database error is a unique (or primary key) violation.

@@ -4,17 +4,21 @@
 
 use super::PostgresStore;
 use super::codec::{
-    decode_json, decode_json_bytes, encode_events, encode_json, encode_json_text, from_db,
-    is_unique_violation, meta_of, parse_phase, phase_text, to_db, to_limit,
+    decode_json, decode_json_bytes, encode_json_text, from_db, is_unique_violation, meta_of,
+    parse_phase, phase_text, to_db, to_limit,
 };
-use super::timers::upsert_timer;
+use super::outbox::FactColumns;
+use super::timers::{TimerColumns, rearm_slot};
 use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
 use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::SystemTime;
 use uuid::Uuid;
 
 /// The select-list columns [`game_at_head`] reads, for a query of `games g`: the versions, the
@@ -47,103 +51,215 @@ pub(super) async fn create_armed(
     facts: &[NewFact],
 ) -> Result<Created, StoreError> {
     let game_id = meta.game_id;
-    let time_control = encode_json(game_id, "time control", &meta.time_control)?;
-    let snapshot = encode_json(game_id, "engine state", game)?;
-    let phase = phase_text(game_id, game.phase())?;
-    let (seqs, values) = encode_events(game_id, 1, events)?;
-
-    let mut tx = store.inner.pool.begin().await?;
-    // Claim the key first: a racing creator with the same key waits here for our outcome.
-    let claimed: Option<Uuid> = sqlx::query_scalar(
-        "INSERT INTO game_creations (creation_key, game_id) VALUES ($1, $2) \
-         ON CONFLICT (creation_key) DO NOTHING RETURNING game_id",
-    )
-    .bind(creation_key)
-    .bind(game_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if claimed.is_none() {
-        // A new statement sees the committed claim that made ours a no-op.
-        let existing: Option<Uuid> =
-            sqlx::query_scalar("SELECT game_id FROM game_creations WHERE creation_key = $1")
-                .bind(creation_key)
-                .fetch_optional(&mut *tx)
-                .await?;
-        tx.rollback().await?;
-        return match existing {
-            Some(existing) => Ok(Created {
-                game_id: existing,
-                replayed: true,
-            }),
-            None => Err(StoreError::Corrupt {
-                game_id,
-                reason: format!("creation key {creation_key:?} conflicts but is not stored"),
-            }),
-        };
-    }
-    let inserted = sqlx::query(
-        "INSERT INTO games (game_id, rules, time_control, south_player, north_player, \
-                            version, phase, snapshot) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(game_id)
-    .bind(&meta.rules)
-    .bind(time_control)
-    .bind(&meta.south_player)
-    .bind(&meta.north_player)
-    .bind(to_db(events.len() as u64))
-    .bind(phase)
-    .bind(snapshot)
-    .execute(&mut *tx)
-    .await;
-    match inserted {
-        Ok(_) => {}
-        Err(error) if is_unique_violation(&error) => {
-            tx.rollback().await?;
-            return Err(StoreError::AlreadyExists(game_id));
-        }
-        Err(error) => return Err(error.into()),
-    }
-    let committed_at = insert_events(&mut tx, game_id, seqs, values).await?;
+    let mut armed: Vec<Timer> = Vec::with_capacity(timers.len());
+    // One timer per slot (the last one given wins, as when they were written one by one).
     for timer in timers {
-        upsert_timer(&mut tx, timer).await?;
+        armed.retain(|other| other.slot() != timer.slot());
+        armed.push(*timer);
     }
-    super::outbox::record(&mut tx, facts).await?;
-    tx.commit().await?;
-    if let Some(at) = committed_at {
-        // The first watcher's pump reads these (`recent.rs`), not the log.
-        let stored = super::appends::stored_events(1, events, None, at.into());
-        store.inner.recent.remember(game_id, stored);
-    }
-    Ok(Created {
+    let creation = Creation {
+        key: creation_key.to_owned(),
         game_id,
-        replayed: false,
-    })
+        rules: meta.rules.clone(),
+        time_control: encode_json_text(game_id, "time control", &meta.time_control)?,
+        south: meta.south_player.clone(),
+        north: meta.north_player.clone(),
+        version: to_db(events.len() as u64),
+        phase: phase_text(game_id, game.phase())?.to_owned(),
+        snapshot: encode_json_text(game_id, "engine state", game)?,
+        events: events
+            .iter()
+            .map(|event| encode_json_text(game_id, "event", event))
+            .collect::<Result<_, _>>()?,
+        timers: armed,
+        facts: facts.to_vec(),
+    };
+    match store.inner.group_commit.create(creation).await {
+        Ok(Some(committed_at)) => {
+            if !events.is_empty() {
+                // The first watcher's pump reads these (`recent.rs`), not the log.
+                let stored = super::appends::stored_events(1, events, None, committed_at);
+                store.inner.recent.remember(game_id, stored);
+            }
+            Ok(Created {
+                game_id,
+                replayed: false,
+            })
+        }
+        // The key was taken: a retry of a creation (or a racing creator with the same key).
+        Ok(None) => {
+            let existing: Option<Uuid> =
+                sqlx::query_scalar("SELECT game_id FROM game_creations WHERE creation_key = $1")
+                    .bind(creation_key)
+                    .fetch_optional(&store.inner.pool)
+                    .await?;
+            match existing {
+                Some(existing) => Ok(Created {
+                    game_id: existing,
+                    replayed: true,
+                }),
+                None => Err(StoreError::Corrupt {
+                    game_id,
+                    reason: format!("creation key {creation_key:?} conflicts but is not stored"),
+                }),
+            }
+        }
+        Err(error) if is_unique_violation(&error) => Err(StoreError::AlreadyExists(game_id)),
+        Err(error) => Err(error.into()),
+    }
 }
 
-/// Inserts a new game's events in one statement; returns their `created_at` (the
-/// transaction's `now()`), or `None` for no events.
-async fn insert_events(
-    conn: &mut PgConnection,
+/// A game's creation, encoded for the columns of the creations' batch statement
+/// ([`super::batch`]) and owned, so it can wait in the queue.
+#[derive(Debug)]
+pub(super) struct Creation {
+    key: String,
     game_id: Uuid,
-    seqs: Vec<i64>,
-    values: Vec<serde_json::Value>,
-) -> Result<Option<OffsetDateTime>, sqlx::Error> {
-    if seqs.is_empty() {
-        return Ok(None);
+    rules: String,
+    time_control: String,
+    south: String,
+    north: String,
+    version: i64,
+    phase: String,
+    snapshot: String,
+    events: Vec<String>,
+    /// At most one per slot.
+    timers: Vec<Timer>,
+    facts: Vec<NewFact>,
+}
+
+impl Creation {
+    /// Its creation key: a batch holds at most one creation per key.
+    pub(super) fn key(&self) -> &str {
+        &self.key
     }
-    sqlx::query_scalar(
-        "WITH logged AS ( \
+}
+
+impl super::batch::Statement for Creation {
+    const KIND: &'static str = "create";
+    const METERED: bool = false;
+
+    fn game_id(&self) -> Uuid {
+        self.game_id
+    }
+
+    fn write_all<'a>(
+        pool: &'a PgPool,
+        items: &'a [&'a Self],
+    ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a {
+        write_creations(pool, items)
+    }
+}
+
+/// The creations' statement: for every creation whose key it claims (`ON CONFLICT DO NOTHING`:
+/// a key already taken, by an earlier creation or a racing one, writes nothing of it), the game
+/// row with its `jsonb` snapshot, its first events, its timers and its lifecycle facts. Returns
+/// the games it created, with the commit's `now()`. A game id already taken fails the whole
+/// statement on the primary key (the batch then writes each creation alone).
+async fn write_creations(
+    pool: &PgPool,
+    creations: &[&Creation],
+) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
+    let mut keys = Vec::new();
+    let mut game_ids = Vec::new();
+    let mut rules = Vec::new();
+    let mut time_controls = Vec::new();
+    let mut souths = Vec::new();
+    let mut norths = Vec::new();
+    let mut versions = Vec::new();
+    let mut phases = Vec::new();
+    let mut snapshots = Vec::new();
+    let mut event_games = Vec::new();
+    let mut event_seqs = Vec::new();
+    let mut event_values = Vec::new();
+    let mut timers = TimerColumns::default();
+    let mut facts = FactColumns::default();
+    for creation in creations {
+        keys.push(creation.key.as_str());
+        game_ids.push(creation.game_id);
+        rules.push(creation.rules.as_str());
+        time_controls.push(creation.time_control.as_str());
+        souths.push(creation.south.as_str());
+        norths.push(creation.north.as_str());
+        versions.push(creation.version);
+        phases.push(creation.phase.as_str());
+        snapshots.push(creation.snapshot.as_str());
+        for (seq, event) in (1i64..).zip(&creation.events) {
+            event_games.push(creation.game_id);
+            event_seqs.push(seq);
+            event_values.push(event.as_str());
+        }
+        for timer in &creation.timers {
+            timers.push(timer);
+        }
+        facts.push(&creation.facts);
+    }
+    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(concat!(
+        "WITH input AS ( \
+           SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
+                                $6::text[], $7::bigint[], $8::text[], $9::text[]) \
+             AS i (creation_key, game_id, rules, time_control, south_player, north_player, \
+                   version, phase, snapshot)), \
+         claimed AS ( \
+           INSERT INTO game_creations (creation_key, game_id) \
+           SELECT creation_key, game_id FROM input \
+           ON CONFLICT (creation_key) DO NOTHING RETURNING game_id), \
+         created AS ( \
+           INSERT INTO games (game_id, rules, time_control, south_player, north_player, \
+                              version, phase, snapshot) \
+           SELECT i.game_id, i.rules, i.time_control::jsonb, i.south_player, i.north_player, \
+                  i.version, i.phase, i.snapshot::jsonb \
+           FROM input i WHERE i.game_id IN (SELECT game_id FROM claimed) \
+           RETURNING game_id), \
+         logged AS ( \
            INSERT INTO game_events (game_id, seq, event) \
-           SELECT $1, seq, event FROM UNNEST($2::bigint[], $3::jsonb[]) AS e (seq, event)) \
-         SELECT now()",
-    )
-    .bind(game_id)
-    .bind(seqs)
-    .bind(values)
-    .fetch_one(conn)
-    .await
-    .map(Some)
+           SELECT e.game_id, e.seq, e.event::jsonb \
+           FROM UNNEST($10::uuid[], $11::bigint[], $12::text[]) AS e (game_id, seq, event) \
+           WHERE e.game_id IN (SELECT game_id FROM claimed)), \
+         armed AS ( \
+           INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+           SELECT a.game_id, a.slot, a.kind, a.side, a.armed_version, a.fire_at \
+           FROM UNNEST($13::uuid[], $14::text[], $15::text[], $16::text[], $17::bigint[], \
+                       $18::timestamptz[]) AS a (game_id, slot, kind, side, armed_version, fire_at) \
+           WHERE a.game_id IN (SELECT game_id FROM claimed) ",
+        rearm_slot!(),
+        "), \
+         recorded AS ( \
+           SELECT lifecycle_record(array_agg(f.id ORDER BY f.ord), \
+                                   array_agg(f.game_id ORDER BY f.ord), \
+                                   array_agg(f.body ORDER BY f.ord)) AS facts \
+           FROM UNNEST($19::uuid[], $20::uuid[], $21::text[]) WITH ORDINALITY \
+             AS f (id, game_id, body, ord) \
+           WHERE f.game_id IN (SELECT game_id FROM claimed)) \
+         SELECT game_id, now() AS committed_at FROM created, recorded",
+    ))
+    .bind(keys)
+    .bind(game_ids)
+    .bind(rules)
+    .bind(time_controls)
+    .bind(souths)
+    .bind(norths)
+    .bind(versions)
+    .bind(phases)
+    .bind(snapshots)
+    .bind(event_games)
+    .bind(event_seqs)
+    .bind(event_values)
+    .bind(timers.games)
+    .bind(timers.slots)
+    .bind(timers.kinds)
+    .bind(timers.sides)
+    .bind(timers.versions)
+    .bind(timers.fire_ats)
+    .bind(facts.ids)
+    .bind(facts.games)
+    .bind(facts.bodies)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(game_id, at)| (game_id, at.into()))
+        .collect())
 }
 
 #[tracing::instrument(name = "store.load", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, version = tracing::field::Empty))]

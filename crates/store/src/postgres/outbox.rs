@@ -1,16 +1,17 @@
 //! The lifecycle outbox in Postgres (`migrations/0006_lifecycle.sql`): facts are written by the
 //! SQL function `lifecycle_record`, the one writer every transaction that records facts calls
-//! (the group-commit statement, game creation, matchmaking's rating transaction), and read here
-//! by position; followers are woken by its `NOTIFY` on [`LIFECYCLE_CHANNEL`].
+//! (the group commit's statements of appends and of creations, matchmaking's rating
+//! transaction), and read here by position; followers are woken by its `NOTIFY` on
+//! [`LIFECYCLE_CHANNEL`].
 
 use super::PostgresStore;
 use super::codec::{from_db, to_db, to_limit};
 use crate::StoreError;
 use crate::notifier::advance_position;
 use hidden_front_lifecycle::{Fact, FactBody, NewFact};
+use sqlx::Row;
 use sqlx::postgres::PgPool;
 use sqlx::types::time::OffsetDateTime;
-use sqlx::{PgConnection, Row};
 use std::time::SystemTime;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -35,23 +36,6 @@ impl FactColumns {
             self.bodies.push(fact.body.to_json());
         }
     }
-}
-
-/// Records `facts` in the transaction `conn` is in (nothing for none, and then the counter is
-/// not locked).
-pub(super) async fn record(conn: &mut PgConnection, facts: &[NewFact]) -> Result<(), sqlx::Error> {
-    if facts.is_empty() {
-        return Ok(());
-    }
-    let mut columns = FactColumns::default();
-    columns.push(facts);
-    sqlx::query("SELECT lifecycle_record($1::uuid[], $2::uuid[], $3::text[])")
-        .bind(columns.ids)
-        .bind(columns.games)
-        .bind(columns.bodies)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 #[tracing::instrument(name = "store.facts_after", level = "debug", skip_all, fields(db.system = "postgresql", after = after))]

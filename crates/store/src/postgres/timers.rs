@@ -26,6 +26,30 @@ macro_rules! rearm_slot {
 }
 pub(super) use rearm_slot;
 
+/// Timers as the array parameters of a batch statement's `UNNEST` (the appends' and the
+/// creations' statements arm timers alike).
+#[derive(Debug, Default)]
+pub(super) struct TimerColumns {
+    pub(super) games: Vec<Uuid>,
+    pub(super) slots: Vec<&'static str>,
+    pub(super) kinds: Vec<&'static str>,
+    pub(super) sides: Vec<&'static str>,
+    pub(super) versions: Vec<i64>,
+    pub(super) fire_ats: Vec<OffsetDateTime>,
+}
+
+impl TimerColumns {
+    /// Adds `timer` after the ones already there.
+    pub(super) fn push(&mut self, timer: &Timer) {
+        self.games.push(timer.game_id);
+        self.slots.push(timer.slot().name());
+        self.kinds.push(timer.kind.name());
+        self.sides.push(side_text(timer.side));
+        self.versions.push(to_db(timer.armed_version));
+        self.fire_ats.push(OffsetDateTime::from(timer.fire_at));
+    }
+}
+
 /// Arms a timer's slot, replacing what was there and dropping any claim on it.
 pub(super) async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Result<(), StoreError> {
     let result = sqlx::query(concat!(
