@@ -197,19 +197,21 @@ impl Gateway {
         self.inner.hubs.followed()
     }
 
+    /// How `player` sees the game, its seats, and whether it has ended if the session said so
+    /// just now ([`Hubs::seats_and_end`]).
     async fn viewer(
         &self,
         player: &Player,
         game_id: Uuid,
         spectate: bool,
-    ) -> Result<(Viewer, Seats), Status> {
-        let seats = self.inner.hubs.seats(game_id).await?;
+    ) -> Result<(Viewer, Seats, Option<bool>), Status> {
+        let (seats, ended) = self.inner.hubs.seats_and_end(game_id).await?;
         let viewer = match (seat_of(&seats, player), spectate) {
             (_, true) => Viewer::Spectator,
             (Some(side), false) => Viewer::player(side),
             (None, false) => return Err(not_seated(game_id)),
         };
-        Ok((viewer, seats))
+        Ok((viewer, seats, ended))
     }
 
     /// The game's events from `from_seq` on, as this player (or a spectator) may see them, then
@@ -229,12 +231,17 @@ impl Gateway {
             .into());
         }
         let permit = self.inner.streams.acquire()?;
-        let (viewer, seats) = self.viewer(player, game_id, request.spectate).await?;
+        let (viewer, seats, ended) = self.viewer(player, game_id, request.spectate).await?;
         let hub = self.inner.hubs.hub(game_id, seats.rules);
         // A look after the end reveals every event; a live follow shows each event as it was
         // (what the mover's answer showed), and its end reveals the whole game. Which one this
-        // connection is, is the session's word when the hub does not hold the end yet.
-        let after_end = hub.head().1 || self.inner.hubs.has_ended(game_id).await?;
+        // connection is, is the session's word when the hub does not hold the end yet (asked
+        // just now for the seats, or asked here).
+        let after_end = hub.head().1
+            || match ended {
+                Some(ended) => ended,
+                None => self.inner.hubs.has_ended(game_id).await?,
+            };
         let presence = viewer
             .side()
             .map(|side| self.inner.presence.connect(game_id, side));
@@ -344,7 +351,7 @@ impl Gateway {
         request: pb::PlayerServiceGetGameRequest,
     ) -> Result<pb::PlayerServiceGetGameResponse, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
-        let (viewer, _) = self.viewer(player, game_id, request.spectate).await?;
+        let (viewer, ..) = self.viewer(player, game_id, request.spectate).await?;
         let game = self
             .inner
             .session

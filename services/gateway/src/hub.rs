@@ -131,10 +131,21 @@ impl Hubs {
 
     /// Who sits where in the game (`NOT_FOUND` for an unknown game).
     pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Seats, Status> {
+        Ok(self.seats_and_end(game_id).await?.0)
+    }
+
+    /// [`Hubs::seats`], and whether the game has ended when that was asked of the session just
+    /// now (a seat cache miss), so a new connection need not ask [`Hubs::has_ended`] again: at
+    /// a game's start both seats connect at once, and each question is a session read.
+    pub(crate) async fn seats_and_end(
+        &self,
+        game_id: Uuid,
+    ) -> Result<(Seats, Option<bool>), Status> {
         if let Some(seats) = self.seats.lock().get(&game_id) {
-            return Ok(seats.clone());
+            return Ok((seats.clone(), None));
         }
         let view = self.spectator_view(game_id).await?;
+        let ended = view.phase == pb::Phase::Ended as i32;
         let rules = Rules::parse(&view.rules).map_err(|e| {
             hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
         })?;
@@ -148,7 +159,7 @@ impl Hubs {
             cache.clear();
         }
         cache.insert(game_id, seats.clone());
-        Ok(seats)
+        Ok((seats, Some(ended)))
     }
 
     /// Whether the session says the game has ended (`NOT_FOUND` for an unknown game). Asked
