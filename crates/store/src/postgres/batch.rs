@@ -353,7 +353,7 @@ async fn write_batch(
         retag_versions,
         facts,
     } = columns;
-    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(concat!(
+    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(concat!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[], \
                                 $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
@@ -430,25 +430,21 @@ async fn write_batch(
     .bind(event_seqs)
     .bind(event_values)
     .bind(event_traces)
-    .bind(cleared)
-    .bind(arms.games)
-    .bind(arms.slots)
-    .bind(arms.kinds)
-    .bind(arms.sides)
-    .bind(arms.versions)
-    .bind(arms.fire_ats)
-    .bind(retag_games)
-    .bind(retag_versions)
-    .bind(CHANNEL)
-    .bind(facts.ids)
-    .bind(facts.games)
-    .bind(facts.bodies)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
+    .bind(cleared);
+    let query = arms
+        .bind_to(query)
+        .bind(retag_games)
+        .bind(retag_versions)
+        .bind(CHANNEL);
+    let rows = facts.bind_to(query).fetch_all(pool).await?;
+    Ok(commit_times(rows))
+}
+
+/// A batch statement's rows (each written game with the commit's `now()`) as its answer.
+pub(super) fn commit_times(rows: Vec<(Uuid, OffsetDateTime)>) -> HashMap<Uuid, SystemTime> {
+    rows.into_iter()
         .map(|(game_id, at)| (game_id, at.into()))
-        .collect())
+        .collect()
 }
 
 /// A batch as the statement's array parameters (borrowing the appends' encoded values).

@@ -194,7 +194,7 @@ async fn write_creations(
         }
         facts.push(&creation.facts);
     }
-    let rows: Vec<(Uuid, OffsetDateTime)> = sqlx::query_as(concat!(
+    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(concat!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
                                 $6::text[], $7::bigint[], $8::text[], $9::text[]) \
@@ -244,22 +244,9 @@ async fn write_creations(
     .bind(snapshots)
     .bind(event_games)
     .bind(event_seqs)
-    .bind(event_values)
-    .bind(timers.games)
-    .bind(timers.slots)
-    .bind(timers.kinds)
-    .bind(timers.sides)
-    .bind(timers.versions)
-    .bind(timers.fire_ats)
-    .bind(facts.ids)
-    .bind(facts.games)
-    .bind(facts.bodies)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(game_id, at)| (game_id, at.into()))
-        .collect())
+    .bind(event_values);
+    let rows = facts.bind_to(timers.bind_to(query)).fetch_all(pool).await?;
+    Ok(super::batch::commit_times(rows))
 }
 
 #[tracing::instrument(name = "store.load", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, version = tracing::field::Empty))]

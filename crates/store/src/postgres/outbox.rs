@@ -9,8 +9,10 @@ use super::codec::{from_db, to_db, to_limit};
 use crate::StoreError;
 use crate::notifier::advance_position;
 use hidden_front_lifecycle::{Fact, FactBody, NewFact};
+use sqlx::Postgres;
 use sqlx::Row;
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgArguments, PgPool};
+use sqlx::query::QueryAs;
 use sqlx::types::time::OffsetDateTime;
 use std::time::SystemTime;
 use tokio::sync::watch;
@@ -35,6 +37,14 @@ impl FactColumns {
             self.games.push(fact.game_id);
             self.bodies.push(fact.body.to_json());
         }
+    }
+
+    /// Binds the three columns, in this order, as `query`'s next parameters.
+    pub(super) fn bind_to<'q, O>(
+        self,
+        query: QueryAs<'q, Postgres, O, PgArguments>,
+    ) -> QueryAs<'q, Postgres, O, PgArguments> {
+        query.bind(self.ids).bind(self.games).bind(self.bodies)
     }
 }
 

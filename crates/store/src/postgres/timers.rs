@@ -9,7 +9,9 @@ use crate::StoreError;
 use crate::timers::{Timer, TimerKind, TimerSlot, TimerStore};
 use async_trait::async_trait;
 use hidden_front_rules::Side;
-use sqlx::postgres::PgRow;
+use sqlx::Postgres;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::QueryAs;
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use std::time::{Duration, SystemTime};
@@ -47,6 +49,20 @@ impl TimerColumns {
         self.sides.push(side_text(timer.side));
         self.versions.push(to_db(timer.armed_version));
         self.fire_ats.push(OffsetDateTime::from(timer.fire_at));
+    }
+
+    /// Binds the six columns, in this order, as `query`'s next parameters.
+    pub(super) fn bind_to<'q, O>(
+        self,
+        query: QueryAs<'q, Postgres, O, PgArguments>,
+    ) -> QueryAs<'q, Postgres, O, PgArguments> {
+        query
+            .bind(self.games)
+            .bind(self.slots)
+            .bind(self.kinds)
+            .bind(self.sides)
+            .bind(self.versions)
+            .bind(self.fire_ats)
     }
 }
 
