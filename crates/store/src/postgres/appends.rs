@@ -10,7 +10,8 @@ use super::codec::{
     violates,
 };
 use super::games::{require_game, version_of};
-use crate::timers::{Timer, TurnTimerChange};
+use super::timers::one_per_slot;
+use crate::timers::TurnTimerChange;
 use crate::{Append, StoreError, StoredEvent};
 use hidden_front_rules::{Event, Phase};
 use sqlx::types::time::OffsetDateTime;
@@ -34,16 +35,11 @@ pub(super) async fn append_armed(
     } = append;
     let new_version = expected_version.saturating_add(events.len() as u64);
     let first_seq = expected_version.saturating_add(1);
-    let mut arms: Vec<Timer> = Vec::new();
     let turn = match timers.turn {
         Some(TurnTimerChange::Arm(timer)) => Some(timer),
         _ => None,
     };
-    // One timer per slot (the last one given wins, as when they were written one by one).
-    for timer in turn.iter().chain(&timers.reconnect) {
-        arms.retain(|armed| armed.slot() != timer.slot());
-        arms.push(*timer);
-    }
+    let arms = one_per_slot(turn.iter().chain(&timers.reconnect));
     let encoded = Encoded {
         game_id,
         expected_version: to_db(expected_version),

@@ -8,7 +8,7 @@ use super::codec::{
     parse_phase, phase_text, to_db, to_limit,
 };
 use super::outbox::FactColumns;
-use super::timers::{TimerColumns, rearm_slot};
+use super::timers::{TimerColumns, one_per_slot, rearm_slot};
 use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
 use hidden_front_lifecycle::NewFact;
@@ -51,12 +51,6 @@ pub(super) async fn create_armed(
     facts: &[NewFact],
 ) -> Result<Created, StoreError> {
     let game_id = meta.game_id;
-    let mut armed: Vec<Timer> = Vec::with_capacity(timers.len());
-    // One timer per slot (the last one given wins, as when they were written one by one).
-    for timer in timers {
-        armed.retain(|other| other.slot() != timer.slot());
-        armed.push(*timer);
-    }
     let creation = Creation {
         key: creation_key.to_owned(),
         game_id,
@@ -65,13 +59,13 @@ pub(super) async fn create_armed(
         south: meta.south_player.clone(),
         north: meta.north_player.clone(),
         version: to_db(events.len() as u64),
-        phase: phase_text(game_id, game.phase())?.to_owned(),
+        phase: phase_text(game_id, game.phase())?,
         snapshot: encode_json_text(game_id, "engine state", game)?,
         events: events
             .iter()
             .map(|event| encode_json_text(game_id, "event", event))
             .collect::<Result<_, _>>()?,
-        timers: armed,
+        timers: one_per_slot(timers),
         facts: facts.to_vec(),
     };
     match store.inner.group_commit.create(creation).await {

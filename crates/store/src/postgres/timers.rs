@@ -28,6 +28,17 @@ macro_rules! rearm_slot {
 }
 pub(super) use rearm_slot;
 
+/// `timers` with at most one per slot, the last one given winning (as when they were written
+/// one by one): one statement may arm a slot only once.
+pub(super) fn one_per_slot<'a>(timers: impl IntoIterator<Item = &'a Timer>) -> Vec<Timer> {
+    let mut armed: Vec<Timer> = Vec::new();
+    for timer in timers {
+        armed.retain(|other| other.slot() != timer.slot());
+        armed.push(*timer);
+    }
+    armed
+}
+
 /// Timers as the array parameters of a batch statement's `UNNEST` (the appends' and the
 /// creations' statements arm timers alike).
 #[derive(Debug, Default)]
