@@ -99,6 +99,7 @@ macro_rules! conformance_tests {
             concurrent_retries_of_one_command_have_one_winner,
             presence_leases,
             presence_reports_arm_their_timer,
+            observe_reads_game_presence_and_timers,
             games_of_player_newest_first,
             timers_arm_with_the_append_and_replace_by_slot,
             timers_claims_are_exclusive_and_lapse,

@@ -223,3 +223,78 @@ pub async fn presence_reports_arm_their_timer(store: Arc<dyn GameStore>) {
         "no timer for an unknown game"
     );
 }
+
+/// `observe` answers what `load`, `presence` and `timers_of` answer, at the moment it is given:
+/// the game at its head, the sides connected then, the timers soonest first; `None` for a game
+/// that does not exist.
+pub async fn observe_reads_game_presence_and_timers(store: Arc<dyn GameStore>) {
+    let store = &*store;
+    let now = whole_second_now();
+    assert_eq!(
+        store.observe(Uuid::now_v7(), now).await.expect("observe"),
+        None,
+        "an unknown game is not there"
+    );
+    let (meta, game) = create_game(store, 23, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let observed = store
+        .observe(id, now)
+        .await
+        .expect("observe")
+        .expect("game");
+    assert_eq!(observed.record, must_load(store, id).await);
+    assert_eq!(observed.presence, Presence::default());
+    assert_eq!(observed.timers, store.timers_of(id).await.unwrap());
+
+    // Two timers, the later one armed first; a connected south; a log past the creation.
+    let timer = |kind, side, secs| Timer {
+        game_id: id,
+        kind,
+        side,
+        armed_version: 1,
+        fire_at: now + Duration::from_secs(secs),
+    };
+    store
+        .arm_timer(&timer(TimerKind::Deployment, Side::South, 90))
+        .await
+        .unwrap();
+    store
+        .arm_timer(&timer(TimerKind::Reconnect, Side::North, 60))
+        .await
+        .unwrap();
+    let lease = now + Duration::from_secs(30);
+    store
+        .report_presence(id, Side::South, "gw-1", true, now, lease, None)
+        .await
+        .unwrap();
+    let version = must_load(store, id).await.version;
+    let (next, events) = crate::helpers::reshuffle(&game, 5);
+    store
+        .append(id, version, &events, &next, None)
+        .await
+        .expect("append");
+
+    let observed = store
+        .observe(id, now)
+        .await
+        .expect("observe")
+        .expect("game");
+    let record = must_load(store, id).await;
+    assert_eq!(record.version, version + events.len() as u64);
+    assert_eq!(observed.record, record, "the game at its head");
+    assert_eq!(observed.presence, store.presence(id, now).await.unwrap());
+    assert_eq!(observed.presence.connected(), [true, false]);
+    assert_eq!(
+        observed.timers,
+        vec![
+            timer(TimerKind::Reconnect, Side::North, 60),
+            timer(TimerKind::Deployment, Side::South, 90)
+        ],
+        "every timer, soonest first"
+    );
+    assert_eq!(observed.timers, store.timers_of(id).await.unwrap());
+    // Presence is judged at the moment given, not by the store's clock.
+    let later = store.observe(id, lease).await.unwrap().unwrap();
+    assert_eq!(later.presence, Presence::default());
+    assert_eq!(later.record, record);
+}

@@ -296,6 +296,17 @@ pub struct EndedRecord {
     pub record: GameRecord,
 }
 
+/// A game as one reader sees it at one moment ([`GameStore::observe`]): what `GetGame` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedGame {
+    /// The game's metadata, version and state.
+    pub record: GameRecord,
+    /// Which sides count as connected at the moment asked about, and until when.
+    pub presence: Presence,
+    /// The game's armed timers, soonest first (as [`TimerStore::timers_of`] lists them).
+    pub timers: Vec<Timer>,
+}
+
 /// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].
 ///
 /// Every store also keeps the games' timers ([`TimerStore`]), because they are written in the
@@ -429,6 +440,25 @@ pub trait GameStore: TimerStore + AdminStore {
 
     /// The game's presence at `now`: which sides count as connected, and until when.
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError>;
+
+    /// The game with its presence at `now` and its armed timers, or `None` if there is no such
+    /// game. One question where a reader wants all three (`GetGame` does, and each gateway asks
+    /// it as players connect): this default asks [`GameStore::load`], [`GameStore::presence`]
+    /// and [`TimerStore::timers_of`] in turn; Postgres answers with one statement.
+    async fn observe(
+        &self,
+        game_id: Uuid,
+        now: SystemTime,
+    ) -> Result<Option<ObservedGame>, StoreError> {
+        let Some(record) = self.load(game_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(ObservedGame {
+            record,
+            presence: self.presence(game_id, now).await?,
+            timers: self.timers_of(game_id).await?,
+        }))
+    }
 
     /// The games a player is seated in (either side), newest first by creation, at most `limit`.
     async fn games_of_player(

@@ -8,9 +8,10 @@ use super::codec::{
     parse_phase, phase_text, to_db, to_limit,
 };
 use super::outbox::FactColumns;
-use super::timers::{TimerColumns, one_per_slot, rearm_slot};
+use super::presence::{latest_leases, presence_of};
+use super::timers::{TimerColumns, one_per_slot, rearm_slot, timer_from};
 use crate::timers::Timer;
-use crate::{Created, GameMeta, GameRecord, GameSummary, StoreError};
+use crate::{Created, GameMeta, GameRecord, GameSummary, ObservedGame, StoreError};
 use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
 use sqlx::postgres::{PgPool, PgRow};
@@ -267,6 +268,63 @@ pub(super) async fn load(
         meta: meta_of(&row)?,
         version,
         game,
+    }))
+}
+
+/// [`crate::GameStore::observe`]: the game as [`load`] reads it, its presence at `now` and its
+/// timers, by one statement (a `GetGame` used to take three round trips).
+#[tracing::instrument(name = "store.observe", level = "info", skip_all, fields(db.system = "postgresql", game_id = %game_id, version = tracing::field::Empty))]
+pub(super) async fn observe(
+    store: &PostgresStore,
+    game_id: Uuid,
+    now: SystemTime,
+) -> Result<Option<ObservedGame>, StoreError> {
+    let Some(row) = sqlx::query(concat!(
+        "SELECT g.game_id, g.rules, g.time_control, g.south_player, g.north_player, ",
+        snapshot_columns!(),
+        ", ",
+        latest_leases!("g.game_id", "$2", ""),
+        ", t.kinds, t.sides, t.armed_versions, t.fire_ats \
+         FROM games g CROSS JOIN LATERAL ( \
+           SELECT array_agg(gt.kind ORDER BY gt.fire_at, gt.slot) AS kinds, \
+                  array_agg(gt.side ORDER BY gt.fire_at, gt.slot) AS sides, \
+                  array_agg(gt.armed_version ORDER BY gt.fire_at, gt.slot) AS armed_versions, \
+                  array_agg(gt.fire_at ORDER BY gt.fire_at, gt.slot) AS fire_ats \
+           FROM game_timers gt WHERE gt.game_id = g.game_id) t \
+         WHERE g.game_id = $1"
+    ))
+    .bind(game_id)
+    .bind(OffsetDateTime::from(now))
+    .fetch_optional(&store.inner.pool)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let (version, game) = game_at_head(&row)?;
+    tracing::Span::current().record("version", version);
+    // No timers: the aggregates are NULL.
+    let kinds: Vec<String> = row.try_get::<Option<_>, _>("kinds")?.unwrap_or_default();
+    let sides: Vec<String> = row.try_get::<Option<_>, _>("sides")?.unwrap_or_default();
+    let armed: Vec<i64> = row
+        .try_get::<Option<_>, _>("armed_versions")?
+        .unwrap_or_default();
+    let fire_ats: Vec<OffsetDateTime> =
+        row.try_get::<Option<_>, _>("fire_ats")?.unwrap_or_default();
+    let timers = kinds
+        .into_iter()
+        .zip(sides)
+        .zip(armed)
+        .zip(fire_ats)
+        .map(|(((kind, side), armed), fire_at)| timer_from(game_id, kind, side, armed, fire_at))
+        .collect::<Result<_, _>>()?;
+    Ok(Some(ObservedGame {
+        record: GameRecord {
+            meta: meta_of(&row)?,
+            version,
+            game,
+        },
+        presence: presence_of(&row)?,
+        timers,
     }))
 }
 

@@ -40,7 +40,7 @@ use crate::notifier::Notifier;
 use crate::timers::Timer;
 use crate::{
     Append, ArmAfterReport, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary,
-    Presence, StoreError, StoredEvent,
+    ObservedGame, Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
@@ -295,6 +295,14 @@ impl GameStore for PostgresStore {
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
         presence::presence(self, game_id, now).await
+    }
+
+    async fn observe(
+        &self,
+        game_id: Uuid,
+        now: SystemTime,
+    ) -> Result<Option<ObservedGame>, StoreError> {
+        games::observe(self, game_id, now).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -36,6 +36,8 @@ macro_rules! latest_leases {
     };
 }
 
+pub(super) use latest_leases;
+
 /// [`latest_leases`] of every report but the one being written (side `$2`, gateway `$3`).
 macro_rules! other_leases {
     ($game:literal, $now:literal) => {
@@ -187,7 +189,8 @@ fn bind_report<'q>(
 
 /// The `south` and `north` columns (each side's latest unexpired "connected" lease) as a
 /// [`Presence`].
-fn presence_of(row: &PgRow) -> Result<Presence, StoreError> {
+/// The presence in a row with [`latest_leases`]' columns.
+pub(super) fn presence_of(row: &PgRow) -> Result<Presence, StoreError> {
     let south: Option<OffsetDateTime> = row.try_get("south")?;
     let north: Option<OffsetDateTime> = row.try_get("north")?;
     Ok(Presence {

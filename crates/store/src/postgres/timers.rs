@@ -101,25 +101,39 @@ pub(super) async fn upsert_timer(conn: &mut PgConnection, timer: &Timer) -> Resu
 
 /// A `game_timers` row as a [`Timer`].
 fn timer_of(row: &PgRow) -> Result<Timer, StoreError> {
-    let game_id: Uuid = row.try_get("game_id")?;
+    timer_from(
+        row.try_get("game_id")?,
+        row.try_get("kind")?,
+        row.try_get("side")?,
+        row.try_get("armed_version")?,
+        row.try_get("fire_at")?,
+    )
+}
+
+/// A timer of `game_id` from its stored columns, refusing a kind or side this release does not
+/// know.
+pub(super) fn timer_from(
+    game_id: Uuid,
+    kind: String,
+    side: String,
+    armed_version: i64,
+    fire_at: OffsetDateTime,
+) -> Result<Timer, StoreError> {
     let corrupt = |what: &str, value: String| StoreError::Corrupt {
         game_id,
         reason: format!("timer {what} {value:?} is unknown"),
     };
-    let kind: String = row.try_get("kind")?;
     let kind = TimerKind::from_name(&kind).ok_or_else(|| corrupt("kind", kind.clone()))?;
-    let side: String = row.try_get("side")?;
     let side = match side.as_str() {
         "south" => Side::South,
         "north" => Side::North,
         _ => return Err(corrupt("side", side)),
     };
-    let fire_at: OffsetDateTime = row.try_get("fire_at")?;
     Ok(Timer {
         game_id,
         kind,
         side,
-        armed_version: from_db(game_id, "armed version", row.try_get("armed_version")?)?,
+        armed_version: from_db(game_id, "armed version", armed_version)?,
         fire_at: fire_at.into(),
     })
 }
