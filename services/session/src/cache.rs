@@ -6,7 +6,7 @@
 use crate::errors::store_error_status;
 use crate::service::SessionService;
 use hidden_front_api_error::{ApiError, Reason};
-use hidden_front_store::GameRecord;
+use hidden_front_store::{GameRecord, ObservedGame};
 use quick_cache::sync::Cache;
 use tonic::Status;
 use uuid::Uuid;
@@ -66,15 +66,31 @@ impl SessionService {
             .load(game_id)
             .await
             .map_err(|e| store_error_status(&e))?
-            .ok_or_else(|| {
-                Status::from(ApiError::new(
-                    Reason::GameNotFound,
-                    format!("game {game_id} not found"),
-                ))
-            })?;
+            .ok_or_else(|| not_found(game_id))?;
         self.cache.insert(record.clone());
         Ok(record)
     }
+
+    /// The game from the store with its presence now and its timers (what `GetGame` shows),
+    /// caching the game read. A game that does not exist is `NOT_FOUND`.
+    pub(crate) async fn observe(&self, game_id: Uuid) -> Result<ObservedGame, Status> {
+        let observed = self
+            .store
+            .observe(game_id, self.config.clock.now())
+            .await
+            .map_err(|e| store_error_status(&e))?
+            .ok_or_else(|| not_found(game_id))?;
+        self.cache.insert(observed.record.clone());
+        Ok(observed)
+    }
+}
+
+/// The answer for a game that does not exist.
+fn not_found(game_id: Uuid) -> Status {
+    Status::from(ApiError::new(
+        Reason::GameNotFound,
+        format!("game {game_id} not found"),
+    ))
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
     AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, Presence, StoreError,
-    StoredEvent, Timer, TimerSlot, TimerStore,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame,
+    Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -67,6 +67,14 @@ impl GameStore for MeteredStore {
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
         counted("load", self.inner.load(game_id).await)
+    }
+
+    async fn observe(
+        &self,
+        game_id: Uuid,
+        now: SystemTime,
+    ) -> Result<Option<ObservedGame>, StoreError> {
+        counted("observe", self.inner.observe(game_id, now).await)
     }
 
     async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {

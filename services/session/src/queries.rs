@@ -19,13 +19,9 @@ impl SessionService {
     ) -> Result<pb::GetGameResponse, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
         let viewer = wire::viewer_from_proto("viewer", request.viewer).map_err(wire_status)?;
-        let record = self.load(game_id, true).await?;
-        let connected = self
-            .store
-            .presence(game_id, self.config.clock.now())
-            .await
-            .map_err(|e| store_error_status(&e))?
-            .connected();
+        let observed = self.observe(game_id).await?;
+        let record = &observed.record;
+        let connected = observed.presence.connected();
         let id = game_id.to_string();
         let mut game_view = wire::game_view(
             &view(&record.game, viewer),
@@ -40,12 +36,7 @@ impl SessionService {
         game_view.south_connected = connected[0];
         game_view.north_connected = connected[1];
         // The deadlines are public: both players see both clocks.
-        let timers = self
-            .store
-            .timers_of(game_id)
-            .await
-            .map_err(|e| store_error_status(&e))?;
-        for timer in timers {
+        for timer in &observed.timers {
             let millis = timer.fire_at_unix_millis();
             match timer.slot() {
                 TimerSlot::Turn => game_view.turn_deadline_unix_millis = millis,
