@@ -26,7 +26,9 @@ impl SessionService {
     /// after the game's end or when the watcher goes away.
     pub(crate) async fn watch(&self, request: pb::WatchGameRequest) -> Result<EventStream, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
-        let record = self.load(game_id, true).await?;
+        // The cached game will do: its rules never change, and an end it holds is final (the
+        // stream itself reads the log from the store, so a stale cache only costs a page read).
+        let record = self.load(game_id, false).await?;
         let rules = *record.game.rules();
         if record.game.phase() == Phase::Ended && request.from_seq > record.version {
             // Nothing more will ever come: an empty stream, not one held open forever.
