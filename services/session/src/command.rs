@@ -66,6 +66,7 @@ impl SessionService {
         make: impl Fn(&GameRecord) -> Result<Command, Status>,
     ) -> Result<pb::CommandResult, Status> {
         let store_status = |e: StoreError| store_error_status(&e);
+        let _this_games_turn = self.command_locks.lock(ctx.game_id).await;
         for attempt in 0..MAX_ATTEMPTS {
             // No separate look for an earlier answer first (a round trip on every command): a
             // retry of an applied command is either refused by the judge, and `refuse` finds

@@ -26,6 +26,7 @@ mod actions;
 pub mod admin;
 mod cache;
 mod command;
+mod command_locks;
 mod config;
 mod counters;
 mod create;

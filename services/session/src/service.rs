@@ -4,6 +4,7 @@
 //! `presence`, `queries` and `watch`.
 
 use crate::cache::GameCache;
+use crate::command_locks::CommandLocks;
 use crate::config::SessionConfig;
 use crate::metered::MeteredStore;
 use crate::watch::EventStream;
@@ -17,6 +18,8 @@ use tonic::{Request, Response, Status};
 pub struct SessionService {
     pub(crate) store: Arc<dyn GameStore>,
     pub(crate) cache: GameCache,
+    /// Queues each game's commands in this process (`command_locks.rs`).
+    pub(crate) command_locks: CommandLocks,
     pub(crate) config: SessionConfig,
 }
 
@@ -26,6 +29,7 @@ impl SessionService {
         SessionService {
             store: Arc::new(MeteredStore::new(store)),
             cache: GameCache::new(config.cache_capacity),
+            command_locks: CommandLocks::default(),
             config,
         }
     }
