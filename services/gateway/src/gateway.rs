@@ -3,7 +3,7 @@
 
 use crate::action::{ActionMessage, ActionRequest, PlayerAction};
 use crate::auth::{Authenticator, Player};
-use crate::hub::{Hubs, Seats};
+use crate::hub::{Hubs, Seats, Standing};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
 use hidden_front_api_error::{ApiError, Reason, ensure_reason};
@@ -197,21 +197,21 @@ impl Gateway {
         self.inner.hubs.followed()
     }
 
-    /// How `player` sees the game, its seats, and whether it has ended if the session said so
-    /// just now ([`Hubs::seats_and_end`]).
+    /// How `player` sees the game, its seats, and where it stands if the session said so just
+    /// now ([`Hubs::seats_and_standing`]).
     async fn viewer(
         &self,
         player: &Player,
         game_id: Uuid,
         spectate: bool,
-    ) -> Result<(Viewer, Seats, Option<bool>), Status> {
-        let (seats, ended) = self.inner.hubs.seats_and_end(game_id).await?;
+    ) -> Result<(Viewer, Seats, Option<Standing>), Status> {
+        let (seats, standing) = self.inner.hubs.seats_and_standing(game_id).await?;
         let viewer = match (seat_of(&seats, player), spectate) {
             (_, true) => Viewer::Spectator,
             (Some(side), false) => Viewer::player(side),
             (None, false) => return Err(not_seated(game_id)),
         };
-        Ok((viewer, seats, ended))
+        Ok((viewer, seats, standing))
     }
 
     /// The game's events from `from_seq` on, as this player (or a spectator) may see them, then
@@ -231,15 +231,15 @@ impl Gateway {
             .into());
         }
         let permit = self.inner.streams.acquire()?;
-        let (viewer, seats, ended) = self.viewer(player, game_id, request.spectate).await?;
-        let hub = self.inner.hubs.hub(game_id, seats.rules);
+        let (viewer, seats, standing) = self.viewer(player, game_id, request.spectate).await?;
+        let hub = self.inner.hubs.hub(game_id, seats.rules, standing);
         // A look after the end reveals every event; a live follow shows each event as it was
         // (what the mover's answer showed), and its end reveals the whole game. Which one this
         // connection is, is the session's word when the hub does not hold the end yet (asked
         // just now for the seats, or asked here).
         let after_end = hub.head().1
-            || match ended {
-                Some(ended) => ended,
+            || match standing {
+                Some(standing) => standing.ended,
                 None => self.inner.hubs.has_ended(game_id).await?,
             };
         let presence = viewer

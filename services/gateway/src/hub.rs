@@ -38,6 +38,13 @@ pub(crate) struct LogEntry {
     pub trace_parent: String,
 }
 
+/// Where a game stood when the session was asked: its version and whether it had ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Standing {
+    pub version: u64,
+    pub ended: bool,
+}
+
 /// Who sits where in a game and under which rules; never changes, so it is cached.
 #[derive(Debug, Clone)]
 pub(crate) struct Seats {
@@ -131,21 +138,25 @@ impl Hubs {
 
     /// Who sits where in the game (`NOT_FOUND` for an unknown game).
     pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Seats, Status> {
-        Ok(self.seats_and_end(game_id).await?.0)
+        Ok(self.seats_and_standing(game_id).await?.0)
     }
 
-    /// [`Hubs::seats`], and whether the game has ended when that was asked of the session just
-    /// now (a seat cache miss), so a new connection need not ask [`Hubs::has_ended`] again: at
-    /// a game's start both seats connect at once, and each question is a session read.
-    pub(crate) async fn seats_and_end(
+    /// [`Hubs::seats`], and where the game stands when that was asked of the session just now
+    /// (a seat cache miss), so a new connection need not ask [`Hubs::has_ended`] again, nor its
+    /// new hub ask for the version its backfill ends at: at a game's start both seats connect at
+    /// once, and each question is a session read.
+    pub(crate) async fn seats_and_standing(
         &self,
         game_id: Uuid,
-    ) -> Result<(Seats, Option<bool>), Status> {
+    ) -> Result<(Seats, Option<Standing>), Status> {
         if let Some(seats) = self.seats.lock().get(&game_id) {
             return Ok((seats.clone(), None));
         }
         let view = self.spectator_view(game_id).await?;
-        let ended = view.phase == pb::Phase::Ended as i32;
+        let standing = Standing {
+            version: view.version,
+            ended: view.phase == pb::Phase::Ended as i32,
+        };
         let rules = Rules::parse(&view.rules).map_err(|e| {
             hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
         })?;
@@ -159,7 +170,7 @@ impl Hubs {
             cache.clear();
         }
         cache.insert(game_id, seats.clone());
-        Ok((seats, Some(ended)))
+        Ok((seats, Some(standing)))
     }
 
     /// Whether the session says the game has ended (`NOT_FOUND` for an unknown game). Asked
@@ -185,21 +196,31 @@ impl Hubs {
     }
 
     /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
-    /// yet.
-    pub(crate) fn hub(&self, game_id: Uuid, rules: Rules) -> Arc<GameHub> {
+    /// yet; a new hub's backfill ends at `standing`'s version when the session was just asked,
+    /// else the hub asks.
+    pub(crate) fn hub(
+        &self,
+        game_id: Uuid,
+        rules: Rules,
+        standing: Option<Standing>,
+    ) -> Arc<GameHub> {
         let mut hubs = self.hubs.lock();
         if let Some(hub) = hubs.get(&game_id).and_then(Weak::upgrade) {
             return hub;
         }
         hubs.retain(|_, hub| hub.strong_count() > 0);
         let shared = Arc::new(Shared {
-            state: Mutex::new(HubState::default()),
+            state: Mutex::new(HubState {
+                backfill_until: standing.map_or(0, |s| s.version),
+                ..HubState::default()
+            }),
             head: watch::channel(0).0,
         });
         let upstream = tokio::spawn(follow(
             self.session.clone(),
             game_id,
             rules,
+            standing.is_none(),
             Arc::clone(&shared),
         ));
         let hub = Arc::new(GameHub { shared, upstream });
@@ -226,17 +247,25 @@ const RETRY_FIRST: Duration = Duration::from_millis(50);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Follows the game's log upstream until it ends, reconnecting (from the next sequence number)
-/// whenever the session stream breaks.
-async fn follow(mut session: SessionClient, game_id: Uuid, rules: Rules, shared: Arc<Shared>) {
+/// whenever the session stream breaks. Asks first where the game stands when `ask_standing`
+/// (the hub was not told).
+async fn follow(
+    mut session: SessionClient,
+    game_id: Uuid,
+    rules: Rules,
+    ask_standing: bool,
+    shared: Arc<Shared>,
+) {
     let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX).jittered();
     // Where the game stands now: everything up to here is backfill, not live traffic. If the
     // session cannot say, every event counts as live (the cautious choice for slow clients).
-    if let Ok(view) = session
-        .get_game(pb::GetGameRequest {
-            game_id: game_id.to_string(),
-            viewer: pb::Viewer::Spectator as i32,
-        })
-        .await
+    if ask_standing
+        && let Ok(view) = session
+            .get_game(pb::GetGameRequest {
+                game_id: game_id.to_string(),
+                viewer: pb::Viewer::Spectator as i32,
+            })
+            .await
         && let Some(game) = view.into_inner().game
     {
         shared.state.lock().backfill_until = game.version;
