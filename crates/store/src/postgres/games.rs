@@ -262,13 +262,19 @@ pub(super) async fn load(
     else {
         return Ok(None);
     };
-    let (version, game) = game_at_head(&row)?;
+    Ok(Some(record_at_head(&row)?))
+}
+
+/// The game in a row with its metadata columns and [`snapshot_columns`], at the log's head,
+/// recording its version in the current span.
+fn record_at_head(row: &PgRow) -> Result<GameRecord, StoreError> {
+    let (version, game) = game_at_head(row)?;
     tracing::Span::current().record("version", version);
-    Ok(Some(GameRecord {
-        meta: meta_of(&row)?,
+    Ok(GameRecord {
+        meta: meta_of(row)?,
         version,
         game,
-    }))
+    })
 }
 
 /// [`crate::GameStore::observe`]: the game as [`load`] reads it, its presence at `now` and its
@@ -300,8 +306,7 @@ pub(super) async fn observe(
     else {
         return Ok(None);
     };
-    let (version, game) = game_at_head(&row)?;
-    tracing::Span::current().record("version", version);
+    let record = record_at_head(&row)?;
     // No timers: the aggregates are NULL.
     let kinds: Vec<String> = row.try_get::<Option<_>, _>("kinds")?.unwrap_or_default();
     let sides: Vec<String> = row.try_get::<Option<_>, _>("sides")?.unwrap_or_default();
@@ -318,11 +323,7 @@ pub(super) async fn observe(
         .map(|(((kind, side), armed), fire_at)| timer_from(game_id, kind, side, armed, fire_at))
         .collect::<Result<_, _>>()?;
     Ok(Some(ObservedGame {
-        record: GameRecord {
-            meta: meta_of(&row)?,
-            version,
-            game,
-        },
+        record,
         presence: presence_of(&row)?,
         timers,
     }))
