@@ -6,7 +6,7 @@
 use super::PostgresStore;
 use super::batch::Encoded;
 use super::codec::{
-    decode_json, encode_json_bytes, encode_json_text, from_db, phase_text, to_db, to_limit,
+    encode_json_bytes, encode_json_text, from_db, json_column, phase_text, to_db, to_limit,
     violates,
 };
 use super::games::{require_game, version_of};
@@ -247,7 +247,7 @@ pub(super) async fn log_events(
         .map(|row| {
             Ok(StoredEvent {
                 seq: from_db(game_id, "seq", row.try_get("seq")?)?,
-                event: decode_json(game_id, "event", row.try_get("event")?)?,
+                event: json_column(&row, "event", game_id, "event")?,
                 trace_parent: row.try_get("trace_parent")?,
                 recorded_at: row.try_get::<OffsetDateTime, _>("created_at")?.into(),
             })

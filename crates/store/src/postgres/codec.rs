@@ -1,5 +1,5 @@
 //! Conversions between the store's values and Postgres columns: versions and seqs as `bigint`,
-//! engine values as `jsonb` (or JSON bytes for the raw snapshot), phases and sides as text, `games` rows as [`GameMeta`], and the
+//! engine values as `jsonb` (or JSON bytes for the raw snapshot), read without an intermediate `serde_json::Value`, phases and sides as text, `games` rows as [`GameMeta`], and the
 //! constraint violations the statements turn into answers. Nothing here talks to the database.
 
 use crate::{GameMeta, StoreError, TimeControl};
@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 /// A version or seq as Postgres stores it (`bigint`). Values beyond `i64::MAX` cannot occur in a
@@ -80,8 +81,8 @@ pub(super) fn decode_json_bytes<T: DeserializeOwned>(
     })
 }
 
-/// Decodes a `jsonb` column.
-pub(super) fn decode_json<T: DeserializeOwned>(
+/// Decodes a JSON value already parsed (the `phase` column's text as a JSON string).
+fn decode_json<T: DeserializeOwned>(
     game_id: Uuid,
     what: &str,
     value: serde_json::Value,
@@ -89,6 +90,40 @@ pub(super) fn decode_json<T: DeserializeOwned>(
     serde_json::from_value(value).map_err(|error| StoreError::Corrupt {
         game_id,
         reason: format!("{what} does not decode: {error}"),
+    })
+}
+
+/// Reads the `jsonb` (or `json`) column `column` of `row` straight into `T`, or `None` for SQL
+/// NULL. sqlx hands serde the column's bytes, so no `serde_json::Value` tree is built and walked
+/// on the way: that detour was half the cost of reading a game or a page of its log
+/// (docs/benchmarks.md, round 13). A value that does not decode is [`StoreError::Corrupt`],
+/// naming `what`.
+pub(super) fn nullable_json_column<T: DeserializeOwned>(
+    row: &PgRow,
+    column: &str,
+    game_id: Uuid,
+    what: &str,
+) -> Result<Option<T>, StoreError> {
+    match row.try_get::<Option<Json<T>>, _>(column) {
+        Ok(value) => Ok(value.map(|Json(value)| value)),
+        Err(sqlx::Error::ColumnDecode { source, .. }) => Err(StoreError::Corrupt {
+            game_id,
+            reason: format!("{what} does not decode: {source}"),
+        }),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// [`nullable_json_column`] for a column that is never NULL (a NULL is [`StoreError::Corrupt`]).
+pub(super) fn json_column<T: DeserializeOwned>(
+    row: &PgRow,
+    column: &str,
+    game_id: Uuid,
+    what: &str,
+) -> Result<T, StoreError> {
+    nullable_json_column(row, column, game_id, what)?.ok_or_else(|| StoreError::Corrupt {
+        game_id,
+        reason: format!("{what} is NULL"),
     })
 }
 
@@ -133,8 +168,7 @@ pub(super) fn is_foreign_key_violation(error: &sqlx::Error) -> bool {
 /// `north_player`).
 pub(super) fn meta_of(row: &PgRow) -> Result<GameMeta, StoreError> {
     let game_id: Uuid = row.try_get("game_id")?;
-    let time_control: TimeControl =
-        decode_json(game_id, "time control", row.try_get("time_control")?)?;
+    let time_control: TimeControl = json_column(row, "time_control", game_id, "time control")?;
     Ok(GameMeta {
         game_id,
         rules: row.try_get("rules")?,

@@ -4,8 +4,8 @@
 
 use super::PostgresStore;
 use super::codec::{
-    decode_json, decode_json_bytes, encode_json_text, from_db, is_unique_violation, meta_of,
-    parse_phase, phase_text, to_db, to_limit,
+    decode_json_bytes, encode_json_text, from_db, is_unique_violation, meta_of,
+    nullable_json_column, parse_phase, phase_text, to_db, to_limit,
 };
 use super::outbox::FactColumns;
 use super::presence::{latest_leases, presence_of};
@@ -375,8 +375,8 @@ pub(super) fn game_at_head(row: &PgRow) -> Result<(u64, Game), StoreError> {
                 decode_json_bytes(game_id, "raw snapshot", &bytes)?,
             )
         }
-        None => match row.try_get::<Option<serde_json::Value>, _>("snapshot")? {
-            Some(value) => (version, decode_json(game_id, "snapshot", value)?),
+        None => match nullable_json_column(row, "snapshot", game_id, "snapshot")? {
+            Some(game) => (version, game),
             None => return Err(corrupt("the row holds no snapshot".into())),
         },
     };
@@ -387,10 +387,9 @@ pub(super) fn game_at_head(row: &PgRow) -> Result<(u64, Game), StoreError> {
     if head == base {
         return Ok((head, game));
     }
-    let lagged: Vec<Event> = match row.try_get::<Option<serde_json::Value>, _>("lagged")? {
-        Some(value) => decode_json(game_id, "events after the snapshot", value)?,
-        None => Vec::new(),
-    };
+    let lagged: Vec<Event> =
+        nullable_json_column(row, "lagged", game_id, "events after the snapshot")?
+            .unwrap_or_default();
     if lagged.len() as u64 != head.saturating_sub(base) || head < base {
         return Err(corrupt(format!(
             "the snapshot is at version {base} and the head at {head}, \
