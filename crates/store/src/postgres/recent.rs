@@ -1,10 +1,11 @@
-//! The events of each game's latest write by this process, kept after its commit so the
+//! The newest events of each game's latest writes by this process, kept after their commit so the
 //! `WatchGame` pump that the commit wakes reads them from memory instead of querying the log
 //! again. That read was 8.6 % of the server's CPU per durable move (`docs/benchmarks.md`,
 //! round 6), on the path from one player's move to the opponent's screen.
 //!
 //! Why it cannot serve a stale or gapped page: committed events never change (the log is
-//! append-only behind the version guard), an entry is stored only after its statement committed,
+//! append-only behind the version guard), an entry is stored only after its statement committed
+//! (and joined to the one before only when the two follow each other without a gap),
 //! with the very values the row holds (the commit's `now()` is `game_events.created_at`), and a
 //! page is answered from here only when it starts inside the entry and the entry reaches the
 //! newest version this process knows of for the game (its own commits and every `NOTIFY` heard).
@@ -28,8 +29,14 @@ use uuid::Uuid;
 /// gone only means a store read).
 const CAPACITY: usize = 16_384;
 
-/// Per game, the events of the latest committed write by this process, in seq order, and the
-/// games this process is writing now.
+/// Events remembered at most per game: the newest, from this process's latest writes while they
+/// follow each other without a gap. A new game's first watchers start from seq 1 after the
+/// creation and one or both deployments have been written; with only the latest write kept, one
+/// backfill per game read the log in the opening (docs/benchmarks.md, round 13).
+const TAIL: usize = 16;
+
+/// Per game, the newest events of this process's latest committed writes (contiguous, in seq
+/// order, at most [`TAIL`]), and the games this process is writing now.
 #[derive(Debug, Default)]
 pub(super) struct RecentEvents {
     games: Mutex<HashMap<Uuid, Vec<StoredEvent>>>,
@@ -119,12 +126,14 @@ impl RecentEvents {
         }
     }
 
-    /// Remembers `events` (just committed, contiguous) as the game's latest; call before
-    /// announcing the commit to the notifier, so a woken pump finds them.
-    pub(super) fn remember(&self, game_id: Uuid, events: Vec<StoredEvent>) {
-        if events.is_empty() {
+    /// Remembers `events` (just committed, contiguous) as the game's latest, after the ones
+    /// remembered before if they end just before `events` (else in their place), keeping the
+    /// newest [`TAIL`]; call before announcing the commit to the notifier, so a woken pump finds
+    /// them. Joining is sound because both runs are committed and no seq lies between them.
+    pub(super) fn remember(&self, game_id: Uuid, mut events: Vec<StoredEvent>) {
+        let Some(first) = events.first().map(|event| event.seq) else {
             return;
-        }
+        };
         let mut games = self.games.lock();
         if games.len() >= CAPACITY && !games.contains_key(&game_id) {
             let mut seen = 0usize;
@@ -133,7 +142,16 @@ impl RecentEvents {
                 !seen.is_multiple_of(4)
             });
         }
-        games.insert(game_id, events);
+        let entry = games.entry(game_id).or_default();
+        let follows = entry
+            .last()
+            .is_some_and(|last| last.seq.checked_add(1) == Some(first));
+        if !follows {
+            entry.clear();
+        }
+        entry.append(&mut events);
+        let excess = entry.len().saturating_sub(TAIL);
+        entry.drain(..excess);
     }
 
     /// The page of at most `limit` events from `from_seq`, if the remembered events hold it
@@ -249,6 +267,50 @@ mod tests {
         assert_eq!(*watching.borrow(), 8);
         assert!(recent.writing.lock().is_empty());
         assert!(!recent.hold(game, 9));
+    }
+
+    #[test]
+    fn writes_that_follow_each_other_are_joined_and_a_gap_starts_afresh() {
+        let notifier = Notifier::new();
+        let recent = RecentEvents::default();
+        let game = Uuid::now_v7();
+        let _watching = notifier.subscribe(game);
+        // The creation, then both deployments: a first watcher's backfill from seq 1.
+        recent.remember(game, vec![stored(1)]);
+        recent.remember(game, vec![stored(2)]);
+        recent.remember(game, vec![stored(3), stored(4)]);
+        notifier.notify(game, 4);
+        assert_eq!(
+            seqs(recent.page(&notifier, game, 1, 256)),
+            Some(vec![1, 2, 3, 4])
+        );
+        // Another replica wrote seqs 5 and 6; our next write does not follow what we hold.
+        recent.remember(game, vec![stored(7)]);
+        notifier.notify(game, 7);
+        assert_eq!(seqs(recent.page(&notifier, game, 4, 256)), None);
+        assert_eq!(seqs(recent.page(&notifier, game, 7, 256)), Some(vec![7]));
+    }
+
+    #[test]
+    fn a_game_keeps_only_its_newest_events() {
+        let notifier = Notifier::new();
+        let recent = RecentEvents::default();
+        let game = Uuid::now_v7();
+        let _watching = notifier.subscribe(game);
+        let newest = TAIL as u64 + 10;
+        for seq in 1..=newest {
+            recent.remember(game, vec![stored(seq)]);
+        }
+        notifier.notify(game, newest);
+        let oldest_kept = newest - TAIL as u64 + 1;
+        assert_eq!(
+            seqs(recent.page(&notifier, game, oldest_kept - 1, 256)),
+            None
+        );
+        assert_eq!(
+            seqs(recent.page(&notifier, game, oldest_kept, 256)),
+            Some((oldest_kept..=newest).collect())
+        );
     }
 
     #[test]
