@@ -105,12 +105,17 @@ impl Topology {
         &self.names[node.index()]
     }
 
-    /// Looks a node up by its name, case-insensitively for the column letter.
+    /// Looks a node up by its name, case-insensitively for the column letter. Compares in
+    /// place, without an uppercased copy: every square of every deployment and move read from
+    /// the wire comes through here.
     pub fn node(&self, name: &str) -> Option<Node> {
-        let upper = name.trim().to_ascii_uppercase();
+        let name = name.trim();
+        if name.is_empty() {
+            return None;
+        }
         self.names
             .iter()
-            .position(|n| !n.is_empty() && n.eq_ignore_ascii_case(&upper))
+            .position(|n| n.eq_ignore_ascii_case(name))
             .map(|i| Node(i as u8))
     }
 
@@ -349,6 +354,19 @@ fn build_junqi() -> Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_found_in_either_case_and_around_spaces() {
+        let t = junqi();
+        let a1 = t.node("A1").expect("A1 is a square");
+        assert_eq!(t.name(a1), "A1");
+        assert_eq!(t.node("a1"), Some(a1));
+        assert_eq!(t.node(" a1 "), Some(a1));
+        assert_eq!(t.node(""), None);
+        assert_eq!(t.node("   "), None);
+        assert_eq!(t.node("A1x"), None);
+        assert_eq!(t.node("Z9"), None);
+    }
 
     #[test]
     fn junqi_board_has_the_specified_shape() {
