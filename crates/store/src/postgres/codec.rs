@@ -1,5 +1,6 @@
 //! Conversions between the store's values and Postgres columns: versions and seqs as `bigint`,
-//! engine values as `jsonb` (or JSON bytes for the raw snapshot), read without an intermediate `serde_json::Value`, phases and sides as text, `games` rows as [`GameMeta`], and the
+//! engine values as `jsonb` (or JSON bytes for the raw snapshot), read without an intermediate
+//! `serde_json::Value`, phases and sides as text, `games` rows as [`GameMeta`], and the
 //! constraint violations the statements turn into answers. Nothing here talks to the database.
 
 use crate::{GameMeta, StoreError, TimeControl};
@@ -95,7 +96,7 @@ fn decode_json<T: DeserializeOwned>(
 
 /// Reads the `jsonb` (or `json`) column `column` of `row` straight into `T`, or `None` for SQL
 /// NULL. sqlx hands serde the column's bytes, so no `serde_json::Value` tree is built and walked
-/// on the way: that detour was half the cost of reading a game or a page of its log
+/// on the way: that detour was more than half the cost of decoding a game or a page of its log
 /// (docs/benchmarks.md, round 13). A value that does not decode is [`StoreError::Corrupt`],
 /// naming `what`.
 pub(super) fn nullable_json_column<T: DeserializeOwned>(
