@@ -598,6 +598,16 @@ pub fn streams_table(report: &StreamsReport) -> String {
         mib(s.rss_before_bytes),
         mib(s.rss_after_bytes)
     );
+    if let Some(start) = &s.start_of_play {
+        latency_row(
+            &mut out,
+            &format!(
+                "start of play, seq {} (missing {})",
+                start.seq, start.missing
+            ),
+            &start.arrival,
+        );
+    }
     for fanout in &s.fanouts {
         latency_row(
             &mut out,

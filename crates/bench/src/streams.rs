@@ -4,10 +4,12 @@
 //! One game is created; `count` players (each with a token of its own) subscribe to it as
 //! spectators, spread over connections of at most 100 streams each. Once every stream has caught
 //! up with the game's log, the server's RSS is read again: (RSS after − RSS before) / streams is
-//! the memory per idle stream. Then the two seats confirm and play `moves` moves through the
-//! gateway, one at a time; for each move the bench times, from sending `Play`, the arrival of
-//! that `Moved` event on every stream (p50 / p99 / max of the arrivals; max is the time to reach
-//! the last one).
+//! the memory per idle stream. Then the two seats confirm; the bench times, from sending the
+//! second `Confirm`, the arrival of the start of play on every stream, and waits until all have it.
+//! Then the seats play `moves` moves through the gateway, one at a time; for each move the bench
+//! times, from sending `Play`, the arrival of that `Moved` event on every stream (p50 / p99 / max
+//! of the arrivals; max is the time to reach the last one). Each move's fan-out is thus its own,
+//! not the tail of the start of play's (which carries every piece, so it is the heavier one).
 
 use crate::BenchError;
 use crate::connections::{Pool, authed, code_name, connect, token, unary};
@@ -16,6 +18,7 @@ use crate::pb::player_service_client::PlayerServiceClient;
 use crate::pb::session_service_client::SessionServiceClient;
 use crate::report::{Latency, Load, latency_histogram};
 use crate::server::rss_bytes;
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -80,6 +83,8 @@ pub struct StreamsFigures {
     pub rss_after_bytes: Option<u64>,
     /// (after − before) / opened.
     pub bytes_per_stream: Option<f64>,
+    /// The start of play's fan-out (from sending the second `Confirm`), before the first move.
+    pub start_of_play: Option<Fanout>,
     /// Each move's fan-out.
     pub fanouts: Vec<Fanout>,
     /// All arrivals of all moves together.
@@ -210,9 +215,16 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
         Seat::new(&pool, &config.jwt_secret, &south, &game_id, pb::Side::South)?,
         Seat::new(&pool, &config.jwt_secret, &north, &game_id, pb::Side::North)?,
     ];
-    for seat in &mut seats {
-        seat.confirm().await?;
-    }
+    seats[0].confirm().await?;
+    let sent = Instant::now();
+    let start_seq = seats[1].confirm().await?;
+    let start_of_play = match start_seq {
+        Some(seq) => {
+            let histogram = arrivals(&mut inbox, seq, sent, opened, &mut errors).await;
+            Some(Fanout::of(seq, &histogram, opened))
+        }
+        None => None,
+    };
     let mut to_move = if created.first_mover == pb::Side::North as i32 {
         1
     } else {
@@ -222,29 +234,9 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
     let mut all = latency_histogram();
     for _ in 0..config.moves {
         let (seq, sent, ended) = seats[to_move].play().await?;
-        let mut histogram = latency_histogram();
-        let deadline = Instant::now() + PHASE_DEADLINE;
-        while (histogram.len() as usize) < opened {
-            match tokio::time::timeout_at(deadline, inbox.recv()).await {
-                Ok(Some(Report::Arrived(s, at))) if s == seq => {
-                    let us = u64::try_from(at.saturating_duration_since(sent).as_micros())
-                        .unwrap_or(u64::MAX)
-                        .max(1);
-                    let _ = histogram.record(us);
-                }
-                Ok(Some(Report::Failed(code))) => {
-                    *errors.entry(code).or_default() += 1;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
-            }
-        }
+        let histogram = arrivals(&mut inbox, seq, sent, opened, &mut errors).await;
         let _ = all.add(&histogram);
-        fanouts.push(Fanout {
-            seq,
-            arrival: Latency::of(&histogram),
-            missing: opened.saturating_sub(histogram.len() as usize),
-        });
+        fanouts.push(Fanout::of(seq, &histogram, opened));
         if ended {
             break;
         }
@@ -269,11 +261,51 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
         rss_before_bytes: rss_before,
         rss_after_bytes: rss_after,
         bytes_per_stream,
+        start_of_play,
         fanouts,
         arrival: Latency::of(&all),
         load_before,
         load_after: Load::now(),
     })
+}
+
+impl Fanout {
+    fn of(seq: u64, arrivals: &Histogram<u64>, streams: usize) -> Fanout {
+        Fanout {
+            seq,
+            arrival: Latency::of(arrivals),
+            missing: streams.saturating_sub(arrivals.len() as usize),
+        }
+    }
+}
+
+/// The arrivals of event `seq` on the `streams` open streams, timed from `sent`, until every
+/// stream has it or [`PHASE_DEADLINE`] passes; failures are counted into `errors`.
+async fn arrivals(
+    inbox: &mut mpsc::UnboundedReceiver<Report>,
+    seq: u64,
+    sent: Instant,
+    streams: usize,
+    errors: &mut BTreeMap<String, u64>,
+) -> Histogram<u64> {
+    let mut histogram = latency_histogram();
+    let deadline = Instant::now() + PHASE_DEADLINE;
+    while (histogram.len() as usize) < streams {
+        match tokio::time::timeout_at(deadline, inbox.recv()).await {
+            Ok(Some(Report::Arrived(s, at))) if s == seq => {
+                let us = u64::try_from(at.saturating_duration_since(sent).as_micros())
+                    .unwrap_or(u64::MAX)
+                    .max(1);
+                let _ = histogram.record(us);
+            }
+            Ok(Some(Report::Failed(code))) => {
+                *errors.entry(code).or_default() += 1;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    histogram
 }
 
 /// A seat of the watched game, acting through the gateway.
@@ -311,13 +343,22 @@ impl Seat {
         })
     }
 
-    async fn confirm(&mut self) -> Result<(), BenchError> {
+    /// Confirms the seat's deployment; returns the seq of the start of play if it caused it.
+    async fn confirm(&mut self) -> Result<Option<u64>, BenchError> {
         let context = self.context(None);
-        self.client
+        let result = self
+            .client
             .confirm(unary(&self.token, pb::ConfirmRequest { context }))
             .await
-            .map_err(|s| BenchError::setup(format!("Confirm of {:?}", self.side), s))?;
-        Ok(())
+            .map_err(|s| BenchError::setup(format!("Confirm of {:?}", self.side), s))?
+            .into_inner()
+            .result
+            .unwrap_or_default();
+        Ok(result
+            .events
+            .iter()
+            .find(|e| matches!(e.event, Some(pb::game_event::Event::PlayStarted(_))))
+            .map(|e| e.seq))
     }
 
     /// Plays the first legal move; returns the move's seq, when it was sent, and whether the

@@ -151,7 +151,10 @@ async fn streams_reach_every_watcher() {
     assert_eq!(streams.opened, 150, "{streams:?}");
     assert!(streams.errors.is_empty(), "{:?}", streams.errors);
     assert!(streams.connections >= 2, "150 streams need two connections");
+    let start = streams.start_of_play.as_ref().expect("the start of play");
+    assert_eq!((start.missing, start.arrival.count), (0, 150), "{start:?}");
     assert_eq!(streams.fanouts.len(), 2);
+    assert_eq!(streams.fanouts[0].seq, start.seq + 1, "{streams:?}");
     for fanout in &streams.fanouts {
         assert_eq!(fanout.missing, 0, "{fanout:?}");
         assert_eq!(fanout.arrival.count, 150);
