@@ -124,6 +124,12 @@ pub struct PlayArgs {
     /// (the last store's to the first's). The comparisons run once, after the last store.
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., requires = "spawn", conflicts_with = "store")]
     pub stores: Vec<StoreKind>,
+    /// With `--stores`: play the stores' sequence this many times, one round after the other
+    /// (memory, postgres, memory, postgres, ...), and report each round's ratio and their median.
+    /// On a shared machine one round's ratio moves with whatever else runs beside it; rounds
+    /// that alternate and a median are steadier.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), requires = "stores")]
+    pub rounds: u32,
     /// The server to measure and the report file.
     #[command(flatten)]
     pub target: TargetArgs,
@@ -201,12 +207,15 @@ pub struct PlayReport {
     pub ratio_to_echo: Option<f64>,
 }
 
-/// The report of `bench play --stores`: one run per store, and how their moves/s compare.
+/// The report of `bench play --stores`: one run per store and round, and how their moves/s
+/// compare.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StoresReport {
-    /// One report per store, in the order given.
+    /// One report per store and round: the stores in the order given, round after round.
     pub runs: Vec<PlayReport>,
-    /// The last store's moves/s ÷ the first's (e.g. Postgres ÷ memory).
+    /// Each round's last store's moves/s ÷ its first's (e.g. Postgres ÷ memory).
+    pub round_ratios: Vec<f64>,
+    /// The median of `round_ratios` (the mean of the middle two for an even count).
     pub moves_ratio: Option<f64>,
 }
 
@@ -280,7 +289,7 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
             for run in &report.runs {
                 print!("{}", play_table(run));
             }
-            print!("{}", stores_line(&report));
+            print!("{}", stores_lines(&report, args.stores.len()));
             if let Some(path) = &args.target.json {
                 write_json(path, &report)?;
             }
@@ -370,29 +379,86 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
     })
 }
 
-/// `bench play --stores`: [`run_play`] once per store, the comparisons only after the last.
+/// `bench play --stores`: [`run_play`] once per store and round, the comparisons only after
+/// the last run.
 pub async fn run_play_stores(args: &PlayArgs) -> Result<StoresReport, BenchError> {
-    let mut runs = Vec::new();
-    for (index, store) in args.stores.iter().enumerate() {
+    let per_round = args.stores.len();
+    let total = per_round * args.rounds as usize;
+    let mut runs = Vec::with_capacity(total);
+    for index in 0..total {
         let mut run = args.clone();
-        run.target.store = *store;
-        if index + 1 < args.stores.len() {
+        run.target.store = args.stores[index % per_round];
+        if index + 1 < total {
             run.compare_seconds = 0;
         }
         runs.push(run_play(&run).await?);
     }
-    let moves = |run: Option<&PlayReport>| run.map(|r| r.play.moves_per_second);
-    let moves_ratio = match (moves(runs.first()), moves(runs.last())) {
-        (Some(first), Some(last)) if runs.len() > 1 && first > 0.0 => Some(last / first),
-        _ => None,
-    };
-    Ok(StoresReport { runs, moves_ratio })
+    let round_ratios: Vec<f64> = runs.chunks(per_round).filter_map(round_ratio).collect();
+    let moves_ratio = median(&round_ratios);
+    Ok(StoresReport {
+        runs,
+        round_ratios,
+        moves_ratio,
+    })
 }
 
-/// The line comparing the stores of a `--stores` run.
-pub fn stores_line(report: &StoresReport) -> String {
-    let figures: Vec<String> = report
-        .runs
+/// A round's last store's moves/s ÷ its first's; `None` for a round of one store, or when the
+/// first played nothing.
+fn round_ratio(round: &[PlayReport]) -> Option<f64> {
+    match round {
+        [first, .., last] if first.play.moves_per_second > 0.0 => {
+            Some(last.play.moves_per_second / first.play.moves_per_second)
+        }
+        _ => None,
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[middle]),
+        _ => Some((sorted[middle - 1] + sorted[middle]) / 2.0),
+    }
+}
+
+/// The lines comparing the stores of a `--stores` run: one per round of `per_round` runs, and
+/// with several rounds, the median ratio.
+pub fn stores_lines(report: &StoresReport, per_round: usize) -> String {
+    let rounds: Vec<&[PlayReport]> = report.runs.chunks(per_round.max(1)).collect();
+    let mut out = String::new();
+    for (index, round) in rounds.iter().enumerate() {
+        let ratio = round_ratio(round).map_or("n/a".to_string(), |r| format!("{r:.3}"));
+        let label = if rounds.len() > 1 {
+            format!("round {}: ", index + 1)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "stores: {label}{}; last / first moves/s {ratio}",
+            round_figures(round)
+        );
+    }
+    if rounds.len() > 1 {
+        let median = report
+            .moves_ratio
+            .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+        let _ = writeln!(
+            out,
+            "stores: median of {} rounds' last / first moves/s {median}",
+            rounds.len()
+        );
+    }
+    out
+}
+
+/// Each run's store, moves/s and acknowledgement latency, for the stores line.
+fn round_figures(runs: &[PlayReport]) -> String {
+    let figures: Vec<String> = runs
         .iter()
         .map(|run| {
             let store = run
@@ -406,13 +472,7 @@ pub fn stores_line(report: &StoresReport) -> String {
             )
         })
         .collect();
-    let ratio = report
-        .moves_ratio
-        .map_or("n/a".to_string(), |r| format!("{r:.3}"));
-    format!(
-        "stores: {}; last / first moves/s {ratio}\n",
-        figures.join(", ")
-    )
+    figures.join(", ")
 }
 
 /// `bench streams`.
@@ -618,4 +678,16 @@ pub fn streams_table(report: &StreamsReport) -> String {
     latency_row(&mut out, "fan-out, all arrivals", &s.arrival);
     let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&s.errors));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_takes_the_middle_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[0.7, 0.5, 0.6]), Some(0.6));
+        assert_eq!(median(&[0.7, 0.5, 0.6, 0.4]), Some(0.55));
+    }
 }

@@ -6,7 +6,7 @@
 //! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 
 use hidden_front_bench::cli::{
-    PlayArgs, StreamsArgs, TargetArgs, run_play, run_play_stores, run_streams, stores_line,
+    PlayArgs, StreamsArgs, TargetArgs, run_play, run_play_stores, run_streams, stores_lines,
 };
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
 use std::path::PathBuf;
@@ -48,6 +48,7 @@ fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
         no_pgbench: false,
         pgbench: PathBuf::from(std::env::var("HF_PGBENCH").unwrap_or_else(|_| "pgbench".into())),
         stores: Vec::new(),
+        rounds: 1,
         target: target(store),
     }
 }
@@ -112,30 +113,47 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
     }
 }
 
-/// `--stores memory,postgres`: one run per store, durable moves on Postgres, and their ratio.
+/// `--stores memory,postgres --rounds 2`: the stores alternate, durable moves on Postgres, each
+/// round's ratio and their median.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn play_on_both_stores_plays_durable_moves_and_reports_the_ratio() {
     let mut args = play_args(StoreKind::Memory, 0);
     args.stores = vec![StoreKind::Memory, StoreKind::Postgres];
+    args.rounds = 2;
     let report = run_play_stores(&args).await.expect("the bench runs");
     let stores: Vec<_> = report.runs.iter().map(|run| run.store).collect();
-    assert_eq!(stores, [Some(StoreKind::Memory), Some(StoreKind::Postgres)]);
+    let (memory, postgres) = (Some(StoreKind::Memory), Some(StoreKind::Postgres));
+    assert_eq!(stores, [memory, postgres, memory, postgres]);
     for run in &report.runs {
         let play = &run.play;
         assert!(play.moves > 0, "no move was played: {play:?}");
         assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
         assert!(run.pgbench.is_none() && run.pgbench_error.is_some());
     }
-    let (memory, postgres) = (&report.runs[0].play, &report.runs[1].play);
-    let ratio = report.moves_ratio.expect("a ratio of two runs");
+    let moves: Vec<f64> = report
+        .runs
+        .iter()
+        .map(|r| r.play.moves_per_second)
+        .collect();
+    let expected = [moves[1] / moves[0], moves[3] / moves[2]];
+    assert_eq!(report.round_ratios.len(), 2, "{:?}", report.round_ratios);
+    for (got, want) in report.round_ratios.iter().zip(expected) {
+        assert!(
+            (got - want).abs() < 1e-9,
+            "{got} is not postgres / memory ({want})"
+        );
+    }
+    let median = report.moves_ratio.expect("a ratio of two rounds");
     assert!(
-        (ratio - postgres.moves_per_second / memory.moves_per_second).abs() < 1e-9,
-        "{ratio} is not postgres / memory"
+        (median - (expected[0] + expected[1]) / 2.0).abs() < 1e-9,
+        "{median} is not the median of {expected:?}"
     );
-    let line = stores_line(&report);
+    let lines = stores_lines(&report, 2);
     assert!(
-        line.contains("memory") && line.contains("postgres"),
-        "{line}"
+        lines.contains("round 1: memory")
+            && lines.contains("round 2: memory")
+            && lines.contains("median of 2 rounds"),
+        "{lines}"
     );
 }
 
