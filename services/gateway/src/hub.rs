@@ -10,6 +10,7 @@
 //! the end reveals to everyone ([`GameHub::reveal`]).
 
 use crate::gateway::SessionClient;
+use futures_util::future::{self, BoxFuture, FutureExt};
 use hidden_front_proto::v1 as pb;
 use hidden_front_retry::Backoff;
 use hidden_front_rules::{Event, Game, Reveal, Rules, reveal};
@@ -121,6 +122,49 @@ pub(crate) struct Hubs {
     session: SessionClient,
     hubs: Mutex<HashMap<Uuid, Weak<GameHub>>>,
     seats: Mutex<HashMap<Uuid, Seats>>,
+    /// Seat lookups in flight ([`Hubs::seats_and_standing`]).
+    lookups: SharedLookups<Uuid, Result<(Seats, Standing), Status>>,
+}
+
+/// Lookups in flight by key, each shared by every caller that asks for the same key before it
+/// answers. Why: at a game's start both seats (and often spectators) connect in the same
+/// instant, each misses the seat cache, and each miss was a session read of the whole game
+/// (`GetGame`); now the first miss reads and the others wait for its answer.
+pub(crate) struct SharedLookups<K, V: Clone> {
+    in_flight: Mutex<HashMap<K, future::Shared<BoxFuture<'static, V>>>>,
+}
+
+impl<K: std::hash::Hash + Eq + Copy, V: Clone + Send + Sync + 'static> SharedLookups<K, V> {
+    pub(crate) fn new() -> Self {
+        SharedLookups {
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The answer of the lookup for `key` in flight, or of a new one started with `start`.
+    /// `done` runs once per lookup, with its answer, before the lookup stops being shared (so a
+    /// caller that comes after it finds what `done` stored, e.g. a cache entry).
+    pub(crate) async fn get<F>(&self, key: K, start: impl FnOnce() -> F, done: impl FnOnce(&V)) -> V
+    where
+        F: Future<Output = V> + Send + 'static,
+    {
+        let lookup = self
+            .in_flight
+            .lock()
+            .entry(key)
+            .or_insert_with(|| start().boxed().shared())
+            .clone();
+        let answer = lookup.clone().await;
+        let mut in_flight = self.in_flight.lock();
+        if in_flight
+            .get(&key)
+            .is_some_and(|current| future::Shared::ptr_eq(current, &lookup))
+        {
+            done(&answer);
+            in_flight.remove(&key);
+        }
+        answer
+    }
 }
 
 /// Seats cached at most; past it the cache starts over (a miss costs one session call).
@@ -133,6 +177,7 @@ impl Hubs {
             session,
             hubs: Mutex::new(HashMap::new()),
             seats: Mutex::new(HashMap::new()),
+            lookups: SharedLookups::new(),
         }
     }
 
@@ -144,7 +189,8 @@ impl Hubs {
     /// [`Hubs::seats`], and where the game stands when that was asked of the session just now
     /// (a seat cache miss), so a new connection need not ask [`Hubs::has_ended`] again, nor its
     /// new hub ask for the version its backfill ends at: at a game's start both seats connect at
-    /// once, and each question is a session read.
+    /// once, and each question is a session read. Misses of the same game at the same time share
+    /// one read ([`SharedLookups`]).
     pub(crate) async fn seats_and_standing(
         &self,
         game_id: Uuid,
@@ -152,24 +198,23 @@ impl Hubs {
         if let Some(seats) = self.seats.lock().get(&game_id) {
             return Ok((seats.clone(), None));
         }
-        let view = self.spectator_view(game_id).await?;
-        let standing = Standing {
-            version: view.version,
-            ended: view.phase == pb::Phase::Ended as i32,
-        };
-        let rules = Rules::parse(&view.rules).map_err(|e| {
-            hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
-        })?;
-        let seats = Seats {
-            south_player: view.south_player,
-            north_player: view.north_player,
-            rules,
-        };
-        let mut cache = self.seats.lock();
-        if cache.len() >= SEAT_CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(game_id, seats.clone());
+        let session = self.session.clone();
+        let (seats, standing) = self
+            .lookups
+            .get(
+                game_id,
+                || look_up_seats(session, game_id),
+                |answer| {
+                    if let Ok((seats, _)) = answer {
+                        let mut cache = self.seats.lock();
+                        if cache.len() >= SEAT_CACHE_LIMIT {
+                            cache.clear();
+                        }
+                        cache.insert(game_id, seats.clone());
+                    }
+                },
+            )
+            .await?;
         Ok((seats, Some(standing)))
     }
 
@@ -183,16 +228,7 @@ impl Hubs {
 
     /// The game as a spectator sees it, from the session.
     async fn spectator_view(&self, game_id: Uuid) -> Result<pb::GameView, Status> {
-        self.session
-            .clone()
-            .get_game(pb::GetGameRequest {
-                game_id: game_id.to_string(),
-                viewer: pb::Viewer::Spectator as i32,
-            })
-            .await?
-            .into_inner()
-            .game
-            .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))
+        spectator_view(self.session.clone(), game_id).await
     }
 
     /// The hub of a game played under `rules` (from its [`Seats`]), started if nobody follows it
@@ -236,6 +272,37 @@ impl Hubs {
             .filter(|h| h.strong_count() > 0)
             .count()
     }
+}
+
+/// The game as a spectator sees it, from the session.
+async fn spectator_view(mut session: SessionClient, game_id: Uuid) -> Result<pb::GameView, Status> {
+    session
+        .get_game(pb::GetGameRequest {
+            game_id: game_id.to_string(),
+            viewer: pb::Viewer::Spectator as i32,
+        })
+        .await?
+        .into_inner()
+        .game
+        .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))
+}
+
+/// Who sits where in the game and where it stands now, from the session.
+async fn look_up_seats(session: SessionClient, game_id: Uuid) -> Result<(Seats, Standing), Status> {
+    let view = spectator_view(session, game_id).await?;
+    let standing = Standing {
+        version: view.version,
+        ended: view.phase == pb::Phase::Ended as i32,
+    };
+    let rules = Rules::parse(&view.rules).map_err(|e| {
+        hidden_front_api_error::internal(format!("the session named unknown rules: {e}"))
+    })?;
+    let seats = Seats {
+        south_player: view.south_player,
+        north_player: view.north_player,
+        rules,
+    };
+    Ok((seats, standing))
 }
 
 /// The first wait before following a game again after its upstream stream broke; it doubles
@@ -366,4 +433,53 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
     }
     shared.head.send_replace(seq);
     Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::sync::Notify;
+
+    /// Callers that ask while a lookup is in flight get its answer; `done` runs once; a caller
+    /// that comes after the answer starts a lookup of its own.
+    #[tokio::test]
+    async fn lookups_in_flight_are_shared_and_end_with_their_answer() {
+        let lookups = SharedLookups::<u8, u32>::new();
+        let started = Arc::new(AtomicUsize::new(0));
+        let done = AtomicUsize::new(0);
+        let release = Arc::new(Notify::new());
+        let start = || {
+            let started = Arc::clone(&started);
+            let release = Arc::clone(&release);
+            move || async move {
+                let n = started.fetch_add(1, Ordering::SeqCst) as u32 + 1;
+                release.notified().await;
+                n * 10
+            }
+        };
+        let count_done = |_: &u32| {
+            done.fetch_add(1, Ordering::SeqCst);
+        };
+        let first = lookups.get(1, start(), count_done);
+        let second = lookups.get(1, start(), count_done);
+        let other_key = lookups.get(2, start(), count_done);
+        let release_all = async {
+            // Both keys' lookups have started (and wait) before they are let go.
+            while started.load(Ordering::SeqCst) < 2 {
+                tokio::task::yield_now().await;
+            }
+            release.notify_waiters();
+        };
+        let (a, b, c, ()) = tokio::join!(first, second, other_key, release_all);
+        assert_eq!(started.load(Ordering::SeqCst), 2, "one lookup per key");
+        assert_eq!(done.load(Ordering::SeqCst), 2, "done once per lookup");
+        assert_eq!(a, b, "the callers of key 1 share one answer");
+        assert_ne!(a, c);
+        assert!(lookups.in_flight.lock().is_empty());
+
+        release.notify_one();
+        let later = lookups.get(1, start(), count_done).await;
+        assert_eq!(later, 30, "a caller after the answer starts a new lookup");
+    }
 }
