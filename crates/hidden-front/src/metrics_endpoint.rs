@@ -116,6 +116,26 @@ fn describe() {
         metrics::Unit::Seconds,
         "Time a store append took."
     );
+    describe_counter!(
+        names::SERVICE_OUTAGES_TOTAL,
+        "Outages found by the session's pulse (nothing could serve), each counted once."
+    );
+    describe_counter!(
+        names::SERVICE_OUTAGE_SECONDS_TOTAL,
+        metrics::Unit::Seconds,
+        "Seconds of those outages: time the running deadlines were moved by."
+    );
+    describe_counter!(
+        names::OUTAGE_DEADLINES_MOVED_TOTAL,
+        "Running deadlines moved because of an outage."
+    );
+    for name in [
+        names::SERVICE_OUTAGES_TOTAL,
+        names::SERVICE_OUTAGE_SECONDS_TOTAL,
+        names::OUTAGE_DEADLINES_MOVED_TOTAL,
+    ] {
+        metrics::counter!(name).increment(0);
+    }
     for result in [names::OK, names::REFUSED] {
         metrics::counter!(names::MOVES_TOTAL, names::RESULT => result).increment(0);
     }

@@ -40,6 +40,13 @@ pub const TIMERS_FIRED_TOTAL: &str = "hf_timers_fired_total";
 /// Histogram (seconds): how late a timer's fire reached the session, after its deadline, by
 /// [`TIMER_KIND`].
 pub const TIMER_LATENESS_SECONDS: &str = "hf_timer_lateness_seconds";
+/// Counter: outages the session's pulse found (no process could serve: every session process
+/// down, or the database unreachable), each accounted for once across processes.
+pub const SERVICE_OUTAGES_TOTAL: &str = "hf_service_outages_total";
+/// Counter: seconds of those outages (rounded per outage).
+pub const SERVICE_OUTAGE_SECONDS_TOTAL: &str = "hf_service_outage_seconds_total";
+/// Counter: running deadlines those outages moved, so they cost no player time.
+pub const OUTAGE_DEADLINES_MOVED_TOTAL: &str = "hf_outage_deadlines_moved_total";
 
 /// Label: `ok` or `refused`.
 pub const RESULT: &str = "result";

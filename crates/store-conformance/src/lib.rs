@@ -28,6 +28,7 @@ mod games;
 mod helpers;
 mod lifecycle;
 mod presence;
+mod pulse;
 mod races;
 mod timers;
 mod watch;
@@ -39,6 +40,7 @@ pub use games::*;
 pub use helpers::*;
 pub use lifecycle::*;
 pub use presence::*;
+pub use pulse::*;
 pub use races::*;
 pub use timers::*;
 pub use watch::*;
@@ -111,6 +113,9 @@ macro_rules! conformance_tests {
             lifecycle_followers_miss_nothing_under_concurrent_writers,
             find_games_by_every_criterion,
             audit_log_appends_lists_and_filters,
+            pulse_accounts_for_an_outage_once,
+            pulse_within_the_threshold_moves_nothing,
+            concurrent_pulses_account_for_an_outage_once,
         );
     };
 }

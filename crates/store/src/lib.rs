@@ -26,6 +26,7 @@
 /// matchmaking uses too).
 pub use hidden_front_pg_listen as listen;
 pub mod admin;
+pub mod continuity;
 pub mod memory;
 pub mod notifier;
 pub mod postgres;
@@ -35,6 +36,7 @@ pub use admin::{
     AdminStore, AuditAction, AuditEntry, AuditQuery, FoundGame, GameCursor, GameFilter,
     NewAuditEntry,
 };
+pub use continuity::{Outage, OutageRule};
 pub use timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimerChange};
 
 /// The lifecycle facts the store keeps in its outbox (their own crate: what is told is a domain
@@ -472,4 +474,14 @@ pub trait GameStore: TimerStore + AdminStore {
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// The service's pulse ([`continuity`]): records that a process serves at `now` (the
+    /// session's clock) and, when the previous pulse of any process is older than
+    /// `rule.outage_after`, moves every deadline still running then
+    /// ([`continuity::moved_deadline`], claims on them dropped) and records the outage, all in
+    /// one transaction ordered with every other process's pulse, so an outage is accounted for
+    /// once. Returns the outage this pulse found, if any. A pulse never moves the recorded
+    /// time back (a process whose clock is a little behind another's).
+    async fn pulse(&self, now: SystemTime, rule: &OutageRule)
+    -> Result<Option<Outage>, StoreError>;
 }

@@ -5,6 +5,7 @@
 use crate::admin::{
     AdminStore, AuditEntry, AuditQuery, FoundGame, GameFilter, NewAuditEntry, page, to_micros,
 };
+use crate::continuity::{self, Outage, OutageRule};
 use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
@@ -60,6 +61,8 @@ struct State {
     facts: Vec<Fact>,
     /// The audit log, oldest first: `audit[i]` has id `i + 1`.
     audit: Vec<AuditEntry>,
+    /// The latest pulse ([`GameStore::pulse`]), `None` before the first.
+    pulse: Option<SystemTime>,
 }
 
 /// A [`TimerSlot`] as an ordered key.
@@ -473,6 +476,47 @@ impl GameStore for MemoryStore {
             state.arm(arm(presence.connected_until[side.index()]));
         }
         Ok(presence)
+    }
+
+    async fn pulse(
+        &self,
+        now: SystemTime,
+        rule: &OutageRule,
+    ) -> Result<Option<Outage>, StoreError> {
+        let mut state = self.state();
+        let last = state.pulse;
+        state.pulse = Some(last.map_or(now, |last| last.max(now)));
+        let (Some(from), Some(gap)) = (last, continuity::outage_gap(last, now, rule)) else {
+            return Ok(None);
+        };
+        let mut moved = Vec::new();
+        for armed in state.timers.values() {
+            let timer = &armed.timer;
+            let Some(stored) = state.games.get(&timer.game_id) else {
+                continue;
+            };
+            let connected = stored.presence_at(from).connected()[timer.side.index()];
+            if let Some(fire_at) = continuity::moved_deadline(
+                timer,
+                &stored.meta.time_control,
+                from,
+                now,
+                gap,
+                rule,
+                connected,
+            ) {
+                moved.push(Timer { fire_at, ..*timer });
+            }
+        }
+        for timer in &moved {
+            // Re-arming drops any claim: a clock that held the old deadline finds it stale.
+            state.arm(*timer);
+        }
+        Ok(Some(Outage {
+            from,
+            to: now,
+            deadlines_moved: moved.len() as u64,
+        }))
     }
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {

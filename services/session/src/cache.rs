@@ -74,6 +74,8 @@ impl SessionService {
     /// The game from the store with its presence now and its timers (what `GetGame` shows),
     /// caching the game read. A game that does not exist is `NOT_FOUND`.
     pub(crate) async fn observe(&self, game_id: Uuid) -> Result<ObservedGame, Status> {
+        // The deadlines shown must be the ones an outage has moved.
+        self.serving().await?;
         let observed = self
             .store
             .observe(game_id, self.config.clock.now())

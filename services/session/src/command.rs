@@ -66,6 +66,9 @@ impl SessionService {
         make: impl Fn(&GameRecord) -> Result<Command, Status>,
     ) -> Result<pb::CommandResult, Status> {
         let store_status = |e: StoreError| store_error_status(&e);
+        // No command is judged, and no deadline armed, before an outage that preceded it was
+        // accounted for (`pulse.rs`).
+        self.serving().await?;
         let _this_games_turn = self.command_locks.lock(ctx.game_id).await;
         for attempt in 0..MAX_ATTEMPTS {
             // No separate look for an earlier answer first (a round trip on every command): a

@@ -1,5 +1,6 @@
 //! The session's settings: plain values, so tests build them directly.
 
+use crate::pulse::PulseConfig;
 use hidden_front_time::WallClock;
 use std::time::Duration;
 
@@ -14,6 +15,11 @@ pub struct SessionConfig {
     pub cache_capacity: usize,
     /// The session's clock: the only clock deadlines are judged by (tests move it by hand).
     pub clock: WallClock,
+    /// The pulse by which the service accounts for its own outages (`pulse.rs`), or `None` (the
+    /// default) for none. It goes with [`SessionService::run_pulse`](crate::SessionService::run_pulse):
+    /// without that loop a quiet spell longer than the outage threshold would look like an
+    /// outage, so only a composition that runs the loop turns it on (the application does).
+    pub pulse: Option<PulseConfig>,
 }
 
 impl Default for SessionConfig {
@@ -22,6 +28,7 @@ impl Default for SessionConfig {
             default_presence_lease: Duration::from_secs(30),
             cache_capacity: 10_000,
             clock: WallClock::system(),
+            pulse: None,
         }
     }
 }

@@ -64,7 +64,9 @@ impl SessionService {
         } else {
             request.idempotency_key
         };
-        // The deployment deadline is durable with the game itself.
+        // The deployment deadline is durable with the game itself, armed only once any outage
+        // before it was accounted for (else the outage would move it too).
+        self.serving().await?;
         let deadline = timers::deployment_timer(
             meta.game_id,
             &meta.time_control,

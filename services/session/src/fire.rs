@@ -79,7 +79,9 @@ impl SessionService {
         };
         // The first fence: the fire must be the timer the game's slot holds now. A timer that
         // was replaced, disarmed or already applied is stale, and a live one that is not due by
-        // this clock is refused so the clock tries again.
+        // this clock is refused so the clock tries again. Read only once any outage before now
+        // was accounted for: a deadline it moved makes this fire stale.
+        self.serving().await?;
         let stored = self
             .store
             .timers_of(game_id)

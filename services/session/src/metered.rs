@@ -7,8 +7,8 @@ use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
     AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame,
-    Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame, Outage,
+    OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -144,6 +144,14 @@ impl GameStore for MeteredStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         counted("ping", self.inner.ping().await)
+    }
+
+    async fn pulse(
+        &self,
+        now: SystemTime,
+        rule: &OutageRule,
+    ) -> Result<Option<Outage>, StoreError> {
+        counted("pulse", self.inner.pulse(now, rule).await)
     }
 
     async fn ended_games(

@@ -36,6 +36,8 @@ impl SessionService {
                 ));
             }
         };
+        // A report re-arms a deadline: not before an outage before it was accounted for.
+        self.serving().await?;
         // The game must exist: presence for unknown games would grow the table without bound.
         let record = self.load(game_id, false).await?;
         let now = self.config.clock.now();

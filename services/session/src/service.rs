@@ -1,12 +1,14 @@
 //! [`SessionService`]: the referee's state (the store, the game cache, the settings) and its
 //! gRPC face, `SessionService` of `session.proto`. Each call is answered by the module of its
 //! job: `create`, `actions` and `command` (the player actions), `fire` (`ApplyTimer`),
-//! `presence`, `queries` and `watch`.
+//! `presence`, `pulse` (the outage accounting every other call waits for), `queries` and
+//! `watch`.
 
 use crate::cache::GameCache;
 use crate::command_locks::CommandLocks;
 use crate::config::SessionConfig;
 use crate::metered::MeteredStore;
+use crate::pulse::PulseState;
 use crate::watch::EventStream;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
@@ -21,6 +23,8 @@ pub struct SessionService {
     /// Queues each game's commands in this process (`command_locks.rs`).
     pub(crate) command_locks: CommandLocks,
     pub(crate) config: SessionConfig,
+    /// This process's pulse (`pulse.rs`).
+    pub(crate) pulse_state: PulseState,
 }
 
 impl SessionService {
@@ -31,6 +35,7 @@ impl SessionService {
             cache: GameCache::new(config.cache_capacity),
             command_locks: CommandLocks::default(),
             config,
+            pulse_state: PulseState::default(),
         }
     }
 }

@@ -130,6 +130,14 @@ impl GameStore for GatedStore {
         self.inner.ping().await
     }
 
+    async fn pulse(
+        &self,
+        now: SystemTime,
+        rule: &hidden_front_store::OutageRule,
+    ) -> Result<Option<hidden_front_store::Outage>, StoreError> {
+        self.inner.pulse(now, rule).await
+    }
+
     async fn ended_games(
         &self,
         after_cursor: u64,

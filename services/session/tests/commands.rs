@@ -5,7 +5,7 @@
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as _;
 use hidden_front_rules::Side;
-use hidden_front_session::{SessionConfig, SessionService};
+use hidden_front_session::{PulseConfig, SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::{Timer, TimerKind, TimerSlot, TimerStore};
 use hidden_front_time::ManualClock;
@@ -71,7 +71,8 @@ async fn start_play(s: &SessionService, game: &str) -> u64 {
     version
 }
 
-/// A session on a memory store with a hand-moved clock.
+/// A session on a memory store with a hand-moved clock (and no pulse, the default: the clock's
+/// jumps are time passing, not outages; `tests/outages.rs` tests the pulse).
 fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
     let store = Arc::new(MemoryStore::new());
     let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
@@ -638,4 +639,122 @@ async fn retries_get_the_first_answer_and_refusals_have_the_right_codes() {
         .unwrap_err();
     assert_eq!(swap.code(), Code::InvalidArgument);
     assert!(swap.message().contains("square_a"), "{}", swap.message());
+}
+
+/// [`timed_service`] with the service's pulse on. Nothing pulses on its own here: the test is the
+/// loop, moving the clock and pulsing ([`serve_for`]), or leaving a gap (an outage).
+fn pulsed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
+    let store = Arc::new(MemoryStore::new());
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let config = SessionConfig {
+        clock: clock.wall_clock(),
+        pulse: Some(PulseConfig::default()),
+        ..SessionConfig::default()
+    };
+    (SessionService::new(store.clone(), config), store, clock)
+}
+
+/// The service serving for `seconds`: the clock moves a second at a time, pulsing each time, as
+/// the pulse loop does.
+async fn serve_for(s: &SessionService, clock: &ManualClock, seconds: u64) {
+    for _ in 0..seconds {
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(s.pulse().await.unwrap(), None, "serving is no outage");
+    }
+}
+
+#[tokio::test]
+async fn an_outage_moves_the_running_clocks_before_anything_is_judged_by_them() {
+    let (s, store, clock) = pulsed_service();
+    let (game, first) = create(&s).await;
+    // South is connected (a gateway's report), north never came.
+    report(&s, &game, pb::Side::South, "gw", true, 30).await;
+    start_play(&s, &game).await;
+    serve_for(&s, &clock, 10).await;
+    let move_clock = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    let south_back = armed(&store, &game, TimerSlot::Reconnect(Side::South))
+        .await
+        .unwrap();
+    let north_back = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    assert_eq!(move_clock.fire_at, clock.now() + Duration::from_secs(20));
+    // Nothing serves for 45 s (every process down, or the store unreachable).
+    let outage_from = clock.now();
+    clock.advance(Duration::from_secs(45));
+    // The clock fires the move deadline that fell due in the outage: the session accounts for
+    // the outage first, so the fire is stale and the mover has not lost the turn.
+    let fired = fire(&s, &move_clock).await.unwrap();
+    assert!(!fired.applied, "a deadline the outage moved is not applied");
+    let moved = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    assert_eq!(
+        moved.fire_at,
+        clock.now() + Duration::from_secs(20 + 5),
+        "the mover keeps its 20 s, and 5 s to reconnect"
+    );
+    assert_eq!(
+        (moved.kind, moved.armed_version, moved.side),
+        (move_clock.kind, move_clock.armed_version, move_clock.side)
+    );
+    // Both players see the moved deadline.
+    let view = get(&s, &game, pb::Viewer::Spectator).await;
+    assert_eq!(view.phase, pb::Phase::Play as i32);
+    assert_eq!(view.turn_deadline_unix_millis, millis(moved.fire_at));
+    // South was connected when the outage began: the whole reconnect time after it. North was
+    // already away: its time left, moved.
+    let south_moved = armed(&store, &game, TimerSlot::Reconnect(Side::South))
+        .await
+        .unwrap();
+    assert!(south_back.fire_at < clock.now() + Duration::from_secs(60));
+    assert_eq!(south_moved.fire_at, clock.now() + Duration::from_secs(60));
+    let north_moved = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .unwrap();
+    assert_eq!(
+        north_moved.fire_at,
+        north_back.fire_at
+            + (clock.now().duration_since(outage_from).unwrap())
+            + Duration::from_secs(5)
+    );
+    // The rule is not turned off: the moved deadline applies when it comes, once.
+    serve_for(&s, &clock, 25).await;
+    assert!(
+        fire(&s, &moved).await.unwrap().applied,
+        "the moved deadline applies"
+    );
+    assert!(!fire(&s, &moved).await.unwrap().applied, "once");
+    let after = get(&s, &game, pb::Viewer::Spectator).await;
+    assert_eq!(after.phase, pb::Phase::Play as i32);
+    assert_eq!(
+        after.to_move,
+        client_other(first) as i32,
+        "the turn passed on time"
+    );
+}
+
+/// The other side.
+fn client_other(side: pb::Side) -> pb::Side {
+    match side {
+        pb::Side::South => pb::Side::North,
+        _ => pb::Side::South,
+    }
+}
+
+#[tokio::test]
+async fn pulses_up_to_the_threshold_apart_move_no_deadline() {
+    let (s, store, clock) = pulsed_service();
+    let (game, _) = create(&s).await;
+    start_play(&s, &game).await;
+    let move_clock = armed(&store, &game, TimerSlot::Turn).await.unwrap();
+    for _ in 0..5 {
+        // The loop's pulses as late as they may come: exactly the threshold apart.
+        clock.advance(PulseConfig::default().rule.outage_after);
+        assert_eq!(s.pulse().await.unwrap(), None);
+        let view = get(&s, &game, pb::Viewer::Spectator).await;
+        assert_eq!(view.turn_deadline_unix_millis, millis(move_clock.fire_at));
+    }
+    assert_eq!(
+        armed(&store, &game, TimerSlot::Turn).await.unwrap(),
+        move_clock
+    );
 }

@@ -96,11 +96,14 @@ impl Application {
             .clone()
             .or_else(|| roles.matchmaking.then(|| own.clone()));
 
-        let (session, admin) = roles
-            .session
-            .then(|| session::servers(&args, stores.games.clone()))
-            .transpose()?
-            .unzip();
+        let (session, admin, referee) = match roles.session {
+            true => {
+                let (session, admin, referee) = session::servers(&args, stores.games.clone())?;
+                session::first_pulse(&referee).await;
+                (Some(session), Some(admin), Some(referee))
+            }
+            false => (None, None, None),
+        };
         let webhooks = webhooks::build(&args, roles.session, &stores)?;
         // Bound before matchmaking is built: its invite links default to this listener's page.
         let http_listener = match roles.gateway {
@@ -250,6 +253,10 @@ impl Application {
             let mut loops = deliveries
                 .map(|deliveries| deliveries.spawn(stop_rx.clone()))
                 .unwrap_or_default();
+            // The session's pulse (docs/clock.md): how the service knows its own outages.
+            loops.extend(
+                referee.map(|referee| tokio::spawn(referee.run_pulse(stopped(stop_rx.clone())))),
+            );
             loops.extend(
                 matchmaking
                     .map(|service| service.spawn_background(stop_rx))

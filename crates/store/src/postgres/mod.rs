@@ -19,7 +19,8 @@
 //! (finding games, the audit log),
 //! `appends` (the guarded append and the log), `batch` (group commit: one statement writes the
 //! appends of many games, each with its own guard and answer), `recent` (the events of this
-//! process's latest write per game, which the stream pumps read instead of the log), `timers`, `presence`, `ended`
+//! process's latest write per game, which the stream pumps read instead of the log), `timers`, `presence`, `pulse` (the service's
+//! pulse and the outages it accounts for), `ended`
 //! (the feed of ended games), `watch` (LISTEN/NOTIFY), with the column conversions in `codec`;
 //! this file holds the connection, the migrations and the trait implementation, which only
 //! delegates.
@@ -32,6 +33,7 @@ mod ended;
 mod games;
 mod outbox;
 mod presence;
+mod pulse;
 mod recent;
 mod timers;
 mod watch;
@@ -303,6 +305,14 @@ impl GameStore for PostgresStore {
         now: SystemTime,
     ) -> Result<Option<ObservedGame>, StoreError> {
         games::observe(self, game_id, now).await
+    }
+
+    async fn pulse(
+        &self,
+        now: SystemTime,
+        rule: &crate::OutageRule,
+    ) -> Result<Option<crate::Outage>, StoreError> {
+        pulse::pulse(self, now, rule).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
