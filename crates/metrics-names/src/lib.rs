@@ -94,7 +94,7 @@ pub const TIMER_KINDS: [&str; 3] = ["deployment", "move", "reconnect"];
 /// on: nothing changed), `retry` (the session could not be reached or it was not due yet).
 pub const TIMER_RESULTS: [&str; 3] = ["applied", "stale", "retry"];
 /// Every value of [`OPERATION`].
-pub const STORE_OPERATIONS: [&str; 19] = [
+pub const STORE_OPERATIONS: [&str; 20] = [
     "create",
     "load",
     "append",
@@ -105,6 +105,7 @@ pub const STORE_OPERATIONS: [&str; 19] = [
     "presence",
     "games_of_player",
     "ping",
+    "pulse",
     "ended_games",
     "arm_timer",
     "cancel_timer",
