@@ -92,6 +92,79 @@ pub async fn create_game(
         .into_inner()
 }
 
+/// A custom time control: `deployment`, `per_move` and `reconnect` seconds (the online rules'
+/// tests shorten them).
+pub fn time_control(deployment: u32, per_move: u32, reconnect: u32) -> Option<pb::TimeControl> {
+    Some(pb::TimeControl {
+        name: "custom".into(),
+        deployment_seconds: deployment,
+        move_seconds: per_move,
+        reconnect_seconds: reconnect,
+    })
+}
+
+/// Creates the game of `{key}-south` and `{key}-north` under `tc`; panics unless it succeeds.
+pub async fn create_timed(
+    client: &mut Client,
+    key: &str,
+    tc: Option<pb::TimeControl>,
+) -> pb::CreateGameResponse {
+    client
+        .create_game(pb::CreateGameRequest {
+            south_player: format!("{key}-south"),
+            north_player: format!("{key}-north"),
+            rules: String::new(),
+            time_control: tc,
+            idempotency_key: key.into(),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("CreateGame({key}) failed: {s:?}"))
+        .into_inner()
+}
+
+/// Confirms `side`'s deployment as the server drafted it; the game's version after it.
+pub async fn confirm(client: &mut Client, game_id: &str, side: pb::Side) -> u64 {
+    client
+        .confirm_deployment(pb::ConfirmDeploymentRequest {
+            context: context(game_id, side, "confirm", None),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("ConfirmDeployment({game_id}, {side:?}) failed: {s:?}"))
+        .into_inner()
+        .result
+        .expect("a command result")
+        .version
+}
+
+/// Polls `GetGame` (spectator view) until `done` holds, for at most 30 s; a failed read (a
+/// server still coming back) is asked again.
+pub async fn wait_for_view(
+    client: &mut Client,
+    game_id: &str,
+    done: impl Fn(&pb::GameView) -> bool,
+) -> pb::GameView {
+    let mut last = None;
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match try_get_game(client, game_id, pb::Viewer::Spectator).await {
+                Ok(view) if done(&view) => return view,
+                answer => last = Some(answer),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    waited.unwrap_or_else(|_| panic!("{game_id} did not reach the awaited state; last: {last:?}"))
+}
+
+/// Now, in milliseconds since the Unix epoch (the unit of deadlines in views).
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_millis() as u64
+}
+
 /// `GetGame`, returning the status on failure.
 pub async fn try_get_game(
     client: &mut Client,

@@ -13,6 +13,7 @@
 //! - [`metrics`]: scraping `GET /metrics` and reading series, to compare counters.
 //! - [`sweep`]: the bad-input sweeps: every RPC from the descriptor set, raw bytes on the wire,
 //!   single-field mutations, and the checks every refusal must pass.
+//! - [`private_postgres`]: a Postgres server of the test's own, to stop and start again.
 //! - [`otlp`]: an OTLP trace receiver (a real gRPC collector on loopback) for the tracing tests.
 //! - [`reveal`]: the checks that the end of a game reveals everything to every party.
 //! - [`Player`]: a simple game-playing client that sees the game only through `GetGame` with its
@@ -39,6 +40,7 @@ pub mod gateway;
 pub mod metrics;
 pub mod otlp;
 pub mod player;
+pub mod private_postgres;
 pub mod reveal;
 mod server;
 pub mod sweep;

@@ -9,19 +9,14 @@
 //!
 //! Waiting is always for an event (with a deadline), never a fixed sleep.
 
-use hidden_front_e2e::client::{self, Client, watch_to_end};
+use hidden_front_e2e::client::{self, Client, confirm, now_unix_ms, wait_for_view, watch_to_end};
 use hidden_front_e2e::gateway::{self, PlayerClient};
 use hidden_front_e2e::{Server, TestDatabase, pb};
 use pb::game_event::Event;
 use std::time::Duration;
 
 fn custom(deployment: u32, per_move: u32, reconnect: u32) -> Option<pb::TimeControl> {
-    Some(pb::TimeControl {
-        name: "custom".into(),
-        deployment_seconds: deployment,
-        move_seconds: per_move,
-        reconnect_seconds: reconnect,
-    })
+    client::time_control(deployment, per_move, reconnect)
 }
 
 async fn create(
@@ -29,30 +24,7 @@ async fn create(
     key: &str,
     tc: Option<pb::TimeControl>,
 ) -> pb::CreateGameResponse {
-    client
-        .create_game(pb::CreateGameRequest {
-            south_player: format!("{key}-south"),
-            north_player: format!("{key}-north"),
-            rules: String::new(),
-            time_control: tc,
-            idempotency_key: key.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
-async fn confirm(client: &mut Client, game_id: &str, side: pb::Side) -> u64 {
-    client
-        .confirm_deployment(pb::ConfirmDeploymentRequest {
-            context: client::context(game_id, side, "confirm", None),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap()
-        .version
+    client::create_timed(client, key, tc).await
 }
 
 async fn presence(client: &mut Client, game_id: &str, side: pb::Side, connected: bool) {
@@ -201,27 +173,8 @@ async fn started_with_north_connected(
     let mut north = PlayerClient::new(channel, &format!("{key}-north"));
     let stream = north.subscribe(&game, 1, false).await.unwrap();
     // Connected once the gateway's report is in.
-    wait_for(&mut client, &game, |view| view.north_connected).await;
+    wait_for_view(&mut client, &game, |view| view.north_connected).await;
     (client, game, north, stream)
-}
-
-/// Polls `GetGame` (spectator view) until `done` holds, for at most 20 s.
-async fn wait_for(
-    client: &mut Client,
-    game: &str,
-    done: impl Fn(&pb::GameView) -> bool,
-) -> pb::GameView {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let view = client::get_game(client, game, pb::Viewer::Spectator).await;
-            if done(&view) {
-                return view;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the game to reach the awaited state")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,7 +199,7 @@ async fn a_player_back_in_time_plays_on() {
     let (mut client, game, mut north, stream) =
         started_with_north_connected(&server, &server, "back", 2).await;
     drop(stream);
-    wait_for(&mut client, &game, |view| !view.north_connected).await;
+    wait_for_view(&mut client, &game, |view| !view.north_connected).await;
     let mut clock = pb::clock_service_client::ClockServiceClient::new(
         gateway::channel(server.session_addr()).await,
     );
@@ -279,27 +232,19 @@ async fn a_player_back_in_time_plays_on() {
         .expect("the reconnect timer to be re-armed")
     };
     // Away: the count runs from the disconnection (2 s), not from a lease's end (30 s more).
-    let first_deadline = deadline_when(&|d| d < now_ms() + 10_000).await;
+    let first_deadline = deadline_when(&|d| d < now_unix_ms() + 10_000).await;
     // Back within the reconnect time: the count restarts from the new report, and as the
     // reconnect time (2 s) is shorter than the lease (30 s), is due only once that lapses.
     let _stream = north.subscribe(&game, 1, false).await.unwrap();
-    wait_for(&mut client, &game, |view| view.north_connected).await;
+    wait_for_view(&mut client, &game, |view| view.north_connected).await;
     deadline_when(&|d| d > first_deadline + 10_000).await;
     // Let the first deadline pass (time passing is what is tested here), then look.
     tokio::time::sleep(Duration::from_millis(
-        first_deadline.saturating_sub(now_ms()) + 1_000,
+        first_deadline.saturating_sub(now_unix_ms()) + 1_000,
     ))
     .await;
     let view = client::get_game(&mut client, &game, pb::Viewer::Spectator).await;
     assert_eq!(view.phase, pb::Phase::Play as i32, "the game goes on");
-}
-
-/// Now, in milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,16 +279,16 @@ async fn a_killed_gateway_costs_its_player_the_reconnect_time_after_its_last_rep
     )
     .await;
     // Seen connected just before the kill: the last report is less than a lease before then.
-    let seen_connected_at = now_ms();
-    wait_for(&mut client, &game, |view| view.north_connected).await;
+    let seen_connected_at = now_unix_ms();
+    wait_for_view(&mut client, &game, |view| view.north_connected).await;
     // Killed without a word: no "disconnected" report, its last renewal is the last report.
     gateway.kill();
-    let killed_at = now_ms();
+    let killed_at = now_unix_ms();
     // Away once the lease lapses, losing the reconnect time after the last report (normally a
     // renewal interval or less before the kill), not the lease plus the reconnect time after it.
     // The bounds: the last report came after `seen_connected_at - LEASE_MS` and before the kill
     // (a few milliseconds of slack for a report the session was still reading).
-    let view = wait_for(&mut client, &game, |view| !view.north_connected).await;
+    let view = wait_for_view(&mut client, &game, |view| !view.north_connected).await;
     let deadline = view.north_away_deadline_unix_millis;
     let earliest = seen_connected_at + RECONNECT_MS - LEASE_MS;
     let latest = killed_at + RECONNECT_MS + 250;
@@ -355,7 +300,7 @@ async fn a_killed_gateway_costs_its_player_the_reconnect_time_after_its_last_rep
     assert!(view.south_connected);
     // The clock fires it: north loses, not before the deadline.
     let events = watch_to_end(&mut client, &game, 1).await;
-    assert!(now_ms() + 250 >= deadline, "ended before the deadline");
+    assert!(now_unix_ms() + 250 >= deadline, "ended before the deadline");
     let outcome = outcome(&events);
     assert_eq!(outcome.reason, pb::EndReason::Disconnected as i32);
     assert_eq!(outcome.winner, pb::Side::South as i32);
