@@ -16,6 +16,9 @@ use hidden_front_store::{Timer, TimerKind};
 use hidden_front_wire as wire;
 use tonic::Status;
 
+/// How many times a fire reads the game before giving up when every read outlasts the pulse.
+const MAX_READS: u32 = 3;
+
 impl SessionService {
     /// Answers a clock's `ApplyTimer`, counting its outcome: applied, stale (or already
     /// applied: it changes nothing) or refused.
@@ -80,16 +83,32 @@ impl SessionService {
         // The first fence: the fire must be the timer the game's slot holds now. A timer that
         // was replaced, disarmed or already applied is stale, and a live one that is not due by
         // this clock is refused so the clock tries again. Read only once any outage before now
-        // was accounted for: a deadline it moved makes this fire stale.
-        self.serving().await?;
-        let stored = self
-            .store
-            .timers_of(game_id)
-            .await
-            .map_err(|e| store_error_status(&e))?
-            .into_iter()
-            .find(|t| t.slot() == fired.slot());
-        let record = self.load(game_id, true).await?;
+        // was accounted for (a deadline it moved makes this fire stale), and judged only while
+        // the pulse is still fresh after the reads: an outage or a stall during them is
+        // accounted for, and the slot read again, before anyone's time is judged to have run out.
+        let mut reads = 0;
+        let (stored, record) = loop {
+            self.serving().await?;
+            let stored = self
+                .store
+                .timers_of(game_id)
+                .await
+                .map_err(|e| store_error_status(&e))?
+                .into_iter()
+                .find(|t| t.slot() == fired.slot());
+            let record = self.load(game_id, true).await?;
+            if self.pulse_is_fresh() {
+                break (stored, record);
+            }
+            reads += 1;
+            if reads == MAX_READS {
+                return Err(ApiError::new(
+                    Reason::StoreUnavailable,
+                    "the game store is too slow to judge this timer now; retry",
+                )
+                .into());
+            }
+        };
         let stale = pb::ApplyTimerResponse {
             applied: false,
             version: record.version,

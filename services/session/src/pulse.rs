@@ -77,24 +77,28 @@ impl SessionService {
         Ok(outage)
     }
 
+    /// Whether this process's last successful pulse is recent enough that no outage can have
+    /// begun unaccounted for before it (within [`OutageRule::outage_after`]); always true with
+    /// the pulse off.
+    pub(crate) fn pulse_is_fresh(&self) -> bool {
+        let Some(config) = self.config.pulse else {
+            return true;
+        };
+        let last = self.pulse_state.last_ok_ms.load(Ordering::Relaxed);
+        last != 0
+            && self.config.clock.now_unix_ms().saturating_sub(last)
+                <= u64::try_from(config.rule.outage_after.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Returns once this process's pulse is fresh, pulsing first if it is not; a failed pulse is
     /// `UNAVAILABLE` (`STORE_UNAVAILABLE`), retriable. Everything that judges or shows a game's
     /// deadlines, or arms new ones, waits for it.
     pub(crate) async fn serving(&self) -> Result<(), Status> {
-        let Some(config) = self.config.pulse else {
-            return Ok(());
-        };
-        let fresh = || {
-            let last = self.pulse_state.last_ok_ms.load(Ordering::Relaxed);
-            last != 0
-                && self.config.clock.now_unix_ms().saturating_sub(last)
-                    <= u64::try_from(config.rule.outage_after.as_millis()).unwrap_or(u64::MAX)
-        };
-        if fresh() {
+        if self.pulse_is_fresh() {
             return Ok(());
         }
         let _one_at_a_time = self.pulse_state.running.lock().await;
-        if fresh() {
+        if self.pulse_is_fresh() {
             return Ok(());
         }
         self.pulse()

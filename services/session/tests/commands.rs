@@ -2,6 +2,8 @@
 //! idempotent retries and the codes of refused commands. (The same service over real gRPC, real
 //! Postgres and real processes is tested in tests/e2e.)
 
+mod support;
+
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as _;
 use hidden_front_rules::Side;
@@ -757,4 +759,58 @@ async fn pulses_up_to_the_threshold_apart_move_no_deadline() {
         armed(&store, &game, TimerSlot::Turn).await.unwrap(),
         move_clock
     );
+}
+
+#[tokio::test]
+async fn a_stall_while_a_fire_is_read_is_accounted_for_before_it_is_judged() {
+    let store = Arc::new(support::HookedStore::new(MemoryStore::new()));
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let s = SessionService::new(
+        store.clone(),
+        SessionConfig {
+            clock: clock.wall_clock(),
+            pulse: Some(PulseConfig::default()),
+            ..SessionConfig::default()
+        },
+    );
+    let (game, _) = create(&s).await;
+    start_play(&s, &game).await;
+    serve_for(&s, &clock, 20).await;
+    let move_clock = store
+        .timers_of(game.parse().unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.slot() == TimerSlot::Turn)
+        .unwrap();
+    assert_eq!(move_clock.fire_at, clock.now() + Duration::from_secs(10));
+    // A fire from a clock running 5 s ahead reaches a session that then stalls for 15 s while
+    // it reads the game (a paused machine, a stuck connection): the deadline passes during the
+    // stall, in which nothing was served. It must be accounted for before the fire is judged.
+    let stall = clock.clone();
+    let mut stalled = false;
+    *store.after_timers_read.lock().unwrap() = Some(Box::new(move || {
+        if !std::mem::replace(&mut stalled, true) {
+            stall.advance(Duration::from_secs(15));
+        }
+    }));
+    clock.advance(Duration::from_secs(5));
+    let answer = fire(&s, &move_clock).await.unwrap();
+    assert!(
+        !answer.applied,
+        "the deadline passed while nothing was served"
+    );
+    let moved = store
+        .timers_of(game.parse().unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.slot() == TimerSlot::Turn)
+        .unwrap();
+    assert!(
+        moved.fire_at > clock.now(),
+        "the move clock was moved past the stall"
+    );
+    let view = get(&s, &game, pb::Viewer::Spectator).await;
+    assert_eq!((view.south_timeouts, view.north_timeouts), (0, 0));
 }

@@ -1,0 +1,212 @@
+//! Test support of the session's tests: a store that delegates to a [`MemoryStore`] with hooks a
+//! test can hold or step into.
+
+#![allow(dead_code)] // each test binary uses its part
+
+use async_trait::async_trait;
+use hidden_front_rules::{Event, Game, Side};
+use hidden_front_store::lifecycle::{Fact, NewFact};
+use hidden_front_store::memory::MemoryStore;
+use hidden_front_store::{
+    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame, Outage,
+    OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
+};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+use tokio::sync::{Notify, watch};
+use uuid::Uuid;
+
+/// A memory store with hooks: its appends wait until `open` says so (counting how many began),
+/// and `after_timers_read` runs after every read of a game's timers (a test moves its clock there
+/// to stand for a stall).
+pub struct HookedStore {
+    pub inner: MemoryStore,
+    pub open: watch::Sender<bool>,
+    pub appends_started: AtomicUsize,
+    pub append_started: Notify,
+    pub after_timers_read: Mutex<Option<Box<dyn FnMut() + Send>>>,
+}
+
+impl HookedStore {
+    /// `inner`, appends open, no hook.
+    pub fn new(inner: MemoryStore) -> HookedStore {
+        HookedStore {
+            inner,
+            open: watch::channel(true).0,
+            appends_started: AtomicUsize::new(0),
+            append_started: Notify::new(),
+            after_timers_read: Mutex::new(None),
+        }
+    }
+}
+
+#[async_trait]
+impl GameStore for HookedStore {
+    async fn create_armed(
+        &self,
+        creation_key: &str,
+        meta: &GameMeta,
+        events: &[Event],
+        game: &Game,
+        timers: &[Timer],
+        facts: &[NewFact],
+    ) -> Result<Created, StoreError> {
+        self.inner
+            .create_armed(creation_key, meta, events, game, timers, facts)
+            .await
+    }
+
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        self.inner.facts_after(after, limit).await
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        self.inner.watch_facts().await
+    }
+
+    async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
+        self.inner.load(game_id).await
+    }
+
+    async fn observe(
+        &self,
+        game_id: Uuid,
+        now: SystemTime,
+    ) -> Result<Option<ObservedGame>, StoreError> {
+        self.inner.observe(game_id, now).await
+    }
+
+    async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
+        self.appends_started.fetch_add(1, Ordering::SeqCst);
+        self.append_started.notify_one();
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+        self.inner.append_armed(append).await
+    }
+
+    async fn command_response(
+        &self,
+        game_id: Uuid,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.command_response(game_id, key).await
+    }
+
+    async fn events(
+        &self,
+        game_id: Uuid,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events(game_id, from_seq, limit).await
+    }
+
+    async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {
+        self.inner.watch(game_id).await
+    }
+
+    async fn report_presence(
+        &self,
+        game_id: Uuid,
+        side: Side,
+        gateway_id: &str,
+        connected: bool,
+        now: SystemTime,
+        lease_until: SystemTime,
+        arm: Option<&ArmAfterReport<'_>>,
+    ) -> Result<Presence, StoreError> {
+        self.inner
+            .report_presence(game_id, side, gateway_id, connected, now, lease_until, arm)
+            .await
+    }
+
+    async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
+        self.inner.presence(game_id, now).await
+    }
+
+    async fn games_of_player(
+        &self,
+        player: &str,
+        limit: usize,
+    ) -> Result<Vec<GameSummary>, StoreError> {
+        self.inner.games_of_player(player, limit).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+
+    async fn pulse(
+        &self,
+        now: SystemTime,
+        rule: &OutageRule,
+    ) -> Result<Option<Outage>, StoreError> {
+        self.inner.pulse(now, rule).await
+    }
+
+    async fn ended_games(
+        &self,
+        after_cursor: u64,
+        limit: usize,
+    ) -> Result<Vec<EndedRecord>, StoreError> {
+        self.inner.ended_games(after_cursor, limit).await
+    }
+}
+
+#[async_trait]
+impl AdminStore for HookedStore {
+    async fn find_games(&self, filter: &GameFilter) -> Result<Vec<FoundGame>, StoreError> {
+        self.inner.find_games(filter).await
+    }
+
+    async fn append_audit(&self, entry: NewAuditEntry<'_>) -> Result<AuditEntry, StoreError> {
+        self.inner.append_audit(entry).await
+    }
+
+    async fn audit_log(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.inner.audit_log(query).await
+    }
+}
+
+#[async_trait]
+impl TimerStore for HookedStore {
+    async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
+        self.inner.arm_timer(timer).await
+    }
+
+    async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
+        self.inner.cancel_timer(game_id, slot).await
+    }
+
+    async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
+        let timers = self.inner.timers_of(game_id).await;
+        if let Some(hook) = self.after_timers_read.lock().unwrap().as_mut() {
+            hook();
+        }
+        timers
+    }
+
+    async fn claim_due(
+        &self,
+        owner: &str,
+        horizon: SystemTime,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Timer>, StoreError> {
+        self.inner.claim_due(owner, horizon, lease, limit).await
+    }
+
+    async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
+        self.inner.release_timer(timer, retry_at).await
+    }
+
+    async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
+        self.inner.complete_timers(timers).await
+    }
+
+    async fn armed_timer_count(&self) -> Result<u64, StoreError> {
+        self.inner.armed_timer_count().await
+    }
+}
