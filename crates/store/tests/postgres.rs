@@ -488,7 +488,9 @@ async fn migrations_are_idempotent() {
             "games",
             "lifecycle_counter",
             "lifecycle_facts",
-            "presence"
+            "presence",
+            "service_outages",
+            "service_pulse"
         ]
     );
     store.close().await;
