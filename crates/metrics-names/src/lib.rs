@@ -40,6 +40,10 @@ pub const TIMERS_FIRED_TOTAL: &str = "hf_timers_fired_total";
 /// Histogram (seconds): how late a timer's fire reached the session, after its deadline, by
 /// [`TIMER_KIND`].
 pub const TIMER_LATENESS_SECONDS: &str = "hf_timer_lateness_seconds";
+/// Counter: group-commit statements that failed, by [`KIND`] (`append`, `create`): nothing of
+/// them was written, and a batch of several was written again one item at a time. Rare: a
+/// forked log, a deadlock or a key committed meanwhile by another replica.
+pub const STORE_BATCH_FAILURES_TOTAL: &str = "hf_store_batch_failures_total";
 /// Counter: outages the session's pulse found (no process could serve: every session process
 /// down, or the database unreachable), each accounted for once across processes.
 pub const SERVICE_OUTAGES_TOTAL: &str = "hf_service_outages_total";

@@ -225,9 +225,10 @@ async fn two_processes_share_one_database() {
     db.drop_database().await;
 }
 
-/// Appends of many games written together: one whose statement fails (its command key is
-/// known, though its version guard passes) gets its own error and writes nothing, and every other
-/// append racing it commits.
+/// Appends of many games written together: one whose command key is known, though its version
+/// guard passes (a retried swap), gets the key's first answer and writes nothing, and every other
+/// append racing it commits, without the batch's statement failing (no append is written a
+/// second time, alone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_append_among_many_fails_alone() {
     let db = TestDb::create().await;
@@ -314,6 +315,11 @@ async fn a_failing_append_among_many_fails_alone() {
     for (game_id, ..) in &others {
         assert_log_is_whole(&store, *game_id).await;
     }
+    assert_eq!(
+        store.batch_failures(),
+        0,
+        "the known key failed only its own append's guard, not a statement"
+    );
     store.close().await;
     db.drop_database().await;
 }

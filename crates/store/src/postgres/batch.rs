@@ -16,9 +16,13 @@
 //! append keeps its own version guard and gets its own answer: the statement writes, for each game
 //! whose guard passes, its snapshot, command record, events, timers and place in the ended-games
 //! feed, and nothing at all for a game whose guard fails (that caller re-judges only its game).
-//! A statement error (a known command key, a forked log, a deadlock between racing replicas)
-//! writes nothing of the batch; then each append of it is written again alone, so each caller gets
-//! exactly the error its own append causes.
+//! A command key the game already knows (a retried swap or reshuffle that the engine judged
+//! legal again) fails that append's guard like a stale version, not the statement: the caller
+//! then finds the key's first answer. A statement error (a forked log, a deadlock between racing
+//! replicas, a key committed by a racing replica meanwhile) writes nothing of the batch; then
+//! each append of it is written again alone, so each caller gets exactly the error its own
+//! append causes. Such failures are counted (`hf_store_batch_failures_total`,
+//! [`GroupCommit::failures`]): they should be rare.
 //!
 //! Creations queue in the same queue: each creation records a lifecycle fact, which locks the
 //! outbox's counter until its commit is durable, so creations written one by one committed one
@@ -36,6 +40,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -146,6 +151,8 @@ pub(super) struct GroupCommit {
     /// for half a second (docs/benchmarks.md, round 7).
     pool: PgPool,
     queue: OnceLock<mpsc::UnboundedSender<Pending>>,
+    /// Statements that failed (nothing of them written).
+    failures: Arc<AtomicU64>,
 }
 
 impl GroupCommit {
@@ -159,7 +166,14 @@ impl GroupCommit {
         GroupCommit {
             pool,
             queue: OnceLock::new(),
+            failures: Arc::default(),
         }
+    }
+
+    /// How many of its statements failed since it was made (each also counted in
+    /// `hf_store_batch_failures_total`).
+    pub(super) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
     /// The flushers' pool, to close with the store.
@@ -182,7 +196,7 @@ impl GroupCommit {
         let pool = &self.pool;
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
-            tokio::spawn(run(pool.clone(), receiver));
+            tokio::spawn(run(pool.clone(), receiver, Arc::clone(&self.failures)));
             sender
         });
         let (reply, answer) = oneshot::channel();
@@ -202,7 +216,7 @@ impl GroupCommit {
 }
 
 /// The batching loop: wait for a free flusher, then take what queued meanwhile.
-async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
+async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>, failures: Arc<AtomicU64>) {
     let flushers = Arc::new(Semaphore::new(FLUSHERS));
     // Work for a game already in the batch being formed waits for the next one: one statement
     // must not update a game row twice. So does a creation whose key is taken in the batch.
@@ -248,15 +262,16 @@ async fn run(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Pending>) {
         }
         held = later;
         let pool = pool.clone();
+        let failures = Arc::clone(&failures);
         tokio::spawn(async move {
-            flush(&pool, batch).await;
+            flush(&pool, batch, &failures).await;
             drop(permit);
         });
     }
 }
 
 /// Writes one batch, each kind with its statement, and answers each caller.
-async fn flush(pool: &PgPool, batch: Vec<Pending>) {
+async fn flush(pool: &PgPool, batch: Vec<Pending>, failures: &AtomicU64) {
     let mut appends = Vec::new();
     let mut creations = Vec::new();
     for Pending { work, reply } in batch {
@@ -266,15 +281,19 @@ async fn flush(pool: &PgPool, batch: Vec<Pending>) {
         }
     }
     if !creations.is_empty() {
-        flush_kind(pool, creations).await;
+        flush_kind(pool, creations, failures).await;
     }
     if !appends.is_empty() {
-        flush_kind(pool, appends).await;
+        flush_kind(pool, appends, failures).await;
     }
 }
 
 /// Writes one kind's part of a batch and answers each of its callers.
-async fn flush_kind<T: Statement>(pool: &PgPool, batch: Vec<(T, oneshot::Sender<Written>)>) {
+async fn flush_kind<T: Statement>(
+    pool: &PgPool,
+    batch: Vec<(T, oneshot::Sender<Written>)>,
+    failures: &AtomicU64,
+) {
     let items: Vec<&T> = batch.iter().map(|(item, _)| item).collect();
     let started = std::time::Instant::now();
     let written = T::write_all(pool, &items).await;
@@ -291,6 +310,10 @@ async fn flush_kind<T: Statement>(pool: &PgPool, batch: Vec<(T, oneshot::Sender<
         micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
         "store.group_commit"
     );
+    if written.is_err() {
+        failures.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(names::STORE_BATCH_FAILURES_TOTAL, names::KIND => T::KIND).increment(1);
+    }
     match written {
         Ok(passed) => {
             for (item, reply) in batch {
@@ -373,6 +396,9 @@ async fn write_batch(
                               ELSE g.ended_seq END \
            FROM input i WHERE g.game_id = i.game_id \
              AND COALESCE(g.head_version, g.version) = i.expected \
+             AND (i.command_key IS NULL OR NOT EXISTS ( \
+               SELECT 1 FROM game_commands c \
+               WHERE c.game_id = i.game_id AND c.idempotency_key = i.command_key)) \
            RETURNING g.game_id, i.version, i.event_count), \
          command AS ( \
            INSERT INTO game_commands (game_id, idempotency_key, response, version) \

@@ -195,6 +195,13 @@ impl PostgresStore {
         &self.inner.pool
     }
 
+    /// How many group-commit statements of this store failed and wrote nothing (also
+    /// `hf_store_batch_failures_total`): a known command key does not count, it fails only its
+    /// own append's guard (`batch.rs`).
+    pub fn batch_failures(&self) -> u64 {
+        self.inner.group_commit.failures()
+    }
+
     /// Stops the LISTEN task and closes both pools, waiting for checked-out connections to come
     /// back: for a graceful shutdown. Every clone of this store is unusable afterwards.
     pub async fn close(&self) {
