@@ -1,6 +1,8 @@
 //! Group commit: the appends of many games written by one statement, which is its own
 //! transaction (one round trip, one WAL flush, one `NOTIFY` lock for the whole batch); and
-//! likewise the creations of many games (`games.rs`, [`Creation`]).
+//! likewise the creations of many games (`games.rs`, [`Creation`]). A batch that holds both is
+//! two statements, two commits: the creations', then the appends'. Both write their timers and
+//! lifecycle facts the same way, with the CTEs and parameters of one [`Tail`].
 //!
 //! Why: a transaction that calls `pg_notify` holds a database-wide lock from just before its
 //! commit until the commit is durable, so appends that each notify commit one after the other, one
@@ -32,16 +34,19 @@
 use super::CHANNEL;
 use super::games::Creation;
 use super::outbox::FactColumns;
-use super::timers::{TimerColumns, rearm_slot};
+use super::timers::TimerColumns;
 use crate::timers::Timer;
 use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
+use sqlx::Postgres;
+use sqlx::postgres::PgArguments;
 use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::query::QueryAs;
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::SystemTime;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
@@ -342,41 +347,12 @@ async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
         .copied())
 }
 
-/// The one statement: for every append whose version guard passes, the snapshot, the feed
-/// position (from the counter row, whose lock is held to commit, so positions follow commit
-/// order; a position taken by an append whose guard failed stays unused), the command record,
-/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the
-/// games whose guard passed, with the commit's `now()`.
-async fn write_batch(
-    pool: &PgPool,
-    appends: &[&Encoded],
-) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
-    let mut columns = Columns::default();
-    for append in appends {
-        columns.push(append);
-    }
-    let Columns {
-        game_ids,
-        expected,
-        versions,
-        snapshots,
-        phases,
-        command_keys,
-        responses,
-        event_counts,
-        end_ranks,
-        ended,
-        event_games,
-        event_seqs,
-        event_values,
-        event_traces,
-        cleared,
-        arms,
-        retag_games,
-        retag_versions,
-        facts,
-    } = columns;
-    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(concat!(
+/// Parameters of the appends' statement before its [`Tail`].
+const APPEND_OWN_PARAMS: usize = 18;
+
+/// The appends' statement ([`write_batch`]), made once.
+static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[], \
                                 $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
@@ -410,59 +386,107 @@ async fn write_batch(
            FROM UNNEST($11::uuid[], $12::bigint[], $13::text[], $14::text[]) \
              AS e (game_id, seq, event, trace_parent) \
            WHERE e.game_id IN (SELECT game_id FROM guard)), \
-         arms AS ( \
-           SELECT * FROM UNNEST($16::uuid[], $17::text[], $18::text[], $19::text[], \
-                                $20::bigint[], $21::timestamptz[]) \
-             AS a (game_id, slot, kind, side, armed_version, fire_at)), \
+         {tail}, \
          cleared AS ( \
            DELETE FROM game_timers t USING UNNEST($15::uuid[]) AS c (game_id) \
            WHERE t.game_id = c.game_id AND c.game_id IN (SELECT game_id FROM guard) \
              AND NOT EXISTS (SELECT 1 FROM arms a WHERE a.game_id = t.game_id AND a.slot = t.slot)), \
-         armed AS ( \
-           INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
-           SELECT a.game_id, a.slot, a.kind, a.side, a.armed_version, a.fire_at FROM arms a \
-           WHERE a.game_id IN (SELECT game_id FROM guard) \
-           ",
-        rearm_slot!(),
-        "), \
          retagged AS ( \
            UPDATE game_timers t SET armed_version = r.armed_version, claimed_by = NULL, \
              claimed_until = NULL \
-           FROM UNNEST($22::uuid[], $23::bigint[]) AS r (game_id, armed_version) \
+           FROM UNNEST($16::uuid[], $17::bigint[]) AS r (game_id, armed_version) \
            WHERE t.game_id = r.game_id AND t.slot = 'turn' \
-             AND r.game_id IN (SELECT game_id FROM guard)), \
-         recorded AS ( \
-           SELECT lifecycle_record(array_agg(f.id ORDER BY f.ord), \
-                                   array_agg(f.game_id ORDER BY f.ord), \
-                                   array_agg(f.body ORDER BY f.ord)) AS facts \
-           FROM UNNEST($25::uuid[], $26::uuid[], $27::text[]) WITH ORDINALITY \
-             AS f (id, game_id, body, ord) \
-           WHERE f.game_id IN (SELECT game_id FROM guard)) \
+             AND r.game_id IN (SELECT game_id FROM guard)) \
          SELECT game_id, now() AS committed_at, CASE WHEN event_count > 0 \
-                 THEN pg_notify($24, game_id::text || ':' || version::text) END AS announced \
+                 THEN pg_notify($18, game_id::text || ':' || version::text) END AS announced \
          FROM guard, recorded",
-    ))
-    .bind(game_ids)
-    .bind(expected)
-    .bind(versions)
-    .bind(snapshots)
-    .bind(phases)
-    .bind(command_keys)
-    .bind(responses)
-    .bind(event_counts)
-    .bind(end_ranks)
-    .bind(ended)
-    .bind(event_games)
-    .bind(event_seqs)
-    .bind(event_values)
-    .bind(event_traces)
-    .bind(cleared);
-    let query = arms
-        .bind_to(query)
+        tail = Tail::ctes(APPEND_OWN_PARAMS, "guard"),
+    )
+});
+
+/// What both batch statements (the appends' here, the creations' in `games.rs`) write the same
+/// way after their own columns: the timers, then the lifecycle facts. The CTEs come from one
+/// place ([`TimerColumns::ctes`], [`FactColumns::recorded_cte`]) and the parameters are bound
+/// last, in that order, so the statements cannot disagree on either.
+#[derive(Debug, Default)]
+pub(super) struct Tail {
+    pub(super) timers: TimerColumns,
+    pub(super) facts: FactColumns,
+}
+
+impl Tail {
+    /// The CTEs `arms`, `armed` and `recorded` for a statement with `own` parameters of its own
+    /// before the tail's, writing for the games the CTE `passed` returns.
+    pub(super) fn ctes(own: usize, passed: &str) -> String {
+        format!(
+            "{}, {}",
+            TimerColumns::ctes(own + 1, passed),
+            FactColumns::recorded_cte(own + 1 + TimerColumns::PARAMS, passed)
+        )
+    }
+
+    /// Binds the tail's parameters after the statement's own.
+    pub(super) fn bind_to<'q, O>(
+        self,
+        query: QueryAs<'q, Postgres, O, PgArguments>,
+    ) -> QueryAs<'q, Postgres, O, PgArguments> {
+        self.facts.bind_to(self.timers.bind_to(query))
+    }
+}
+
+/// The one statement: for every append whose version guard passes, the snapshot, the feed
+/// position (from the counter row, whose lock is held to commit, so positions follow commit
+/// order; a position taken by an append whose guard failed stays unused), the command record,
+/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the
+/// games whose guard passed, with the commit's `now()`.
+async fn write_batch(
+    pool: &PgPool,
+    appends: &[&Encoded],
+) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
+    let mut columns = Columns::default();
+    for append in appends {
+        columns.push(append);
+    }
+    let Columns {
+        game_ids,
+        expected,
+        versions,
+        snapshots,
+        phases,
+        command_keys,
+        responses,
+        event_counts,
+        end_ranks,
+        ended,
+        event_games,
+        event_seqs,
+        event_values,
+        event_traces,
+        cleared,
+        retag_games,
+        retag_versions,
+        tail,
+    } = columns;
+    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(APPEND_SQL.as_str())
+        .bind(game_ids)
+        .bind(expected)
+        .bind(versions)
+        .bind(snapshots)
+        .bind(phases)
+        .bind(command_keys)
+        .bind(responses)
+        .bind(event_counts)
+        .bind(end_ranks)
+        .bind(ended)
+        .bind(event_games)
+        .bind(event_seqs)
+        .bind(event_values)
+        .bind(event_traces)
+        .bind(cleared)
         .bind(retag_games)
         .bind(retag_versions)
         .bind(CHANNEL);
-    let rows = facts.bind_to(query).fetch_all(pool).await?;
+    let rows = tail.bind_to(query).fetch_all(pool).await?;
     Ok(commit_times(rows))
 }
 
@@ -493,11 +517,11 @@ struct Columns<'a> {
     event_values: Vec<&'a str>,
     event_traces: Vec<Option<&'a str>>,
     cleared: Vec<Uuid>,
-    arms: TimerColumns,
     retag_games: Vec<Uuid>,
     retag_versions: Vec<i64>,
-    /// Every append's facts, in batch order (those of a game whose guard fails are skipped).
-    facts: FactColumns,
+    /// Every append's timers and facts, in batch order (those of a game whose guard fails are
+    /// skipped).
+    tail: Tail,
 }
 
 impl<'a> Columns<'a> {
@@ -532,12 +556,44 @@ impl<'a> Columns<'a> {
             self.cleared.push(game_id);
         }
         for timer in &append.arms {
-            self.arms.push(timer);
+            self.tail.timers.push(timer);
         }
         if let Some(version) = append.retag {
             self.retag_games.push(game_id);
             self.retag_versions.push(version);
         }
-        self.facts.push(&append.facts);
+        self.tail.facts.push(&append.facts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::games::{CREATION_OWN_PARAMS, CREATION_SQL};
+    use super::*;
+
+    /// The `$n` parameters a statement's text names, each once, in order.
+    fn parameters(sql: &str) -> Vec<usize> {
+        let mut found: Vec<usize> = sql
+            .split('$')
+            .skip(1)
+            .filter_map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+
+    #[test]
+    fn each_statement_names_its_own_parameters_then_the_tails_without_a_gap() {
+        for (sql, own) in [
+            (APPEND_SQL.as_str(), APPEND_OWN_PARAMS),
+            (CREATION_SQL.as_str(), CREATION_OWN_PARAMS),
+        ] {
+            let last = own + TimerColumns::PARAMS + FactColumns::PARAMS;
+            assert_eq!(parameters(sql), (1..=last).collect::<Vec<_>>(), "{sql}");
+        }
     }
 }

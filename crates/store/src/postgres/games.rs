@@ -3,13 +3,13 @@
 //! share.
 
 use super::PostgresStore;
+use super::batch::Tail;
 use super::codec::{
     decode_json_bytes, encode_json_text, from_db, is_unique_violation, meta_of,
     nullable_json_column, parse_phase, phase_text, to_db, to_limit,
 };
-use super::outbox::FactColumns;
 use super::presence::{latest_leases, presence_of};
-use super::timers::{TimerColumns, one_per_slot, rearm_slot, timer_from};
+use super::timers::{one_per_slot, timer_from};
 use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, ObservedGame, StoreError};
 use hidden_front_lifecycle::NewFact;
@@ -19,6 +19,7 @@ use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::LazyLock;
 use std::time::SystemTime;
 use uuid::Uuid;
 
@@ -146,50 +147,12 @@ impl super::batch::Statement for Creation {
     }
 }
 
-/// The creations' statement: for every creation whose key it claims (`ON CONFLICT DO NOTHING`:
-/// a key already taken, by an earlier creation or a racing one, writes nothing of it), the game
-/// row with its `jsonb` snapshot, its first events, its timers and its lifecycle facts. Returns
-/// the games it created, with the commit's `now()`. A game id already taken fails the whole
-/// statement on the primary key (the batch then writes each creation alone).
-async fn write_creations(
-    pool: &PgPool,
-    creations: &[&Creation],
-) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
-    let mut keys = Vec::new();
-    let mut game_ids = Vec::new();
-    let mut rules = Vec::new();
-    let mut time_controls = Vec::new();
-    let mut souths = Vec::new();
-    let mut norths = Vec::new();
-    let mut versions = Vec::new();
-    let mut phases = Vec::new();
-    let mut snapshots = Vec::new();
-    let mut event_games = Vec::new();
-    let mut event_seqs = Vec::new();
-    let mut event_values = Vec::new();
-    let mut timers = TimerColumns::default();
-    let mut facts = FactColumns::default();
-    for creation in creations {
-        keys.push(creation.key.as_str());
-        game_ids.push(creation.game_id);
-        rules.push(creation.rules.as_str());
-        time_controls.push(creation.time_control.as_str());
-        souths.push(creation.south.as_str());
-        norths.push(creation.north.as_str());
-        versions.push(creation.version);
-        phases.push(creation.phase.as_str());
-        snapshots.push(creation.snapshot.as_str());
-        for (seq, event) in (1i64..).zip(&creation.events) {
-            event_games.push(creation.game_id);
-            event_seqs.push(seq);
-            event_values.push(event.as_str());
-        }
-        for timer in &creation.timers {
-            timers.push(timer);
-        }
-        facts.push(&creation.facts);
-    }
-    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(concat!(
+/// Parameters of the creations' statement before its [`Tail`].
+pub(super) const CREATION_OWN_PARAMS: usize = 12;
+
+/// The creations' statement ([`write_creations`]), made once.
+pub(super) static CREATION_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
                                 $6::text[], $7::bigint[], $8::text[], $9::text[]) \
@@ -211,36 +174,68 @@ async fn write_creations(
            SELECT e.game_id, e.seq, e.event::jsonb \
            FROM UNNEST($10::uuid[], $11::bigint[], $12::text[]) AS e (game_id, seq, event) \
            WHERE e.game_id IN (SELECT game_id FROM claimed)), \
-         armed AS ( \
-           INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
-           SELECT a.game_id, a.slot, a.kind, a.side, a.armed_version, a.fire_at \
-           FROM UNNEST($13::uuid[], $14::text[], $15::text[], $16::text[], $17::bigint[], \
-                       $18::timestamptz[]) AS a (game_id, slot, kind, side, armed_version, fire_at) \
-           WHERE a.game_id IN (SELECT game_id FROM claimed) ",
-        rearm_slot!(),
-        "), \
-         recorded AS ( \
-           SELECT lifecycle_record(array_agg(f.id ORDER BY f.ord), \
-                                   array_agg(f.game_id ORDER BY f.ord), \
-                                   array_agg(f.body ORDER BY f.ord)) AS facts \
-           FROM UNNEST($19::uuid[], $20::uuid[], $21::text[]) WITH ORDINALITY \
-             AS f (id, game_id, body, ord) \
-           WHERE f.game_id IN (SELECT game_id FROM claimed)) \
+         {tail} \
          SELECT game_id, now() AS committed_at FROM created, recorded",
-    ))
-    .bind(keys)
-    .bind(game_ids)
-    .bind(rules)
-    .bind(time_controls)
-    .bind(souths)
-    .bind(norths)
-    .bind(versions)
-    .bind(phases)
-    .bind(snapshots)
-    .bind(event_games)
-    .bind(event_seqs)
-    .bind(event_values);
-    let rows = facts.bind_to(timers.bind_to(query)).fetch_all(pool).await?;
+        tail = Tail::ctes(CREATION_OWN_PARAMS, "claimed"),
+    )
+});
+
+/// The creations' statement: for every creation whose key it claims (`ON CONFLICT DO NOTHING`:
+/// a key already taken, by an earlier creation or a racing one, writes nothing of it), the game
+/// row with its `jsonb` snapshot, its first events, its timers and its lifecycle facts. Returns
+/// the games it created, with the commit's `now()`. A game id already taken fails the whole
+/// statement on the primary key (the batch then writes each creation alone).
+async fn write_creations(
+    pool: &PgPool,
+    creations: &[&Creation],
+) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
+    let mut keys = Vec::new();
+    let mut game_ids = Vec::new();
+    let mut rules = Vec::new();
+    let mut time_controls = Vec::new();
+    let mut souths = Vec::new();
+    let mut norths = Vec::new();
+    let mut versions = Vec::new();
+    let mut phases = Vec::new();
+    let mut snapshots = Vec::new();
+    let mut event_games = Vec::new();
+    let mut event_seqs = Vec::new();
+    let mut event_values = Vec::new();
+    let mut tail = Tail::default();
+    for creation in creations {
+        keys.push(creation.key.as_str());
+        game_ids.push(creation.game_id);
+        rules.push(creation.rules.as_str());
+        time_controls.push(creation.time_control.as_str());
+        souths.push(creation.south.as_str());
+        norths.push(creation.north.as_str());
+        versions.push(creation.version);
+        phases.push(creation.phase.as_str());
+        snapshots.push(creation.snapshot.as_str());
+        for (seq, event) in (1i64..).zip(&creation.events) {
+            event_games.push(creation.game_id);
+            event_seqs.push(seq);
+            event_values.push(event.as_str());
+        }
+        for timer in &creation.timers {
+            tail.timers.push(timer);
+        }
+        tail.facts.push(&creation.facts);
+    }
+    let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(CREATION_SQL.as_str())
+        .bind(keys)
+        .bind(game_ids)
+        .bind(rules)
+        .bind(time_controls)
+        .bind(souths)
+        .bind(norths)
+        .bind(versions)
+        .bind(phases)
+        .bind(snapshots)
+        .bind(event_games)
+        .bind(event_seqs)
+        .bind(event_values);
+    let rows = tail.bind_to(query).fetch_all(pool).await?;
     Ok(super::batch::commit_times(rows))
 }
 

@@ -30,6 +30,28 @@ pub(super) struct FactColumns {
 }
 
 impl FactColumns {
+    /// How many parameters [`FactColumns::bind_to`] binds (the statements' numbering test
+    /// counts with it; nothing comes after the facts).
+    #[cfg(test)]
+    pub(super) const PARAMS: usize = 3;
+
+    /// The CTE `recorded`, which records a batch statement's facts of the games the CTE
+    /// `passed` returns through `lifecycle_record` (in batch order), from the parameters
+    /// `$first ..` that [`FactColumns::bind_to`] binds. It yields one row, so a statement's final
+    /// `SELECT ... FROM passed, recorded` makes Postgres run it.
+    pub(super) fn recorded_cte(first: usize, passed: &str) -> String {
+        let [ids, games, bodies] = std::array::from_fn(|i| first + i);
+        format!(
+            "recorded AS ( \
+               SELECT lifecycle_record(array_agg(f.id ORDER BY f.ord), \
+                                       array_agg(f.game_id ORDER BY f.ord), \
+                                       array_agg(f.body ORDER BY f.ord)) AS facts \
+               FROM UNNEST(${ids}::uuid[], ${games}::uuid[], ${bodies}::text[]) WITH ORDINALITY \
+                 AS f (id, game_id, body, ord) \
+               WHERE f.game_id IN (SELECT game_id FROM {passed}))"
+        )
+    }
+
     /// Adds `facts` after the ones already there.
     pub(super) fn push(&mut self, facts: &[NewFact]) {
         for fact in facts {

@@ -52,6 +52,28 @@ pub(super) struct TimerColumns {
 }
 
 impl TimerColumns {
+    /// How many parameters [`TimerColumns::bind_to`] binds.
+    pub(super) const PARAMS: usize = 6;
+
+    /// The CTEs that write a batch statement's timers from the parameters `$first ..` that
+    /// [`TimerColumns::bind_to`] binds: `arms` (every timer of the batch, which other CTEs may
+    /// read) and `armed` (those of the games the CTE `passed` returns, each replacing its slot).
+    pub(super) fn ctes(first: usize, passed: &str) -> String {
+        let [games, slots, kinds, sides, versions, fire_ats] = std::array::from_fn(|i| first + i);
+        format!(
+            "arms AS ( \
+               SELECT * FROM UNNEST(${games}::uuid[], ${slots}::text[], ${kinds}::text[], \
+                                    ${sides}::text[], ${versions}::bigint[], \
+                                    ${fire_ats}::timestamptz[]) \
+                 AS a (game_id, slot, kind, side, armed_version, fire_at)), \
+             armed AS ( \
+               INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+               SELECT a.game_id, a.slot, a.kind, a.side, a.armed_version, a.fire_at FROM arms a \
+               WHERE a.game_id IN (SELECT game_id FROM {passed}) {})",
+            rearm_slot!()
+        )
+    }
+
     /// Adds `timer` after the ones already there.
     pub(super) fn push(&mut self, timer: &Timer) {
         self.games.push(timer.game_id);
