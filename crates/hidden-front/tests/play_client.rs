@@ -1,8 +1,10 @@
 //! `hidden-front play` as a process against a scripted stand-in gateway: the bearer token on every
 //! call, the board drawn from `GetGame`, the event stream resumed after a `Reconnect` from the last
 //! seen sequence number + 1, a typed move sent with the board's version and a fresh uuid key,
-//! live events told and redrawn, server refusals printed, and clear failures for an unreachable
-//! gateway or a refused token. The real gateway is covered by the end-to-end tests.
+//! live events told and redrawn, server refusals printed, clear failures for an unreachable
+//! gateway or a refused token, and an outage (the gateway gone mid-game and back on the same port:
+//! told once, back within seconds, said so, the board drawn again from a fresh view). The real
+//! gateway is covered by the end-to-end tests.
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
@@ -28,12 +30,17 @@ struct State {
     log: Vec<pb::GameEvent>,
     subscribe_from: Vec<u64>,
     plays: Vec<pb::PlayRequest>,
+    /// The tickets queued with `FindMatch`.
+    tickets: Vec<String>,
 }
 
 #[derive(Clone)]
 struct Fake {
     state: Arc<Mutex<State>>,
     live: broadcast::Sender<pb::GameEvent>,
+    /// The lobby's live events, and how many `WatchLobby` streams were opened.
+    lobby: broadcast::Sender<pb::LobbyEvent>,
+    lobby_watches: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 fn piece(square: &str, side: pb::Side, id: u32, code: &str) -> pb::VisiblePiece {
@@ -119,6 +126,8 @@ impl Fake {
                 ..Default::default()
             })),
             live: broadcast::channel(16).0,
+            lobby: broadcast::channel(16).0,
+            lobby_watches: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 
@@ -175,18 +184,29 @@ impl PlayerService for Fake {
     type SubscribeStream = Items;
     type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
 
+    /// Queues the ticket (no opponent yet: the test sends the match on the lobby stream).
     async fn find_match(
         &self,
-        _: Request<pb::FindMatchRequest>,
+        request: Request<pb::FindMatchRequest>,
     ) -> Result<Response<pb::FindMatchResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
+        check_token(&request)?;
+        let request = request.into_inner();
+        let mut state = self.state.lock().unwrap();
+        state.tickets.push(request.ticket_id.clone());
+        Ok(Response::new(pb::FindMatchResponse {
+            ticket: Some(pb::Ticket {
+                ticket_id: request.ticket_id,
+                queue: request.queue,
+                ..Default::default()
+            }),
+        }))
     }
 
     async fn cancel_match(
         &self,
         _: Request<pb::CancelMatchRequest>,
     ) -> Result<Response<pb::CancelMatchResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
+        Ok(Response::new(pb::CancelMatchResponse::default()))
     }
 
     async fn create_invite(
@@ -217,11 +237,24 @@ impl PlayerService for Fake {
         Err(Status::unimplemented("not in this fake"))
     }
 
+    /// The lobby's live events (this stand-in keeps no stored ones).
     async fn watch_lobby(
         &self,
-        _: Request<pb::WatchLobbyRequest>,
+        request: Request<pb::WatchLobbyRequest>,
     ) -> Result<Response<Self::WatchLobbyStream>, Status> {
-        Err(Status::unimplemented("not in this fake"))
+        check_token(&request)?;
+        let mut live = self.lobby.subscribe();
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            while let Ok(event) = live.recv().await {
+                let item = pb::WatchLobbyResponse { event: Some(event) };
+                if tx.send(Ok(item)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        self.lobby_watches.send_modify(|n| *n += 1);
+        Ok(Response::new(ReceiverStream::new(rx)))
     }
 
     async fn get_my_rating(
@@ -311,7 +344,7 @@ impl PlayerService for Fake {
         &self,
         _: Request<pb::ListMyGamesRequest>,
     ) -> Result<Response<pb::ListMyGamesResponse>, Status> {
-        Err(Status::unimplemented("not in this test"))
+        Ok(Response::new(pb::ListMyGamesResponse::default()))
     }
 
     async fn reshuffle(
@@ -431,6 +464,88 @@ async fn serve(fake: Fake) -> String {
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
     format!("http://{addr}")
+}
+
+/// A TCP proxy in front of the fake gateway that the test takes down and brings back on the same
+/// port, as a gateway killed and restarted later looks to its clients: down, it cuts every open
+/// connection and refuses new ones (accepting and closing them at once, counted, so the test
+/// waits until the client has tried several times instead of sleeping); up, it forwards again.
+struct Outages {
+    url: String,
+    gate: Arc<Mutex<Gate>>,
+    refused: tokio::sync::watch::Receiver<usize>,
+}
+
+#[derive(Default)]
+struct Gate {
+    down: bool,
+    open: Vec<tokio::task::AbortHandle>,
+}
+
+impl Outages {
+    async fn start(gateway: &str) -> Outages {
+        let upstream = gateway.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let gate = Arc::new(Mutex::new(Gate::default()));
+        let (refused_tx, refused) = tokio::sync::watch::channel(0);
+        tokio::spawn({
+            let gate = gate.clone();
+            async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    let mut gate = gate.lock().unwrap();
+                    if gate.down {
+                        drop(inbound);
+                        refused_tx.send_modify(|n| *n += 1);
+                        continue;
+                    }
+                    let upstream = upstream.clone();
+                    let task = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    gate.open.push(task.abort_handle());
+                }
+            }
+        });
+        Outages {
+            url: format!("http://{addr}"),
+            gate,
+            refused,
+        }
+    }
+
+    /// The gateway goes away: every connection is cut, new ones are refused.
+    fn down(&self) {
+        let mut gate = self.gate.lock().unwrap();
+        gate.down = true;
+        for task in gate.open.drain(..) {
+            task.abort();
+        }
+    }
+
+    /// The gateway is back on the same port.
+    fn up(&self) {
+        self.gate.lock().unwrap().down = false;
+    }
+
+    /// How many connections were refused so far.
+    fn refused(&self) -> usize {
+        *self.refused.borrow()
+    }
+
+    /// Waits (up to a minute) until `n` connections in all have been refused.
+    async fn refused_at_least(&mut self, n: usize) {
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            self.refused.wait_for(|&refused| refused >= n),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the client did not try {n} times in a minute"))
+        .unwrap();
+    }
 }
 
 /// The client as a process (a terminal of `common`), against the fake gateway.
@@ -751,6 +866,143 @@ async fn the_countdown_runs_on_the_server_clock() {
         request.starts_with("GET /v1/time HTTP/1.1\r\n"),
         "{request}"
     );
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
+    let fake = Fake::new();
+    let mut gateway = Outages::start(&serve(fake.clone()).await).await;
+    let mut player = tokio::task::spawn_blocking({
+        let url = gateway.url.clone();
+        move || Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    let before = player.wait_for("your move");
+    assert!(before.contains("no move clock"), "{before}");
+    player.wait_for("last move: north ? C8-C7");
+
+    // The gateway dies: the player is told once that the connection is lost.
+    gateway.down();
+    let lost = player.wait_for("reconnecting");
+    assert!(lost.contains("connection lost: "), "{lost}");
+    // A move typed meanwhile is not lost silently: the player is told to type it again.
+    player.send("a6 a7");
+    player.wait_for("error: the connection is lost and the client is reconnecting; type it again once it says \"connection restored\"");
+
+    // While it is down, the server's clocks stood still: the deadline it shows once back is
+    // not what it was (here: none before, ten minutes after). No event marks that.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    fake.state.lock().unwrap().view.turn_deadline_unix_millis = now + 600_000;
+
+    // A long outage: the client has tried again and again, long enough to reach the longest wait
+    // of its schedule (250 ms doubling: the sixth wait is at the cap).
+    let tried = gateway.refused();
+    gateway.refused_at_least(tried + 6).await;
+    let back = std::time::Instant::now();
+    gateway.up();
+    let restored = player.wait_for("connection restored: following the game again from #6");
+    let took = back.elapsed();
+    assert!(
+        took <= Duration::from_millis(4500),
+        "back {took:?} after the gateway was (the longest wait is 3 s)"
+    );
+    assert_eq!(
+        restored.matches("connection lost").count(),
+        0,
+        "the outage is told once, not at every attempt:\n{lost}{restored}"
+    );
+    // Then the board again, from a fresh view: the server's clock, not the stale one.
+    let board = player.wait_for("your move");
+    let left: u64 = board
+        .split("to move, ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s left").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a countdown after the reconnection: {board}"));
+    assert!((580..=600).contains(&left), "{left} s left:\n{board}");
+
+    // And the game goes on: the move typed again is played.
+    player.send("a6 a7");
+    player.wait_for("#6 moved: south (you) 9 A6-A7");
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let state = fake.state.lock().unwrap();
+    assert_eq!(
+        state.subscribe_from.last(),
+        Some(&6),
+        "resumed from the last seen + 1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_in_the_lobby_survives_an_outage_and_says_so() {
+    let fake = Fake::new();
+    let mut gateway = Outages::start(&serve(fake.clone()).await).await;
+    let mut watches = fake.lobby_watches.subscribe();
+    let mut player = tokio::task::spawn_blocking({
+        let url = gateway.url.clone();
+        move || Player::start(&["--gateway", &url, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    player.wait_for("lobby: play the computer");
+    player.send("match junqi");
+    player.wait_for("waiting for an opponent");
+    let deadline = Duration::from_secs(20);
+    tokio::time::timeout(deadline, watches.wait_for(|&n| n >= 1))
+        .await
+        .expect("the lobby stream was opened")
+        .unwrap();
+
+    gateway.down();
+    let lost = player.wait_for("reconnecting");
+    assert!(lost.contains("connection lost: "), "{lost}");
+    let tried = gateway.refused();
+    gateway.refused_at_least(tried + 5).await;
+    let back = std::time::Instant::now();
+    gateway.up();
+    let restored = player.wait_for("connection restored: following the lobby again");
+    let took = back.elapsed();
+    assert!(
+        took <= Duration::from_millis(4500),
+        "back {took:?} after the gateway"
+    );
+    assert!(
+        !restored.contains("connection lost"),
+        "the outage is told once:\n{lost}{restored}"
+    );
+
+    // The wait goes on: the match found after the outage takes the player into the game.
+    tokio::time::timeout(deadline, watches.wait_for(|&n| n >= 2))
+        .await
+        .expect("the lobby stream was opened again")
+        .unwrap();
+    let ticket_id = fake.state.lock().unwrap().tickets[0].clone();
+    let _ = fake.lobby.send(pb::LobbyEvent {
+        seq: 1,
+        kind: Some(pb::lobby_event::Kind::MatchFound(pb::MatchFound {
+            game_id: GAME.into(),
+            seat: pb::Side::South as i32,
+            opponent: "bob".into(),
+            ticket_id,
+            invite_code: String::new(),
+        })),
+    });
+    player.wait_for("match found after");
+    let board = player.wait_for("type `help` for the commands (`lobby` to go back to the lobby).");
+    assert!(board.contains("south: alice (you)"), "{board}");
     player.send("quit");
     let status = tokio::task::spawn_blocking(move || player.wait())
         .await

@@ -43,7 +43,8 @@ impl Backoff {
         self
     }
 
-    /// The same schedule with random jitter added to each delay (less than the first delay), so
+    /// The same schedule with random jitter added to each delay (up to the delay itself, so a
+    /// jittered delay lies between the delay and twice it, and the longest is twice `max`), so
     /// that replicas which lost the same server do not all come back in the same instant.
     pub fn jittered(mut self) -> Backoff {
         self.builder = self.builder.with_jitter();

@@ -10,9 +10,9 @@
 //! id or invite code this client chose or was given, so older events cannot be mistaken for it.
 
 use super::commands::{self, LOBBY_HELP, LobbyInput, RULES_LIST};
+use super::reconnect::{self, Outage};
 use super::{Client, Left, explain, play_game, say, within};
 use hidden_front_proto::v1 as pb;
-use hidden_front_retry::Backoff;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tonic::Code;
@@ -35,6 +35,7 @@ enum Waited {
 /// What the lobby stream's follower tells the waiting loop.
 enum LobbyFeed {
     Event(pb::LobbyEvent),
+    /// A line about the connection: lost (once per outage), or back.
     Notice(String),
     Fatal(String),
 }
@@ -555,10 +556,13 @@ fn summary_line(game: &pb::GameSummary) -> String {
 }
 
 /// Follows the player's lobby stream from the first stored event, resuming after the last one
-/// seen when it breaks, until `tx` closes or a refusal that retrying cannot change.
+/// seen when it breaks (waiting as [`reconnect::backoff`] says, a few seconds at most), until
+/// `tx` closes or a refusal that retrying cannot change. A lost connection is told once, and
+/// again once the stream is back.
 async fn follow_lobby(mut client: Client, tx: mpsc::Sender<LobbyFeed>) {
     let mut after_seq = 0;
-    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(8)).jittered();
+    let mut backoff = reconnect::backoff();
+    let mut outage = Outage::default();
     loop {
         let why = match client
             .watch_lobby(pb::WatchLobbyRequest { after_seq })
@@ -570,11 +574,17 @@ async fn follow_lobby(mut client: Client, tx: mpsc::Sender<LobbyFeed>) {
             }
             Err(status) => explain(&status),
             Ok(response) => {
+                backoff.reset();
+                if outage.restored() {
+                    let line = "connection restored: following the lobby again".to_string();
+                    if tx.send(LobbyFeed::Notice(line)).await.is_err() {
+                        return;
+                    }
+                }
                 let mut stream = response.into_inner();
                 loop {
                     match stream.message().await {
                         Ok(Some(pb::WatchLobbyResponse { event: Some(event) })) => {
-                            backoff.reset();
                             after_seq = after_seq.max(event.seq);
                             if tx.send(LobbyFeed::Event(event)).await.is_err() {
                                 return;
@@ -591,15 +601,15 @@ async fn follow_lobby(mut client: Client, tx: mpsc::Sender<LobbyFeed>) {
                 }
             }
         };
-        let delay = backoff.next_delay();
-        let notice = format!(
-            "lobby stream: {why}; resuming in {:.2} s",
-            delay.as_secs_f64()
-        );
-        if tx.send(LobbyFeed::Notice(notice)).await.is_err() {
-            return;
+        if outage.lost() {
+            let line = format!(
+                "connection lost: {why}; reconnecting (every few seconds until it answers; the wait goes on)"
+            );
+            if tx.send(LobbyFeed::Notice(line)).await.is_err() {
+                return;
+            }
         }
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep(backoff.next_delay()).await;
     }
 }
 

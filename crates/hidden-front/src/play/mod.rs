@@ -22,6 +22,7 @@ pub mod feed;
 pub mod guest;
 pub mod legend;
 pub mod lobby;
+pub mod reconnect;
 
 use anyhow::{Context as _, anyhow, bail};
 use board::{LastMove, own_side, printable, render, side_name};
@@ -84,8 +85,11 @@ impl Interceptor for Bearer {
 /// gateway cannot freeze the prompt. The event stream is not bounded by it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// How many times a call is tried when the connection fails under it. An action goes again with
-/// the same idempotency key, which makes that safe: a second copy returns the first answer.
+/// How many times a call is tried when the connection fails under it, waiting between attempts
+/// as every reconnect does ([`reconnect::backoff`]: so about a second in all). An action goes
+/// again with the same idempotency key, which makes that safe: a second copy returns the first
+/// answer. A call that still fails is told to the player, who types it again once the connection
+/// is restored.
 const CALL_ATTEMPTS: u32 = 3;
 
 /// Runs the client: the game given, or the lobby; until the player quits or input ends (or, with
@@ -262,7 +266,15 @@ pub async fn within<T>(
 /// Whether a call failed because the connection under it went away (the gateway restarting, a
 /// dropped network), so the same call may well succeed on a fresh connection.
 fn connection_lost(status: &Status) -> bool {
-    matches!(status.code(), Code::Unavailable | Code::Cancelled)
+    match status.code() {
+        Code::Unavailable | Code::Cancelled => true,
+        // A connection that broke below gRPC (accepted, then closed before any answer, as a
+        // proxy whose gateway is gone does) is `Unknown` "transport error", with this side's
+        // transport error as its source; a server's own `Unknown` answer has no such source.
+        Code::Unknown => std::iter::successors(std::error::Error::source(status), |e| e.source())
+            .any(|e| e.is::<tonic::transport::Error>()),
+        _ => false,
+    }
 }
 
 /// The game as this player sees it now; asked again on a lost connection, as reading is safe.
@@ -272,6 +284,7 @@ async fn get_game(
     spectate: bool,
 ) -> Result<pb::GameView, Status> {
     let mut attempt = 1;
+    let mut backoff = reconnect::backoff();
     loop {
         let answer = within(client.get_game(pb::PlayerServiceGetGameRequest {
             game_id: game_id.to_string(),
@@ -280,7 +293,7 @@ async fn get_game(
         .await;
         match answer {
             Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
-                tokio::time::sleep(Duration::from_millis(300 * u64::from(attempt))).await;
+                backoff.wait().await;
                 attempt += 1;
             }
             answer => {
@@ -311,7 +324,9 @@ pub fn explain(status: &Status) -> String {
         Code::Unimplemented => {
             " (is this a Hidden Front gateway? it does not serve hiddenfront.v1.PlayerService)"
         }
-        Code::Unavailable => " (is the gateway running?)",
+        _ if connection_lost(status) && status.code() != Code::Cancelled => {
+            " (is the gateway running?)"
+        }
         _ => "",
     };
     format!("{message}{hint}")
@@ -383,6 +398,9 @@ struct Game {
     spectate: bool,
     /// Whether the game's end was told as an event (else it is told from the view).
     told_end: bool,
+    /// Whether the event stream has told that the connection is lost and not yet that it is
+    /// back, so a command failing meanwhile is told as waiting for the reconnection.
+    offline: bool,
 }
 
 impl Game {
@@ -390,6 +408,7 @@ impl Game {
         Game {
             spectate,
             told_end: false,
+            offline: false,
             client,
             game_id,
             me: own_side(&view),
@@ -450,18 +469,29 @@ impl Game {
         Ok(true)
     }
 
-    /// Handles a batch of stream items in order, redrawing once if any event was news.
+    /// Handles a batch of stream items in order, redrawing once if any event was news, or
+    /// if the connection came back (then from a fresh view even if nothing happened meanwhile:
+    /// a server back from an outage has moved its deadlines by the outage's length).
     async fn take_feed(&mut self, batch: Vec<Feed>) -> anyhow::Result<()> {
         let mut news = false;
+        let mut restored = false;
         for item in batch {
             match item {
                 Feed::Event(event) => news |= self.absorb(&event)?,
-                Feed::Notice(notice) => say(&notice)?,
+                Feed::Lost(line) => {
+                    self.offline = true;
+                    say(&line)?;
+                }
+                Feed::Restored(line) => {
+                    self.offline = false;
+                    restored = true;
+                    say(&line)?;
+                }
                 Feed::Fatal(message) => bail!("the gateway ended the game stream: {message}"),
             }
         }
-        if news {
-            self.redraw(false).await?;
+        if news || restored {
+            self.redraw(restored).await?;
         }
         Ok(())
     }
@@ -535,7 +565,22 @@ impl Game {
                 ))?;
                 self.redraw(true).await
             }
+            Err(status) if connection_lost(&status) => say(&self.not_sent(&status)),
             Err(status) => say(&format!("error: {}", explain(&status))),
+        }
+    }
+
+    /// What to tell when an action could not reach the gateway (after [`CALL_ATTEMPTS`]): while
+    /// the event stream has told that the connection is lost, that the client is reconnecting
+    /// and will say when it is back (the board drawn then shows whether anything happened).
+    fn not_sent(&self, status: &Status) -> String {
+        if self.offline {
+            "error: the connection is lost and the client is reconnecting; type it again once it says \"connection restored\"".to_string()
+        } else {
+            format!(
+                "error: {} (the connection failed; type it again)",
+                explain(status)
+            )
         }
     }
 
@@ -549,6 +594,7 @@ impl Game {
             _ => None,
         };
         let mut attempt = 1;
+        let mut backoff = reconnect::backoff();
         loop {
             let context = Some(pb::ActionContext {
                 game_id: self.game_id.clone(),
@@ -596,7 +642,7 @@ impl Game {
             };
             match answer {
                 Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
-                    tokio::time::sleep(Duration::from_millis(300 * u64::from(attempt))).await;
+                    backoff.wait().await;
                     attempt += 1;
                 }
                 other => return other.map(Option::unwrap_or_default),
@@ -609,9 +655,16 @@ impl Game {
         // Not kept as the board's view: a move pins the version of the board on screen.
         let fresh = get_game(&mut self.client, &self.game_id, self.spectate).await;
         let view = fresh.as_ref().unwrap_or(&self.view);
-        let lines = clock::clock_lines(view, clock::server_now_unix_millis());
+        let mut lines = clock::clock_lines(view, clock::server_now_unix_millis());
         if lines.is_empty() {
             return say("no clock runs: the game is over");
+        }
+        if let Err(status) = &fresh {
+            // Not the server's clocks now (while it is down they stand still): say so.
+            lines.push(format!(
+                "(the clocks of the last board: the gateway did not answer: {})",
+                explain(status)
+            ));
         }
         say(&lines.join("\n"))
     }
