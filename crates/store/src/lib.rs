@@ -309,13 +309,31 @@ pub struct ObservedGame {
     pub timers: Vec<Timer>,
 }
 
+/// The lifecycle outbox as its readers see it: the facts by position, and a wake-up when there
+/// are more. What the webhook deliveries and `WatchLifecycle` need of a store, and no more; every
+/// [`GameStore`] is one, since it writes the facts with the games.
+#[async_trait]
+pub trait LifecycleOutbox: Send + Sync + 'static {
+    /// The outbox's facts after position `after` (0 reads from the start), in position order,
+    /// at most `limit`. Positions follow commit order: once a reader has seen position N, no fact
+    /// below N can still appear.
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError>;
+
+    /// A receiver of the outbox's last position: it changes after every commit that records
+    /// facts, also commits of other processes on the same database (rapid commits may coalesce
+    /// into one wake-up; read with [`LifecycleOutbox::facts_after`] from your cursor). It starts
+    /// at the current position, marked as seen.
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError>;
+}
+
 /// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].
 ///
 /// Every store also keeps the games' timers ([`TimerStore`]), because they are written in the
-/// same transaction as the events that arm them, and answers the admin API ([`AdminStore`]:
-/// finding games, the audit log), because it holds the games.
+/// same transaction as the events that arm them, answers the admin API ([`AdminStore`]:
+/// finding games, the audit log), because it holds the games, and keeps the lifecycle outbox
+/// ([`LifecycleOutbox`]), whose facts commit with the games' events.
 #[async_trait]
-pub trait GameStore: TimerStore + AdminStore {
+pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
     /// Creates a game with its first events (`events[0]` gets seq 1) and the state after them.
     /// Idempotent on `creation_key`: a second call with the same key writes nothing and returns
     /// the first game's id with `replayed: true`.
@@ -385,17 +403,6 @@ pub trait GameStore: TimerStore + AdminStore {
         after_cursor: u64,
         limit: usize,
     ) -> Result<Vec<EndedRecord>, StoreError>;
-
-    /// The outbox's facts after position `after` (0 reads from the start), in position order,
-    /// at most `limit`. Positions follow commit order: once a reader has seen position N, no fact
-    /// below N can still appear.
-    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError>;
-
-    /// A receiver of the outbox's last position: it changes after every commit that records
-    /// facts, also commits of other processes on the same database (rapid commits may coalesce
-    /// into one wake-up; read with [`GameStore::facts_after`] from your cursor). It starts at the
-    /// current position, marked as seen.
-    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError>;
 
     /// The stored answer of a command already applied to the game, if any.
     async fn command_response(

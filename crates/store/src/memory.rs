@@ -10,7 +10,7 @@ use crate::notifier::Notifier;
 use crate::timers::{Timer, TimerChange, TimerSlot, TimerStore, TurnTimerChange};
 use crate::{
     Append, ArmAfterReport, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary,
-    Presence, StoreError, StoredEvent,
+    LifecycleOutbox, Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
@@ -30,7 +30,7 @@ use uuid::Uuid;
 pub struct MemoryStore {
     state: Mutex<State>,
     notifier: Notifier,
-    /// The outbox's last position, for [`GameStore::watch_facts`].
+    /// The outbox's last position, for [`LifecycleOutbox::watch_facts`].
     fact_position: FactPosition,
 }
 
@@ -255,6 +255,21 @@ impl hidden_front_lifecycle::FactSink for MemoryStore {
 }
 
 #[async_trait]
+impl LifecycleOutbox for MemoryStore {
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        let state = self.state();
+        let skip = usize::try_from(after).unwrap_or(usize::MAX);
+        Ok(state.facts.iter().skip(skip).take(limit).cloned().collect())
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        let mut receiver = self.fact_position.0.subscribe();
+        receiver.borrow_and_update();
+        Ok(receiver)
+    }
+}
+
+#[async_trait]
 impl GameStore for MemoryStore {
     async fn create_armed(
         &self,
@@ -384,18 +399,6 @@ impl GameStore for MemoryStore {
         }
         self.announce_facts(facts, position);
         Ok(version)
-    }
-
-    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
-        let state = self.state();
-        let skip = usize::try_from(after).unwrap_or(usize::MAX);
-        Ok(state.facts.iter().skip(skip).take(limit).cloned().collect())
-    }
-
-    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
-        let mut receiver = self.fact_position.0.subscribe();
-        receiver.borrow_and_update();
-        Ok(receiver)
     }
 
     async fn command_response(

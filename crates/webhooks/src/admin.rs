@@ -111,7 +111,7 @@ impl WebhookAdminService for WebhookAdmin {
         let states = store.endpoints().await.map_err(unavailable)?;
         let letters = store.dead_letters(None).await.map_err(unavailable)?;
         let counts = count_by_endpoint(&letters);
-        let newest = match self.deliveries.games().watch_facts().await {
+        let newest = match self.deliveries.outbox().watch_facts().await {
             Ok(watch) => *watch.borrow(),
             Err(error) => {
                 tracing::warn!(%error, "webhook admin: outbox position unknown");

@@ -19,7 +19,7 @@ use hidden_front_lifecycle::Fact;
 use hidden_front_lifecycle::cloudevents::CloudEvent;
 use hidden_front_metrics_names as names;
 use hidden_front_retry::Backoff;
-use hidden_front_store::GameStore;
+use hidden_front_store::LifecycleOutbox;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Notify, watch};
@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 /// Everything the deliverers of one process share.
 #[derive(Clone)]
 pub struct Deliveries {
-    games: Arc<dyn GameStore>,
+    outbox: Arc<dyn LifecycleOutbox>,
     store: Arc<dyn WebhookStore>,
     config: Arc<WebhooksConfig>,
     holder: String,
@@ -73,16 +73,16 @@ enum LoopError {
 }
 
 impl Deliveries {
-    /// The deliverers of `config`'s endpoints, following `games`' outbox, keeping state in
+    /// The deliverers of `config`'s endpoints, following `outbox` (a game store's), keeping state in
     /// `store`, holding leases as `holder` (unique per process: a pod name plus a random part).
     pub fn new(
-        games: Arc<dyn GameStore>,
+        outbox: Arc<dyn LifecycleOutbox>,
         store: Arc<dyn WebhookStore>,
         config: WebhooksConfig,
         holder: String,
     ) -> Deliveries {
         Deliveries {
-            games,
+            outbox,
             store,
             config: Arc::new(config),
             holder,
@@ -105,9 +105,9 @@ impl Deliveries {
         &self.store
     }
 
-    /// The game store whose outbox is delivered.
-    pub fn games(&self) -> &Arc<dyn GameStore> {
-        &self.games
+    /// The outbox delivered.
+    pub fn outbox(&self) -> &Arc<dyn LifecycleOutbox> {
+        &self.outbox
     }
 
     /// Wakes this process's idle deliverers (after a replay request), so they look at once.
@@ -240,7 +240,7 @@ impl Deliverer {
 
     /// One turn as the endpoint's holder.
     async fn hold(&mut self) -> Result<Ended, LoopError> {
-        let mut outbox = self.shared.games.watch_facts().await?;
+        let mut outbox = self.shared.outbox.watch_facts().await?;
         loop {
             if self.stopped() {
                 return Ok(Ended::Stopped);
@@ -253,7 +253,7 @@ impl Deliverer {
             }
             let facts = self
                 .shared
-                .games
+                .outbox
                 .facts_after(self.cursor, self.timing.batch)
                 .await?;
             self.report_lag(*outbox.borrow());
@@ -337,7 +337,7 @@ impl Deliverer {
         for letter in letters {
             let fact = self
                 .shared
-                .games
+                .outbox
                 .facts_after(letter.position.saturating_sub(1), 1)
                 .await?
                 .into_iter()

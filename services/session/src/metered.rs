@@ -7,8 +7,9 @@ use hidden_front_rules::{Event, Game, Side};
 use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::{
     AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame, Outage,
-    OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox, NewAuditEntry,
+    ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot,
+    TimerStore,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -39,6 +40,17 @@ fn counted<T>(operation: &'static str, result: Result<T, StoreError>) -> Result<
 }
 
 #[async_trait]
+impl LifecycleOutbox for MeteredStore {
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        counted("facts_after", self.inner.facts_after(after, limit).await)
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        counted("watch_facts", self.inner.watch_facts().await)
+    }
+}
+
+#[async_trait]
 impl GameStore for MeteredStore {
     async fn create_armed(
         &self,
@@ -55,14 +67,6 @@ impl GameStore for MeteredStore {
                 .create_armed(creation_key, meta, events, game, timers, facts)
                 .await,
         )
-    }
-
-    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
-        counted("facts_after", self.inner.facts_after(after, limit).await)
-    }
-
-    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
-        counted("watch_facts", self.inner.watch_facts().await)
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {

@@ -42,7 +42,7 @@ use crate::notifier::Notifier;
 use crate::timers::Timer;
 use crate::{
     Append, ArmAfterReport, Created, EndedRecord, GameMeta, GameRecord, GameStore, GameSummary,
-    ObservedGame, Presence, StoreError, StoredEvent,
+    LifecycleOutbox, ObservedGame, Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
@@ -65,7 +65,10 @@ pub const CHANNEL: &str = "hf_game_events";
 pub use outbox::LIFECYCLE_CHANNEL;
 
 /// Default pool size of [`PostgresStore::connect`]: enough for a busy session replica, small
-/// enough that a dozen replicas fit under Postgres' default 100 connections.
+/// enough that a handful of replicas fit under Postgres' default 100 connections. Every replica
+/// has its own pool, so a deployment sizes it with `--database-max-connections`
+/// (`HF_DATABASE_MAX_CONNECTIONS`, which `hidden-front serve` passes to
+/// [`PostgresStore::connect_with`]; deploy/README.md, "Sizing Postgres connections").
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
 /// How long [`PostgresStore::connect`] (and every later checkout) waits for a connection before
@@ -235,6 +238,17 @@ fn plain_on_loopback(url: &str, host: &str, sslmode_from_env: bool) -> bool {
 }
 
 #[async_trait]
+impl LifecycleOutbox for PostgresStore {
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        outbox::facts_after(self, after, limit).await
+    }
+
+    async fn watch_facts(&self) -> Result<watch_channel::Receiver<u64>, StoreError> {
+        outbox::watch_facts(self).await
+    }
+}
+
+#[async_trait]
 impl GameStore for PostgresStore {
     async fn create_armed(
         &self,
@@ -340,14 +354,6 @@ impl GameStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<EndedRecord>, StoreError> {
         ended::ended_games(self, after_cursor, limit).await
-    }
-
-    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
-        outbox::facts_after(self, after, limit).await
-    }
-
-    async fn watch_facts(&self) -> Result<watch_channel::Receiver<u64>, StoreError> {
-        outbox::watch_facts(self).await
     }
 }
 

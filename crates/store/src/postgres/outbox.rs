@@ -115,7 +115,7 @@ pub(super) async fn last_position(pool: &PgPool) -> Result<u64, StoreError> {
     from_db(Uuid::nil(), "lifecycle position", last)
 }
 
-/// [`crate::GameStore::watch_facts`]: LISTEN first (the store's one LISTEN connection), then
+/// [`crate::LifecycleOutbox::watch_facts`]: LISTEN first (the store's one LISTEN connection), then
 /// read the position, so no commit after the read goes unnoticed.
 pub(super) async fn watch_facts(store: &PostgresStore) -> Result<watch::Receiver<u64>, StoreError> {
     super::watch::ensure_listening(store).await?;

@@ -9,8 +9,9 @@ use hidden_front_store::lifecycle::{Fact, NewFact};
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::{
     AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, NewAuditEntry, ObservedGame, Outage,
-    OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot, TimerStore,
+    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox, NewAuditEntry,
+    ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot,
+    TimerStore,
 };
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,6 +44,17 @@ impl HookedStore {
 }
 
 #[async_trait]
+impl LifecycleOutbox for HookedStore {
+    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
+        self.inner.facts_after(after, limit).await
+    }
+
+    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
+        self.inner.watch_facts().await
+    }
+}
+
+#[async_trait]
 impl GameStore for HookedStore {
     async fn create_armed(
         &self,
@@ -56,14 +68,6 @@ impl GameStore for HookedStore {
         self.inner
             .create_armed(creation_key, meta, events, game, timers, facts)
             .await
-    }
-
-    async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
-        self.inner.facts_after(after, limit).await
-    }
-
-    async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
-        self.inner.watch_facts().await
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
