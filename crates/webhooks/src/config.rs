@@ -10,10 +10,16 @@
 //!   "endpoints": [
 //!     { "name": "rewards", "url": "http://rewards.platform:8080/hooks/hiddenfront",
 //!       "secret_env": ["HF_WEBHOOK_REWARDS_SECRET"],
-//!       "types": ["hiddenfront.game.ended.v1"] }
+//!       "types": ["hiddenfront.game.ended.v1"] },
+//!     { "name": "analytics", "url": "https://analytics.internal/hooks",
+//!       "secret_env": ["HF_WEBHOOK_ANALYTICS_SECRET"], "ca_file": "/etc/hf/internal-ca.pem" }
 //!   ]
 //! }
 //! ```
+//!
+//! `https://` endpoints are verified against Mozilla's roots (built in) and, when `ca_file` names
+//! a PEM file of CA certificates, those too (a platform's private CA); the file is read here,
+//! at start.
 //!
 //! Secrets are given inline (`secrets`) or, better, as names of environment variables holding
 //! them (`secret_env`, so a Kubernetes Secret can supply them); an environment variable may hold
@@ -21,6 +27,8 @@
 
 use crate::signature::{Secret, SecretError};
 use hidden_front_lifecycle::{FactBody, FactKind};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -67,6 +75,8 @@ struct EndpointFile {
     secret_env: Vec<String>,
     #[serde(default)]
     types: Option<Vec<String>>,
+    #[serde(default)]
+    ca_file: Option<String>,
 }
 
 /// A checked configuration.
@@ -124,8 +134,11 @@ impl Default for DeliveryTiming {
 pub struct Endpoint {
     /// Its name: the key of its cursor, lease and dead letters, a metric label.
     pub name: String,
-    /// Where facts are POSTed (`http://`).
+    /// Where facts are POSTed (`http://` or `https://`).
     pub url: http::Uri,
+    /// CA certificates (DER) that vouch for the endpoint besides Mozilla's roots, from its
+    /// `ca_file`.
+    pub ca_certificates: Vec<CertificateDer<'static>>,
     /// Every active secret (each signs every delivery).
     pub secrets: Vec<Secret>,
     /// The CloudEvents types it receives; `None` for all.
@@ -284,11 +297,18 @@ impl WebhooksConfig {
                     Some(types)
                 }
             };
+            let ca_certificates = match &endpoint.ca_file {
+                None => Vec::new(),
+                Some(path) => {
+                    ca_certificates(path).map_err(|problem| invalid(at("ca_file"), problem))?
+                }
+            };
             endpoints.push(Endpoint {
                 name,
                 url,
                 secrets,
                 types,
+                ca_certificates,
             });
         }
         Ok(WebhooksConfig {
@@ -303,27 +323,33 @@ fn secret_error(field: String, error: SecretError) -> ConfigError {
     invalid(field, error.to_string())
 }
 
-/// An endpoint's URL: absolute `http://host[:port]/path`.
+/// The CA certificates of a PEM file: at least one, every one readable.
+fn ca_certificates(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {path:?}: {e}"))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{path:?} is not a PEM file of certificates: {e}"))?;
+    if certificates.is_empty() {
+        return Err(format!("{path:?} holds no PEM certificate"));
+    }
+    Ok(certificates)
+}
+
+/// An endpoint's URL: absolute `http://` or `https://host[:port]/path`.
 fn endpoint_url(text: &str) -> Result<http::Uri, String> {
     let url: http::Uri = text
         .parse()
         .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
     match url.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(format!(
-                "{text:?}: https:// is not supported by this build's sender; reach the endpoint \
-                 through an egress proxy or sidecar that terminates TLS (http:// to it)"
-            ));
-        }
+        Some("http" | "https") => {}
         Some(other) => {
             return Err(format!(
-                "{text:?}: the scheme must be http://, not {other}://"
+                "{text:?}: the scheme must be http:// or https://, not {other}://"
             ));
         }
         None => {
             return Err(format!(
-                "{text:?}: give an absolute URL, like http://host:8080/hooks"
+                "{text:?}: give an absolute URL, like https://host:8443/hooks"
             ));
         }
     }
@@ -474,5 +500,29 @@ mod tests {
             parse(r#"{"endpoints": [], "typo": 1}"#),
             Err(ConfigError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn https_endpoints_read_and_a_ca_file_must_hold_certificates() {
+        let with_ca = |ca: &str| {
+            format!(
+                r#"{{"endpoints": [{{"name": "a", "url": "https://h:8443/x", "secrets": ["{SECRET}"], "ca_file": "{ca}"}}]}}"#
+            )
+        };
+        let plain = format!(
+            r#"{{"endpoints": [{{"name": "a", "url": "https://h:8443/x", "secrets": ["{SECRET}"]}}]}}"#
+        );
+        let config = parse(&plain).expect("an https endpoint");
+        assert_eq!(config.endpoints[0].url.scheme_str(), Some("https"));
+        assert!(config.endpoints[0].ca_certificates.is_empty());
+        let (field, text) = problem(&with_ca("/nonexistent/ca.pem"));
+        assert_eq!(field, "endpoints[0].ca_file");
+        assert!(text.contains("cannot read"), "{text}");
+        let not_pem = std::env::temp_dir().join(format!("hf-not-pem-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&not_pem, "no certificate here\n").unwrap();
+        let (field, text) = problem(&with_ca(&not_pem.display().to_string()));
+        let _ = std::fs::remove_file(&not_pem);
+        assert_eq!(field, "endpoints[0].ca_file");
+        assert!(text.contains("no PEM certificate"), "{text}");
     }
 }

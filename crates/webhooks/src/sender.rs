@@ -1,13 +1,15 @@
-//! One endpoint's HTTP connection: a signed POST of one CloudEvent, with a time limit, over a
-//! kept-alive HTTP/1.1 connection that is opened again after any failure.
+//! One endpoint's HTTP client: a signed POST of one CloudEvent, with a time limit, over `http://`
+//! or `https://` (reqwest on rustls), the connection kept alive between deliveries and opened
+//! again after any failure.
+//!
+//! TLS trusts Mozilla's roots (webpki-roots, built in, so a container needs no CA bundle) and any
+//! CA the endpoint's configuration names (`ca_file`: a platform's private CA).
 
 use crate::config::Endpoint;
 use crate::signature::{
     ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature_header, unix_seconds,
 };
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1::SendRequest;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// The most of an endpoint's answer that is read (and thrown away): a receiver that answers
@@ -21,7 +23,8 @@ pub enum AttemptError {
     /// The endpoint answered, but not 2xx.
     #[error("the endpoint answered HTTP {0}")]
     Status(u16),
-    /// No connection could be made.
+    /// No connection could be made (refused, unreachable, or a TLS handshake that failed, such
+    /// as a certificate no configured root vouches for).
     #[error("cannot connect to {0}")]
     Connect(String),
     /// The connection failed while sending or reading the answer.
@@ -36,16 +39,48 @@ pub enum AttemptError {
 pub struct Sender {
     endpoint: Endpoint,
     timeout: Duration,
-    connection: Option<SendRequest<Full<Bytes>>>,
+    client: Result<reqwest::Client, String>,
+}
+
+/// The HTTP client of `endpoint`: TLS that trusts Mozilla's roots and the endpoint's own CAs,
+/// ring as the crypto provider, one kept-alive connection, no redirects (an endpoint answers;
+/// it does not send the feed elsewhere).
+fn client(endpoint: &Endpoint, timeout: Duration) -> Result<reqwest::Client, String> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for certificate in &endpoint.ca_certificates {
+        roots
+            .add(certificate.clone())
+            .map_err(|e| format!("a certificate of ca_file is refused: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS settings: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .timeout(timeout)
+        .pool_max_idle_per_host(1)
+        .tcp_nodelay(true)
+        .user_agent("hidden-front-webhooks/1")
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("the HTTP client: {}", chain(&e)))
 }
 
 impl Sender {
-    /// A sender for `endpoint`; connects at the first send.
+    /// A sender for `endpoint`; connects at the first send. A client that cannot be built
+    /// (TLS settings refused) fails every attempt with [`AttemptError::Connect`] saying why, so
+    /// the endpoint's errors show it and its facts wait, as for an unreachable endpoint.
     pub fn new(endpoint: Endpoint, timeout: Duration) -> Sender {
+        let client = client(&endpoint, timeout);
         Sender {
             endpoint,
             timeout,
-            connection: None,
+            client,
         }
     }
 
@@ -56,89 +91,75 @@ impl Sender {
         match tokio::time::timeout(timeout, self.exchange(id, body)).await {
             Ok(Ok(status)) if (200..300).contains(&status) => Ok(status),
             Ok(Ok(status)) => Err(AttemptError::Status(status)),
-            Ok(Err(error)) => {
-                self.connection = None;
-                Err(error)
-            }
-            Err(_) => {
-                self.connection = None;
-                Err(AttemptError::Timeout(timeout))
-            }
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(AttemptError::Timeout(timeout)),
         }
     }
 
     async fn exchange(&mut self, id: &str, body: &str) -> Result<u16, AttemptError> {
         let timestamp = unix_seconds(SystemTime::now());
         let signatures = signature_header(&self.endpoint.secrets, id, timestamp, body.as_bytes());
-        let url = &self.endpoint.url;
-        let authority = url
-            .authority()
-            .map(|a| a.as_str().to_owned())
-            .unwrap_or_default();
-        let path = url
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_else(|| "/".to_owned());
-        let request = hyper::Request::post(path)
-            .header(hyper::header::HOST, &authority)
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|reason| AttemptError::Connect(format!("{}: {reason}", self.address())))?;
+        let mut response = client
+            .post(self.endpoint.url.to_string())
             .header(
-                hyper::header::CONTENT_TYPE,
+                reqwest::header::CONTENT_TYPE,
                 hidden_front_lifecycle::cloudevents::CONTENT_TYPE,
             )
-            .header(hyper::header::USER_AGENT, "hidden-front-webhooks/1")
             .header(ID_HEADER, id)
             .header(TIMESTAMP_HEADER, timestamp.to_string())
             .header(SIGNATURE_HEADER, signatures)
-            .body(Full::new(Bytes::from(body.to_owned())))
-            .map_err(|e| AttemptError::Exchange(e.to_string()))?;
-        let connection = self.connection().await?;
-        let response = connection
-            .send_request(request)
+            .body(body.to_owned())
+            .send()
             .await
-            .map_err(|e| AttemptError::Exchange(e.to_string()))?;
+            .map_err(|e| self.attempt_error(e.without_url()))?;
         let status = response.status().as_u16();
-        // Read the answer to its end so the connection can carry the next request. An answer
-        // too long (or cut off) does not undo its status: the connection is dropped instead.
-        if Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-            .collect()
-            .await
-            .is_err()
-        {
-            self.connection = None;
+        // Read the answer to its end (up to a bound) so the connection can carry the next
+        // request; an answer too long or cut off does not undo its status.
+        let mut read = 0;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            read += chunk.len();
+            if read > MAX_ANSWER_BYTES {
+                break;
+            }
         }
         Ok(status)
     }
 
-    /// The open connection, or a new one.
-    async fn connection(&mut self) -> Result<&mut SendRequest<Full<Bytes>>, AttemptError> {
-        let usable = self.connection.as_mut().is_some_and(|c| !c.is_closed());
-        if !usable {
-            self.connection = None;
-            let url = &self.endpoint.url;
-            let host = url.host().unwrap_or_default().trim_matches(['[', ']']);
-            let port = url.port_u16().unwrap_or(80);
-            let stream = tokio::net::TcpStream::connect((host, port))
-                .await
-                .map_err(|e| AttemptError::Connect(format!("{host}:{port}: {e}")))?;
-            let _ = stream.set_nodelay(true);
-            let (sender, connection) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                    .await
-                    .map_err(|e| AttemptError::Connect(format!("{host}:{port}: {e}")))?;
-            // The connection's driver ends when the connection does (or the sender is dropped).
-            tokio::spawn(async move {
-                let _ = connection.await;
-            });
-            self.connection = Some(sender);
-        }
-        let connection = self
-            .connection
-            .as_mut()
-            .ok_or_else(|| AttemptError::Connect("no connection".into()))?;
-        connection
-            .ready()
-            .await
-            .map_err(|e| AttemptError::Exchange(e.to_string()))?;
-        Ok(connection)
+    /// The endpoint's scheme and authority: what errors name (never its path, which may carry
+    /// a token).
+    fn address(&self) -> String {
+        let url = &self.endpoint.url;
+        format!(
+            "{}://{}",
+            url.scheme_str().unwrap_or("http"),
+            url.authority().map(|a| a.as_str()).unwrap_or_default()
+        )
     }
+
+    /// What a failed request says (`error` without its URL).
+    fn attempt_error(&self, error: reqwest::Error) -> AttemptError {
+        if error.is_timeout() {
+            AttemptError::Timeout(self.timeout)
+        } else if error.is_connect() {
+            AttemptError::Connect(format!("{}: {}", self.address(), chain(&error)))
+        } else {
+            AttemptError::Exchange(chain(&error))
+        }
+    }
+}
+
+/// An error with its sources, as one line (reqwest's own text is only the outermost).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -1,6 +1,7 @@
 //! Deliveries against an in-test HTTP receiver, on the memory stores: order, signatures,
 //! retries after 500s, dead letters after the horizon, replays, type filters, and two
-//! deliverers sharing one endpoint (only the lease holder sends).
+//! deliverers sharing one endpoint (only the lease holder sends); HTTPS to a receiver whose
+//! certificate a throwaway CA issued, trusted through `ca_file` or not at all.
 
 mod support;
 
@@ -238,4 +239,43 @@ async fn two_deliverers_on_one_endpoint_send_each_fact_once() {
 
 fn all_facts_last(received: &[support::Received]) -> u64 {
     received.iter().map(|r| r.position).max().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_endpoint_gets_its_facts_over_tls_verified_against_its_ca() {
+    let (receiver, ca) = Receiver::start_tls(Answer::Ok).await;
+    let extra = format!(r#", "ca_file": "{}""#, ca.pem_file.display());
+    let running = start(config(&receiver.url(), 60_000, &extra), 1);
+    write_game(&*running.games, 1).await;
+    let received = receiver.wait_for(2).await;
+    assert!(received.iter().all(|r| r.verified), "{received:?}");
+    running.wait_for_cursor(2).await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_endpoint_nothing_vouches_for_gets_nothing_and_says_why() {
+    let (receiver, _ca) = Receiver::start_tls(Answer::Ok).await;
+    let running = start(config(&receiver.url(), 60_000, ""), 1);
+    write_game(&*running.games, 1).await;
+    let deadline = Instant::now() + DEADLINE;
+    let error = loop {
+        let endpoints = running.store.endpoints().await.unwrap();
+        if let Some(error) = endpoints.first().and_then(|e| e.last_error.clone()) {
+            break error;
+        }
+        assert!(Instant::now() < deadline, "no failed attempt recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        error.contains("cannot connect") && error.to_lowercase().contains("certificate"),
+        "{error}"
+    );
+    assert_eq!(receiver.attempts(), 0, "no request got past the handshake");
+    assert_eq!(
+        running.store.endpoints().await.unwrap()[0].cursor,
+        0,
+        "nothing delivered"
+    );
+    running.stop().await;
 }

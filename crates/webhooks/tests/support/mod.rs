@@ -56,12 +56,56 @@ struct Inner {
     answer: Option<Answer>,
 }
 
-/// An HTTP receiver on loopback.
+/// An HTTP receiver on loopback (HTTPS with [`Receiver::start_tls`]).
 #[derive(Clone)]
 pub struct Receiver {
     pub addr: SocketAddr,
+    scheme: &'static str,
     inner: Arc<Mutex<Inner>>,
     changed: Arc<Notify>,
+}
+
+/// A throwaway CA of one test, its certificate written to a PEM file (removed on drop).
+pub struct TestCa {
+    /// The PEM file (what an endpoint's `ca_file` names).
+    pub pem_file: std::path::PathBuf,
+}
+
+impl Drop for TestCa {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.pem_file);
+    }
+}
+
+/// A CA made for this test and a certificate it issued for `localhost` and `127.0.0.1`: the
+/// server's TLS settings.
+fn throwaway_tls() -> (TestCa, rustls::ServerConfig) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "Hidden Front test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let pem_file = std::env::temp_dir().join(format!("hf-test-ca-{}.pem", uuid::Uuid::new_v4()));
+    std::fs::write(&pem_file, ca_cert.pem()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (TestCa { pem_file }, config)
 }
 
 impl Receiver {
@@ -76,21 +120,62 @@ impl Receiver {
         let addr = listener.local_addr().unwrap();
         let receiver = Receiver {
             addr,
+            scheme: "http",
             inner,
             changed,
         };
-        let app = axum::Router::new()
-            .route("/hooks", axum::routing::post(handle))
-            .with_state(receiver.clone());
+        let app = receiver.app();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         receiver
     }
 
+    /// Starts one answering `answer` over TLS, with a certificate of a throwaway CA; returns the
+    /// CA too (its PEM file is what an endpoint's `ca_file` would name).
+    pub async fn start_tls(answer: Answer) -> (Receiver, TestCa) {
+        let (ca, tls) = throwaway_tls();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let receiver = Receiver {
+            addr: listener.local_addr().unwrap(),
+            scheme: "https",
+            inner: Arc::new(Mutex::new(Inner {
+                answer: Some(answer),
+                ..Inner::default()
+            })),
+            changed: Arc::new(Notify::new()),
+        };
+        let app = receiver.app();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (acceptor, app) = (acceptor.clone(), app.clone());
+                tokio::spawn(async move {
+                    // A client that does not trust the certificate ends its handshake here.
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(
+                            hyper_util::rt::TokioIo::new(tls),
+                            hyper_util::service::TowerToHyperService::new(app),
+                        )
+                        .await;
+                });
+            }
+        });
+        (receiver, ca)
+    }
+
+    fn app(&self) -> axum::Router {
+        axum::Router::new()
+            .route("/hooks", axum::routing::post(handle))
+            .with_state(self.clone())
+    }
+
     /// The URL deliveries go to.
     pub fn url(&self) -> String {
-        format!("http://{}/hooks", self.addr)
+        format!("{}://{}/hooks", self.scheme, self.addr)
     }
 
     /// Answers `answer` from now on.
