@@ -1,86 +1,70 @@
 //! Limits that keep one client from hurting the others: a per-player action rate (GCRA, through
-//! `governor`'s keyed limiter) and a cap on open streams per gateway process.
+//! `governor`'s keyed limiter, [`KeyedLimiter`], which the guest sign-ins use too) and a cap on
+//! open streams per gateway process.
 
 use governor::Quota;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use hidden_front_api_error::{ApiError, Reason};
+use std::hash::Hash;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 
-/// Fewest checks between two sweeps of idle players' keys.
+/// Fewest checks between two sweeps of idle keys.
 const MIN_SWEEP_INTERVAL: usize = 1024;
 
-/// The per-player action rate: `burst` actions at once, refilled continuously at `per_second`
-/// (GCRA, the same schedule as a token bucket of `burst` tokens refilled at `per_second`).
+/// A keyed GCRA limiter (`governor`) whose memory stays bounded: the one limiter of the gateway,
+/// under both the per-player action rate ([`RateLimiter`]) and the guest sign-ins per client
+/// address (`http/guest.rs`).
 ///
-/// Memory is bounded by dropping idle players' keys: a key whose bucket has refilled (the player
-/// has not acted for about `burst / per_second` seconds, 2 s by default) is indistinguishable
-/// from a new one and is dropped by a sweep (`retain_recent` + `shrink_to_fit`). A sweep runs
-/// once every `max(1024, keys left by the previous sweep)` checks, so each check pays O(1)
-/// amortized for it, and the map holds at most the players who acted in the last
-/// `burst / per_second` seconds plus the keys added since the last sweep: fewer than twice the
-/// players active in that window, plus 1024. A sweep never forgets a player who is still
-/// limited (their bucket is not full), so it cannot lift a refusal.
-pub(crate) struct RateLimiter<C: Clock = DefaultClock> {
-    limiter: governor::RateLimiter<
-        String,
-        DefaultKeyedStateStore<String>,
-        C,
-        NoOpMiddleware<C::Instant>,
-    >,
-    per_second: NonZeroU32,
+/// A key whose bucket has refilled (it has not been used for about `burst / rate`) is
+/// indistinguishable from a new one and is dropped by a sweep (`retain_recent` +
+/// `shrink_to_fit`). A sweep runs once every `max(1024, keys left by the previous sweep)` checks,
+/// so each check pays O(1) amortized for it, and the map holds at most the keys used in the last
+/// `burst / rate` plus those added since the last sweep: fewer than twice the active keys, plus
+/// 1024. A sweep never forgets a key that is still limited (its bucket is not full), so it cannot
+/// lift a refusal.
+pub(crate) struct KeyedLimiter<K: Hash + Eq + Clone, C: Clock = DefaultClock> {
+    limiter: governor::RateLimiter<K, DefaultKeyedStateStore<K>, C, NoOpMiddleware<C::Instant>>,
+    clock: C,
     /// Checks since the last sweep.
     checks: AtomicUsize,
     /// Checks after which the next sweep runs.
     sweep_after: AtomicUsize,
 }
 
-impl RateLimiter {
-    /// A limiter allowing `burst` actions at once and `per_second` sustained (each at least 1).
-    pub(crate) fn new(burst: u32, per_second: u32) -> RateLimiter {
-        RateLimiter::with_clock(burst, per_second, DefaultClock::default())
-    }
-}
-
-impl<C: Clock> RateLimiter<C> {
-    /// The same limiter reading time from `clock` (tests move a fake clock by hand).
-    pub(crate) fn with_clock(burst: u32, per_second: u32, clock: C) -> RateLimiter<C> {
-        let per_second = NonZeroU32::new(per_second).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::per_second(per_second).allow_burst(burst);
-        RateLimiter {
-            limiter: governor::RateLimiter::new(quota, DefaultKeyedStateStore::default(), clock),
-            per_second,
+impl<K: Hash + Eq + Clone, C: Clock + Clone> KeyedLimiter<K, C> {
+    /// A limiter of `quota` per key, reading time from `clock` (tests move a fake one by hand).
+    pub(crate) fn new(quota: Quota, clock: C) -> KeyedLimiter<K, C> {
+        KeyedLimiter {
+            limiter: governor::RateLimiter::new(
+                quota,
+                DefaultKeyedStateStore::default(),
+                clock.clone(),
+            ),
+            clock,
             checks: AtomicUsize::new(0),
             sweep_after: AtomicUsize::new(MIN_SWEEP_INTERVAL),
         }
     }
 
-    /// Takes one action of `player`'s allowance, or refuses with `RESOURCE_EXHAUSTED`
-    /// (`RATE_LIMITED`).
-    pub(crate) fn check(&self, player: &str) -> Result<(), Status> {
-        let allowed = self.limiter.check_key(&player.to_string()).is_ok();
+    /// Takes one unit of `key`'s allowance, or says how long until the next one.
+    pub(crate) fn check(&self, key: &K) -> Result<(), Duration> {
+        let result = self
+            .limiter
+            .check_key(key)
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()));
         self.maybe_sweep();
-        if !allowed {
-            return Err(ApiError::new(
-                Reason::RateLimited,
-                format!(
-                    "too many requests: at most {} per second; slow down and retry",
-                    self.per_second
-                ),
-            )
-            .into());
-        }
-        Ok(())
+        result
     }
 
-    /// Drops idle players' keys once enough checks have passed since the last sweep. Two
-    /// threads may both sweep at the threshold; that is harmless (the map is concurrent).
+    /// Drops idle keys once enough checks have passed since the last sweep. Two threads may
+    /// both reach the threshold; only the one that resets the count sweeps.
     fn maybe_sweep(&self) {
         let checks = self.checks.fetch_add(1, Ordering::Relaxed) + 1;
         if checks < self.sweep_after.load(Ordering::Relaxed)
@@ -98,10 +82,59 @@ impl<C: Clock> RateLimiter<C> {
             .store(left.max(MIN_SWEEP_INTERVAL), Ordering::Relaxed);
     }
 
+    /// Keys held now.
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+/// The per-player action rate: `burst` actions at once, refilled continuously at `per_second`
+/// (GCRA, the same schedule as a token bucket of `burst` tokens refilled at `per_second`), on a
+/// [`KeyedLimiter`] keyed by player.
+pub(crate) struct RateLimiter<C: Clock = DefaultClock> {
+    limiter: KeyedLimiter<String, C>,
+    per_second: NonZeroU32,
+}
+
+impl RateLimiter {
+    /// A limiter allowing `burst` actions at once and `per_second` sustained (each at least 1).
+    pub(crate) fn new(burst: u32, per_second: u32) -> RateLimiter {
+        RateLimiter::with_clock(burst, per_second, DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> RateLimiter<C> {
+    /// The same limiter reading time from `clock` (tests move a fake clock by hand).
+    pub(crate) fn with_clock(burst: u32, per_second: u32, clock: C) -> RateLimiter<C> {
+        let per_second = NonZeroU32::new(per_second).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::per_second(per_second).allow_burst(burst);
+        RateLimiter {
+            limiter: KeyedLimiter::new(quota, clock),
+            per_second,
+        }
+    }
+
+    /// Takes one action of `player`'s allowance, or refuses with `RESOURCE_EXHAUSTED`
+    /// (`RATE_LIMITED`).
+    pub(crate) fn check(&self, player: &str) -> Result<(), Status> {
+        self.limiter.check(&player.to_string()).map_err(|_| {
+            ApiError::new(
+                Reason::RateLimited,
+                format!(
+                    "too many requests: at most {} per second; slow down and retry",
+                    self.per_second
+                ),
+            )
+            .into()
+        })
+    }
+
     /// Players with a key now.
     #[cfg(test)]
     fn keys(&self) -> usize {
-        self.limiter.len()
+        self.limiter.keys()
     }
 }
 
@@ -147,7 +180,6 @@ mod tests {
 
     use governor::clock::FakeRelativeClock;
     use hidden_front_api_error::ErrorSummary;
-    use std::time::Duration;
 
     #[test]
     fn the_bucket_allows_a_burst_then_refuses() {

@@ -14,6 +14,7 @@
 use super::{GUEST_PATH, json_response, refusal};
 use crate::auth::{AuthConfig, GuestClaims, sign_guest};
 use crate::gateway::Gateway;
+use crate::limits::KeyedLimiter;
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -21,15 +22,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use governor::Quota;
 use governor::clock::{Clock, DefaultClock};
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DefaultKeyedStateStore;
 use hidden_front_api_error::Reason;
 use serde_json::json;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Default lifetime of a guest token: an evening of play; the page asks again after that.
@@ -47,9 +45,6 @@ pub const GUEST_ID_CHARS: usize = 10;
 
 /// The guest id's alphabet: lower-case letters and digits without the look-alikes 0, 1, l, o.
 const ALPHABET: &[u8; 32] = b"abcdefghijkmnpqrstuvwxyz23456789";
-
-/// Fewest checks between two sweeps of idle addresses' keys.
-const MIN_SWEEP_INTERVAL: usize = 1024;
 
 /// Whether and how the gateway mints guest tokens.
 #[derive(Clone)]
@@ -266,19 +261,10 @@ fn address_key(address: Option<IpAddr>) -> IpAddr {
     }
 }
 
-/// Guest sign-ins per client address: `burst` at once, refilled at `per_minute` (GCRA). Memory
-/// stays bounded the way the action limiter's does: idle keys (full buckets) are swept every
-/// `max(1024, keys left)` checks; a sweep never forgets an address that is still limited.
+/// Guest sign-ins per client address (IPv6 by /64, [`address_key`]): `burst` at once, refilled
+/// at `per_minute`, on the gateway's one [`KeyedLimiter`] (idle keys swept, bounded memory).
 struct AddressLimiter<C: Clock = DefaultClock> {
-    limiter: governor::RateLimiter<
-        IpAddr,
-        DefaultKeyedStateStore<IpAddr>,
-        C,
-        NoOpMiddleware<C::Instant>,
-    >,
-    clock: C,
-    checks: AtomicUsize,
-    sweep_after: AtomicUsize,
+    limiter: KeyedLimiter<IpAddr, C>,
 }
 
 impl<C: Clock + Clone> AddressLimiter<C> {
@@ -287,39 +273,18 @@ impl<C: Clock + Clone> AddressLimiter<C> {
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::per_minute(per_minute).allow_burst(burst);
         AddressLimiter {
-            limiter: governor::RateLimiter::new(
-                quota,
-                DefaultKeyedStateStore::default(),
-                clock.clone(),
-            ),
-            clock,
-            checks: AtomicUsize::new(0),
-            sweep_after: AtomicUsize::new(MIN_SWEEP_INTERVAL),
+            limiter: KeyedLimiter::new(quota, clock),
         }
     }
 
     /// Takes one sign-in of `address`'s allowance, or says how long until the next one.
     fn check(&self, address: Option<IpAddr>) -> Result<(), Duration> {
-        let result = self
-            .limiter
-            .check_key(&address_key(address))
-            .map_err(|not_until| not_until.wait_time_from(self.clock.now()));
-        let checks = self.checks.fetch_add(1, Ordering::Relaxed) + 1;
-        if checks >= self.sweep_after.load(Ordering::Relaxed) {
-            self.checks.store(0, Ordering::Relaxed);
-            self.limiter.retain_recent();
-            self.limiter.shrink_to_fit();
-            self.sweep_after.store(
-                self.limiter.len().max(MIN_SWEEP_INTERVAL),
-                Ordering::Relaxed,
-            );
-        }
-        result
+        self.limiter.check(&address_key(address))
     }
 
     #[cfg(test)]
     fn keys(&self) -> usize {
-        self.limiter.len()
+        self.limiter.keys()
     }
 }
 
