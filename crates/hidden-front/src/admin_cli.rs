@@ -2,7 +2,8 @@
 //! one with full information, abort one, read the audit log. Human-readable by default, the
 //! responses as proto3 JSON with `--json`. Only the transport: every check is the session's.
 
-use anyhow::Context;
+use crate::config::{ADMIN_TOKEN_ENV, ADMIN_TOKEN_ENV_ALIAS};
+use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use hidden_front_proto::v1 as pb;
 use hidden_front_telemetry::TracedChannel;
@@ -42,21 +43,47 @@ pub struct OperatorConnection {
     #[arg(
         long,
         env = "HF_SESSION_URL",
-        default_value = "http://127.0.0.1:50052",
+        default_value = DEFAULT_SESSION_URL,
         global = true
     )]
     pub session_url: String,
-    /// The operator token (one of the session's `--admin-token NAME=TOKEN`, the TOKEN part).
-    #[arg(long, env = "HF_ADMIN_TOKEN", hide_env_values = true, global = true)]
+    /// The operator token: one of the session's `--admin-token NAME=TOKEN`, as `TOKEN` or as
+    /// the whole `NAME=TOKEN` entry (the same variable as the server's; its old name
+    /// `HF_ADMIN_TOKENS` is read too when this one is unset).
+    #[arg(long, env = ADMIN_TOKEN_ENV, hide_env_values = true, global = true)]
     pub admin_token: Option<String>,
 }
 
+/// The default `--session-url` (the internal port of a one-box `serve`), named in hints.
+pub const DEFAULT_SESSION_URL: &str = "http://127.0.0.1:50052";
+
 impl OperatorConnection {
+    /// The credential to send: `--admin-token` or [`ADMIN_TOKEN_ENV`], else the old
+    /// [`ADMIN_TOKEN_ENV_ALIAS`]; a `NAME=TOKEN` entry gives its TOKEN. A value with several
+    /// entries (a server's whole list) is refused: it does not say which operator you are.
+    pub fn credential(&self) -> anyhow::Result<Option<String>> {
+        let (value, source) = match &self.admin_token {
+            Some(value) => (value.clone(), format!("--admin-token ({ADMIN_TOKEN_ENV})")),
+            None => match std::env::var(ADMIN_TOKEN_ENV_ALIAS) {
+                Ok(value) => (value, ADMIN_TOKEN_ENV_ALIAS.to_string()),
+                Err(_) => return Ok(None),
+            },
+        };
+        if value.contains(',') {
+            bail!(
+                "{source} holds several entries: give the CLI one operator's token \
+                 (TOKEN or NAME=TOKEN)"
+            );
+        }
+        let token = hidden_front_session::admin::auth::operator_credential(&value);
+        Ok((!token.is_empty()).then(|| token.to_owned()))
+    }
+
     /// `message` with the operator's token as `authorization: Bearer` (without a token the
     /// session answers UNAUTHENTICATED, naming what is missing).
     pub fn authorized<T>(&self, message: T) -> anyhow::Result<tonic::Request<T>> {
         let mut request = tonic::Request::new(message);
-        if let Some(token) = &self.admin_token {
+        if let Some(token) = self.credential()? {
             let value = MetadataValue::try_from(format!("Bearer {token}"))
                 .context("the admin token cannot be sent as a header value")?;
             request.metadata_mut().insert("authorization", value);
@@ -107,8 +134,9 @@ pub struct FindArgs {
     /// Games created before this time (RFC 3339).
     #[arg(long, value_parser = parse_time)]
     pub created_before: Option<OffsetDateTime>,
-    /// "Stuck" games: in play with no event for at least this many seconds.
-    #[arg(long, value_name = "SECONDS")]
+    /// "Stuck" games: in play (never in deployment, never ended) with no event for at least
+    /// this many seconds (1 or more: every game in play is `--phase play`).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_stuck_for)]
     pub stuck_for: Option<u64>,
     /// At most this many games (default 50, at most 500).
     #[arg(long, default_value_t = 50)]
@@ -159,6 +187,16 @@ pub struct AuditArgs {
     pub limit: u32,
 }
 
+/// `--stuck-for`: at least one second. Why: the API reads an idleness of 0 as "not asked", so
+/// `--stuck-for 0` would list every game, the ended ones too.
+fn parse_stuck_for(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("must be at least 1 second; for every game in play, use --phase play".into()),
+        Ok(seconds) => Ok(seconds),
+        Err(_) => Err(format!("{text:?} is not a number of seconds")),
+    }
+}
+
 fn parse_time(text: &str) -> Result<OffsetDateTime, String> {
     OffsetDateTime::parse(text, &Rfc3339)
         .map_err(|e| format!("{text:?} is not an RFC 3339 time (2026-12-01T10:00:00Z): {e}"))
@@ -175,7 +213,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             let answer = client
                 .find_games(authorized(connection, find_request(&find)?)?)
                 .await
-                .map_err(|s| status_error(&s))
+                .map_err(|s| status_error(&s, url))
                 .context("FindGames")?
                 .into_inner();
             render(connection, &answer, found_text)?
@@ -190,7 +228,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                     },
                 )?)
                 .await
-                .map_err(|s| status_error(&s))
+                .map_err(|s| status_error(&s, url))
                 .context("InspectGame")?
                 .into_inner();
             render(connection, &answer, inspect_text)?
@@ -215,7 +253,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                     },
                 )?)
                 .await
-                .map_err(|s| status_error(&s))
+                .map_err(|s| status_error(&s, url))
                 .context("ListAuditLog")?
                 .into_inner();
             render(connection, &answer, |a| {
@@ -234,7 +272,8 @@ async fn abort_call(
     reason: String,
     key: &str,
 ) -> anyhow::Result<pb::AbortGameResponse> {
-    Ok(client
+    let url = &connection.operator.session_url;
+    match client
         .abort_game(authorized(
             connection,
             pb::AbortGameRequest {
@@ -244,9 +283,31 @@ async fn abort_call(
             },
         )?)
         .await
-        .map_err(|s| status_error(&s))
-        .with_context(|| format!("AbortGame (idempotency key {key}: retry with it)"))?
-        .into_inner())
+    {
+        Ok(answer) => Ok(answer.into_inner()),
+        // The abort may have been applied before the answer was lost: the same key gets the
+        // first answer, never a second abort.
+        Err(status) if may_succeed_on_retry(status.code()) => Err(status_error(&status, url))
+            .with_context(|| format!("AbortGame (idempotency key {key}: retry with it)")),
+        Err(status) => Err(status_error(&status, url)).context("AbortGame"),
+    }
+}
+
+/// Whether a call that failed with `code` may go through if sent again unchanged: the server
+/// was unreachable, busy, or lost the answer. A refusal (not found, invalid, wrong phase, no
+/// credential) answers the same every time, so a retry hint would only mislead.
+fn may_succeed_on_retry(code: tonic::Code) -> bool {
+    use tonic::Code;
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Aborted
+            | Code::ResourceExhausted
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::Internal
+    )
 }
 
 /// `message` with the operator's token.
@@ -421,8 +482,20 @@ fn abort_text(answer: &pb::AbortGameResponse, key: &str) -> String {
     out
 }
 
-/// A refusal as one line: its code, reason and message.
-fn status_error(status: &tonic::Status) -> anyhow::Error {
+/// A refusal as one line: its code, reason and message. `UNIMPLEMENTED` means the server at
+/// `url` does not serve the admin API at all (tonic's answer for an unknown service has no
+/// message), almost always because `--session-url` names the public port: say which port to use.
+fn status_error(status: &tonic::Status, url: &str) -> anyhow::Error {
     let reason = hidden_front_api_error::ErrorSummary::of(status).reason;
+    if status.code() == tonic::Code::Unimplemented {
+        return anyhow::anyhow!(
+            "{:?} ({reason}): the server at {url} does not serve the admin API. It is served \
+             beside the session: on the internal port (--internal-listen, default \
+             {DEFAULT_SESSION_URL}) of a process that also runs the gateway, on --listen of a \
+             session-only process, never on the gateway's public port; point --session-url \
+             (HF_SESSION_URL) there",
+            status.code()
+        );
+    }
     anyhow::anyhow!("{:?} ({reason}): {}", status.code(), status.message())
 }

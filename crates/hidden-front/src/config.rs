@@ -5,6 +5,34 @@
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 
+/// The environment variable of `--admin-token`, for the server (`NAME=TOKEN,...`) and for the
+/// operator CLI (`TOKEN`, or one `NAME=TOKEN`) alike: one name, so the value an operator was
+/// given works wherever it is set.
+pub const ADMIN_TOKEN_ENV: &str = "HF_ADMIN_TOKEN";
+
+/// The old name of [`ADMIN_TOKEN_ENV`] (the server read only this one before): still read, by
+/// the server and the CLI, when the new one is unset, so existing deployments keep working.
+pub const ADMIN_TOKEN_ENV_ALIAS: &str = "HF_ADMIN_TOKENS";
+
+/// The largest `--database-max-connections`: more than any one Postgres should hold for one
+/// process (its default `max_connections` is 100).
+pub const MAX_DATABASE_CONNECTIONS: u32 = 1000;
+
+/// A listen address as `HOST:PORT` (`127.0.0.1:0` picks a free port). A bare `:PORT` is refused
+/// with the two addresses it could have meant, because guessing wrong either exposes an
+/// internal port on every interface or hides a public one.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = text.strip_prefix(':') {
+        return Err(format!(
+            "{text:?} has no host: give 127.0.0.1:{port} (this machine only) or 0.0.0.0:{port} \
+             (every interface)"
+        ));
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is not HOST:PORT with an IP address (e.g. 127.0.0.1:50051, [::1]:50051)")
+    })
+}
+
 /// A service this binary can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ServiceName {
@@ -32,17 +60,25 @@ pub struct ServeArgs {
     )]
     pub services: Vec<ServiceName>,
     /// Address for the gRPC port (`127.0.0.1:0` picks a free port; the chosen address is printed).
-    #[arg(long, env = "HF_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "HF_LISTEN", value_parser = parse_listen, default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
     /// Address of the internal gRPC port, used when the session and the gateway run in one
     /// process: the session's API (full information, no player authentication) is then never
     /// served on the public `--listen` port. A process without the gateway serves the session on
     /// `--listen`.
-    #[arg(long, env = "HF_INTERNAL_LISTEN", default_value = "127.0.0.1:50052")]
+    #[arg(long, env = "HF_INTERNAL_LISTEN", value_parser = parse_listen, default_value = "127.0.0.1:50052")]
     pub internal_listen: SocketAddr,
     /// Postgres URL. Without it games are kept in memory and lost when the process stops.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Most connections this process's Postgres pool opens (1 to 1000; the LISTEN connection
+    /// and the group commit's connection come on top). Every replica has its own pool, so the
+    /// replicas times this (plus two) must stay under the server's `max_connections`
+    /// (deploy/README.md, Sizing Postgres connections).
+    #[arg(long, env = "HF_DATABASE_MAX_CONNECTIONS",
+          default_value_t = hidden_front_store::postgres::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=MAX_DATABASE_CONNECTIONS as i64))]
+    pub database_max_connections: u32,
     /// Events between the raw engine snapshots a game's Postgres row holds (1 to 1024). Between
     /// snapshots an append writes only the row's small columns, and a load replays the events
     /// the snapshot lags (at most N - 1). 1 writes the snapshot on every append
@@ -82,10 +118,11 @@ pub struct ServeArgs {
     pub jwt_secret: Vec<String>,
     /// Operator tokens of the admin APIs (`AdminService`, `WebhookAdminService`) as `NAME=TOKEN`
     /// (repeatable; the env var comma-separated); NAME is who the audit log records, TOKEN at
-    /// least 24 bytes. None: the admin APIs refuse every call. docs/admin.md.
+    /// least 24 bytes. None: the admin APIs refuse every call. The env var is the one the admin
+    /// CLI reads too; `HF_ADMIN_TOKENS`, its old name, is still read (docs/admin.md).
     #[arg(
         long = "admin-token",
-        env = "HF_ADMIN_TOKENS",
+        env = ADMIN_TOKEN_ENV,
         value_delimiter = ',',
         hide_env_values = true
     )]
@@ -116,7 +153,7 @@ pub struct ServeArgs {
     pub actions_per_second: u32,
     /// Address of the HTTP listener (the WebSocket API, `GET /v1/ws`), opened when the gateway
     /// runs (`127.0.0.1:0` picks a free port; the chosen address is printed).
-    #[arg(long, env = "HF_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "HF_HTTP_LISTEN", value_parser = parse_listen, default_value = "127.0.0.1:8080")]
     pub http_listen: SocketAddr,
     /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
     #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
@@ -155,7 +192,7 @@ pub struct ServeArgs {
     pub guest_tokens_per_minute: u32,
     /// Address of the metrics listener (Prometheus text on `GET /metrics`; `127.0.0.1:0` picks a
     /// free port; the chosen address is printed).
-    #[arg(long, env = "HF_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
+    #[arg(long, env = "HF_METRICS_LISTEN", value_parser = parse_listen, default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
     /// The webhooks configuration file (JSON: endpoints, secrets or the environment variables
     /// holding them, type filters, delivery timing; docs/lifecycle.md). The session process
@@ -210,6 +247,74 @@ impl ServeArgs {
         use clap::Parser;
         let argv = std::iter::once(std::ffi::OsString::from("serve"))
             .chain(flags.into_iter().map(Into::into));
-        ServeFlags::try_parse_from(argv).map(|flags| flags.args)
+        Ok(ServeFlags::try_parse_from(argv)?.args.with_env_aliases())
+    }
+
+    /// These arguments with the operator tokens of [`ADMIN_TOKEN_ENV_ALIAS`] when neither
+    /// `--admin-token` nor [`ADMIN_TOKEN_ENV`] gave any (clap knows one variable per flag).
+    pub fn with_env_aliases(mut self) -> ServeArgs {
+        if let Some(tokens) =
+            admin_tokens_from_alias(&self.admin_tokens, |name| std::env::var(name).ok())
+        {
+            self.admin_tokens = tokens;
+        }
+        self
+    }
+}
+
+/// The `NAME=TOKEN` entries of [`ADMIN_TOKEN_ENV_ALIAS`] (comma-separated, as the flag's own
+/// variable), when `given` (the flags and [`ADMIN_TOKEN_ENV`]) is empty and the alias is set.
+fn admin_tokens_from_alias(
+    given: &[String],
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<Vec<String>> {
+    if !given.is_empty() {
+        return None;
+    }
+    let value = env(ADMIN_TOKEN_ENV_ALIAS)?;
+    Some(
+        value
+            .split(',')
+            .filter(|entry| !entry.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listen_address_needs_a_host() {
+        assert_eq!(
+            parse_listen("127.0.0.1:0"),
+            Ok("127.0.0.1:0".parse().unwrap())
+        );
+        let error = parse_listen(":0").unwrap_err();
+        assert!(
+            error.contains("127.0.0.1:0") && error.contains("0.0.0.0:0"),
+            "{error}"
+        );
+        assert!(parse_listen("localhost:80").is_err());
+    }
+
+    #[test]
+    fn the_old_admin_token_variable_is_read_only_when_the_new_one_is_not_set() {
+        let env = |name: &str| (name == ADMIN_TOKEN_ENV_ALIAS).then(|| "a=x,b=y".to_string());
+        assert_eq!(
+            admin_tokens_from_alias(&[], env),
+            Some(vec!["a=x".to_string(), "b=y".to_string()])
+        );
+        assert_eq!(admin_tokens_from_alias(&["c=z".to_string()], env), None);
+        assert_eq!(admin_tokens_from_alias(&[], |_| None), None);
+    }
+
+    #[test]
+    fn the_pool_size_is_bounded() {
+        assert!(ServeArgs::from_flags(["--database-max-connections", "0"]).is_err());
+        assert!(ServeArgs::from_flags(["--database-max-connections", "1001"]).is_err());
+        let args = ServeArgs::from_flags(["--database-max-connections", "1000"]).unwrap();
+        assert_eq!(args.database_max_connections, 1000);
     }
 }

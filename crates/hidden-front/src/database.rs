@@ -42,6 +42,13 @@ impl fmt::Display for Target {
 /// Why the database of `DATABASE_URL` cannot be used: each says where and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum DatabaseError {
+    /// The URL names another database system (`mysql://`, `sqlite:`...): Hidden Front stores its
+    /// games in Postgres only, and without this check the driver would try the host as a
+    /// Postgres server and report a confusing "cannot connect to Postgres".
+    #[error(
+        "DATABASE_URL has the scheme {0:?}, not postgres: Hidden Front stores games in Postgres only; give a postgres:// or postgresql:// URL (postgres://USER[:PASSWORD]@HOST:PORT/DATABASE)"
+    )]
+    NotPostgres(String),
     /// The URL does not parse (the reason never repeats the URL).
     #[error(
         "DATABASE_URL is not a Postgres URL like postgres://USER[:PASSWORD]@HOST:PORT/DATABASE: {0}"
@@ -82,10 +89,46 @@ pub enum DatabaseError {
     Migration(Target, String),
 }
 
-/// The store on the database of `url`, after one connection proved it usable.
+/// The schemes of a Postgres URL (what `sqlx` and `libpq` accept).
+const POSTGRES_SCHEMES: [&str; 2] = ["postgres", "postgresql"];
+
+/// The connection options of `url`, refused unless it is a `postgres://` or `postgresql://` URL
+/// that parses. Touches nothing: `serve` checks its settings with this before it connects
+/// anywhere, so a wrong URL is said before any side effect.
+pub fn check_url(url: &str) -> Result<PgConnectOptions, DatabaseError> {
+    let scheme = url.split_once(':').map(|(scheme, _)| scheme.trim());
+    match scheme {
+        Some(scheme) if POSTGRES_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) => {}
+        // Only the scheme is echoed: the rest may hold a password.
+        Some(scheme)
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            return Err(DatabaseError::NotPostgres(scheme.to_string()));
+        }
+        _ => {
+            return Err(DatabaseError::BadUrl(
+                "it does not start with postgres:// or postgresql://".to_string(),
+            ));
+        }
+    }
+    PgConnectOptions::from_str(url).map_err(|e| DatabaseError::BadUrl(scrub(url, &e.to_string())))
+}
+
+/// The store on the database of `url`, after one connection proved it usable, with a pool of
+/// at most [`hidden_front_store::postgres::DEFAULT_MAX_CONNECTIONS`].
 pub async fn connect(url: &str) -> Result<(PostgresStore, Target), DatabaseError> {
-    let options = PgConnectOptions::from_str(url)
-        .map_err(|e| DatabaseError::BadUrl(scrub(url, &e.to_string())))?;
+    connect_with(url, hidden_front_store::postgres::DEFAULT_MAX_CONNECTIONS).await
+}
+
+/// [`connect`] with a pool of at most `max_connections` (`--database-max-connections`).
+pub async fn connect_with(
+    url: &str,
+    max_connections: u32,
+) -> Result<(PostgresStore, Target), DatabaseError> {
+    let options = check_url(url)?;
     let target = Target {
         host: options.get_host().to_string(),
         port: options.get_port(),
@@ -103,7 +146,7 @@ pub async fn connect(url: &str) -> Result<(PostgresStore, Target), DatabaseError
             let _ = probe.close().await;
         }
     }
-    let store = PostgresStore::connect(url)
+    let store = PostgresStore::connect_with(url, max_connections)
         .await
         .map_err(|e| DatabaseError::Other(target.clone(), scrub(url, &e.to_string())))?;
     Ok((store, target))
@@ -230,6 +273,34 @@ mod tests {
         assert_eq!(password_of("postgres://app@db/games"), None);
         assert_eq!(password_of("postgres://db/games"), None);
         assert_eq!(scrub("postgres://db/games", "as is"), "as is");
+    }
+
+    #[test]
+    fn only_postgres_urls_are_accepted() {
+        for url in [
+            "postgres://app@db/games",
+            "postgresql://app@db:5433/games",
+            "POSTGRES://app@db/games",
+        ] {
+            assert!(check_url(url).is_ok(), "{url}");
+        }
+        let mysql = check_url("mysql://root:pw@y/z").unwrap_err().to_string();
+        assert!(
+            mysql.contains("\"mysql\"") && mysql.contains("DATABASE_URL") && !mysql.contains("pw"),
+            "{mysql}"
+        );
+        assert!(matches!(
+            check_url("sqlite:games.db"),
+            Err(DatabaseError::NotPostgres(_))
+        ));
+        assert!(matches!(
+            check_url("db:5432/games"),
+            Err(DatabaseError::NotPostgres(_))
+        ));
+        assert!(matches!(
+            check_url("no scheme"),
+            Err(DatabaseError::BadUrl(_))
+        ));
     }
 
     #[test]

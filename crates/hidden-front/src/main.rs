@@ -81,7 +81,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Rules(args) => rules_cli::run(args)?,
-        Command::Serve(args) => runtime()?.block_on(serve::serve(*args))?,
+        Command::Serve(args) => runtime()?.block_on(serve::serve(args.with_env_aliases()))?,
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(args))?,
         Command::Token(args) => token::run(args)?,
         Command::Play(args) => runtime()?.block_on(play::run(args))?,

@@ -2,7 +2,8 @@
 //! session's internal port: where each endpoint stands, its dead letters, replays. Answers are
 //! printed as JSON lines (proto3 JSON of each entry), for people and scripts alike.
 
-use crate::admin_cli::OperatorConnection;
+use crate::admin_cli::{DEFAULT_SESSION_URL, OperatorConnection};
+use crate::config::ADMIN_TOKEN_ENV;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use hidden_front_proto::v1 as pb;
@@ -44,6 +45,28 @@ pub enum WebhooksCommand {
     },
 }
 
+/// A failed call as one line: where, the code, the stable reason and the message. An
+/// `UNIMPLEMENTED` answer has no message of its own (the server has no such service), so it
+/// says what does serve it: a session started with `--webhooks-config`, on its internal port.
+fn failure(what: &str, url: &str, status: &tonic::Status) -> anyhow::Error {
+    let reason = hidden_front_api_error::ErrorSummary::of(status).reason;
+    if status.code() == tonic::Code::Unimplemented {
+        return anyhow::anyhow!(
+            "{what} at {url}: {:?} ({reason}): the server at {url} does not serve the webhook \
+             admin API: start the session with --webhooks-config FILE (HF_WEBHOOKS_CONFIG), and \
+             point --session-url (HF_SESSION_URL) at it: the internal port (--internal-listen, \
+             default {DEFAULT_SESSION_URL}) of a process that also runs the gateway, --listen \
+             of a session-only process",
+            status.code()
+        );
+    }
+    anyhow::anyhow!(
+        "{what} at {url}: {:?} ({reason}): {}",
+        status.code(),
+        status.message()
+    )
+}
+
 fn print_json<T: serde::Serialize>(item: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(item)?);
     Ok(())
@@ -52,19 +75,13 @@ fn print_json<T: serde::Serialize>(item: &T) -> anyhow::Result<()> {
 /// Runs a webhooks verb.
 pub async fn run(args: WebhooksArgs) -> anyhow::Result<()> {
     let connection = &args.connection;
-    if connection.admin_token.is_none() {
-        bail!("give an admin token: --admin-token TOKEN (or HF_ADMIN_TOKEN)");
+    if connection.credential()?.is_none() {
+        bail!("give an admin token: --admin-token TOKEN (or {ADMIN_TOKEN_ENV})");
     }
     let url = &connection.session_url;
     let mut client = hidden_front_channel::webhook_admin_client(url)
         .with_context(|| format!("session URL {url:?}"))?;
-    let failed = |what: &str, status: tonic::Status| {
-        anyhow::anyhow!(
-            "{what} at {url}: {} ({:?})",
-            status.message(),
-            status.code()
-        )
-    };
+    let failed = |what: &str, status: tonic::Status| failure(what, url, &status);
     match args.command {
         WebhooksCommand::Endpoints => {
             let answer = client

@@ -32,7 +32,11 @@ pub struct GameFilter {
     pub created_from: Option<SystemTime>,
     /// Games created before this time.
     pub created_before: Option<SystemTime>,
-    /// "Stuck" games: in play, with no event since this time (the last event is older).
+    /// "Stuck" games: in play, with no event since this time (the last event is older). Never a
+    /// game in deployment (its deadline ends it, or the players are still placing) and never
+    /// an ended game, whatever the other criteria say: a stuck game is one an operator may need
+    /// to abort, and an ended game cannot be. (The admin API reads an idleness of 0 as "not
+    /// asked", so its CLI takes `--stuck-for` of 1 second or more.)
     pub idle_since: Option<SystemTime>,
     /// Only games after this one in the order (the cursor of the last game of a page).
     pub after: Option<GameCursor>,

@@ -1,8 +1,12 @@
-//! Which services this process runs, where each one's API is served, and the combinations that
-//! cannot work (refused before anything is bound).
+//! Which services this process runs, where each one's API is served, and the combinations and
+//! settings that cannot work: all refused here, before anything is bound, connected or migrated
+//! ([`Roles::of`] is the first thing [`crate::app::Application::build`] does). A setting found
+//! wrong only after the migrations ran would leave a database changed by a process that never
+//! served.
 
-use crate::config::{ServeArgs, ServiceName};
-use anyhow::bail;
+use crate::config::{ADMIN_TOKEN_ENV, ServeArgs, ServiceName};
+use anyhow::{Context, bail};
+use hidden_front_gateway::auth::PublicKeyAlgorithm;
 use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
@@ -51,6 +55,7 @@ impl Roles {
                 "the clock without the session in this process needs --session-url (HF_SESSION_URL)"
             );
         }
+        check_settings(args, roles)?;
         Ok(roles)
     }
 
@@ -89,6 +94,78 @@ impl Roles {
             }
         }
         (public, internal)
+    }
+}
+
+/// Every setting the roles will use, checked without touching anything (no file is written, no
+/// connection opened): the operator tokens, the database URL, the webhooks file, the service
+/// URLs, the page's frame ancestors, the player token keys. The services check them again when
+/// they are built; this is so that a mistake is said before the database is migrated.
+fn check_settings(args: &ServeArgs, roles: Roles) -> anyhow::Result<()> {
+    if roles.session {
+        hidden_front_session::AdminTokens::parse(&args.admin_tokens)
+            .with_context(|| format!("--admin-token ({ADMIN_TOKEN_ENV})"))?;
+    }
+    if roles.needs_store()
+        && let Some(url) = &args.database_url
+    {
+        crate::database::check_url(url)?;
+    }
+    if let Some(path) = &args.webhooks_config {
+        if !roles.session {
+            bail!(
+                "--webhooks-config (HF_WEBHOOKS_CONFIG) is for the process that runs the session: \
+                 it delivers the session's lifecycle feed"
+            );
+        }
+        hidden_front_webhooks::WebhooksConfig::load(path)
+            .context("--webhooks-config (HF_WEBHOOKS_CONFIG)")?;
+    }
+    for (flag, url) in [
+        ("--session-url (HF_SESSION_URL)", &args.session_url),
+        (
+            "--matchmaking-url (HF_MATCHMAKING_URL)",
+            &args.matchmaking_url,
+        ),
+        (
+            "--invite-base-url (HF_INVITE_BASE_URL)",
+            &args.invite_base_url,
+        ),
+    ] {
+        if let Some(url) = url {
+            check_http_url(url).with_context(|| flag.to_string())?;
+        }
+    }
+    if roles.gateway && args.web_client {
+        hidden_front_gateway::http::PageConfig::new(
+            hidden_front_web_assets::Bundle::embedded(),
+            &args.web_frame_ancestors,
+        )
+        .context("--web-frame-ancestors (HF_WEB_FRAME_ANCESTORS)")?;
+    }
+    if roles.gateway {
+        for entry in &args.jwt_public_keys {
+            let (alg, path) = entry
+                .split_once(':')
+                .with_context(|| format!("--jwt-public-keys entry {entry:?} is not ALG:PATH"))?;
+            alg.parse::<PublicKeyAlgorithm>()
+                .map_err(|e| anyhow::anyhow!("--jwt-public-keys entry {entry:?}: {e}"))?;
+            std::fs::metadata(path)
+                .with_context(|| format!("--jwt-public-keys entry {entry:?}: the key file"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `url` is an absolute `http://` or `https://` URL with a host (how every service address and
+/// the invite base are given).
+fn check_http_url(url: &str) -> anyhow::Result<()> {
+    let uri: tonic::codegen::http::Uri = url
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{url:?} is not a URL like http://session-headless:50051"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(()),
+        _ => bail!("{url:?} is not an http:// or https:// URL with a host"),
     }
 }
 
@@ -143,5 +220,50 @@ mod tests {
         assert!(error.to_string().contains("--session-url"), "{error}");
         let error = roles(&["--services", "clock", "--session-url", "http://s:1"]).unwrap_err();
         assert!(error.to_string().contains("DATABASE_URL"), "{error}");
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_before_anything_is_touched() {
+        let refused = |flags: &[&str], says: &[&str]| {
+            let mut args = ServeArgs::from_flags(flags.iter().copied()).expect("flags");
+            if !flags.contains(&"--database-url") {
+                args.database_url = None;
+            }
+            let error = format!("{:#}", Roles::of(&args).unwrap_err());
+            for said in says {
+                assert!(error.contains(said), "{flags:?}: {error}");
+            }
+        };
+        refused(
+            &["--admin-token", "ops=123456789012345678901"],
+            &["--admin-token", "\"ops\"", "21 bytes"],
+        );
+        refused(
+            &["--database-url", "mysql://root@y/z"],
+            &["DATABASE_URL", "\"mysql\""],
+        );
+        refused(
+            &["--webhooks-config", "/nonexistent/hf-webhooks.json"],
+            &["--webhooks-config"],
+        );
+        refused(&["--session-url", "session:50051"], &["--session-url"]);
+        refused(
+            &["--web-frame-ancestors", "'self'; script-src *"],
+            &["--web-frame-ancestors"],
+        );
+        refused(
+            &["--jwt-public-keys", "RS256:/nonexistent/key.pem"],
+            &["--jwt-public-keys", "key file"],
+        );
+        // A gateway alone uses no store and no operator token.
+        let mut gateway = ServeArgs::from_flags([
+            "--services",
+            "gateway",
+            "--database-url",
+            "mysql://root@y/z",
+        ])
+        .unwrap();
+        gateway.admin_tokens = vec!["ops=short".into()];
+        assert!(Roles::of(&gateway).is_ok());
     }
 }

@@ -1,5 +1,6 @@
 //! The game store of this process: Postgres at `DATABASE_URL` (migrated at start unless told
-//! otherwise), or memory, said loudly, when no URL is given.
+//! otherwise; a pool of `--database-max-connections`), or memory, said loudly, when no URL is
+//! given.
 
 use super::roles::Roles;
 use crate::config::ServeArgs;
@@ -32,14 +33,20 @@ pub(crate) async fn open(args: &ServeArgs, roles: Roles) -> anyhow::Result<Store
         );
         return Ok(memory());
     };
-    let (store, target) = database::connect(url).await?;
+    // The URL was checked with every other setting (`Roles::of`); this is the first touch.
+    let (store, target) = database::connect_with(url, args.database_max_connections).await?;
     let store = store.with_snapshot_interval(args.snapshot_interval);
     if args.migrate_on_start {
         for (version, description) in database::migrate(&store, &target).await? {
             tracing::info!(version, description, "applied a migration");
         }
     }
-    tracing::info!(%target, snapshot_interval = args.snapshot_interval, "games are stored in Postgres");
+    tracing::info!(
+        %target,
+        snapshot_interval = args.snapshot_interval,
+        max_connections = args.database_max_connections,
+        "games are stored in Postgres"
+    );
     Ok(Stores {
         games: Arc::new(store.clone()),
         postgres: Some(store),

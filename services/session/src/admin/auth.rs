@@ -1,5 +1,6 @@
 //! Who may use the admin API: operators with a token configured on the session
-//! (`--admin-token NAME=TOKEN`, env `HF_ADMIN_TOKENS`), sent as `authorization: Bearer TOKEN`.
+//! (`--admin-token NAME=TOKEN`, env `HF_ADMIN_TOKEN`, formerly `HF_ADMIN_TOKENS`), sent as
+//! `authorization: Bearer TOKEN`.
 //!
 //! Players never are. The session holds no player secrets (it trusts the gateway), so it cannot
 //! verify a player's JWT; it does not need to: **any well-formed JWT** (three base64url segments
@@ -90,6 +91,26 @@ pub enum AdminTokenError {
     },
 }
 
+/// The credential an operator sends for `value`, as given to a client (the admin CLI): the value
+/// itself (`TOKEN`), or the TOKEN of one `NAME=TOKEN` entry, the form the session is configured
+/// with. Why: one environment variable (`HF_ADMIN_TOKEN`) then serves the server and the CLI, and
+/// an operator may paste either form. A value is read as `NAME=TOKEN` only when the name is a
+/// valid name and the token part is long enough to be a configured token, so a bare token that
+/// ends in base64 padding (`...==`) is sent whole.
+pub fn operator_credential(value: &str) -> &str {
+    let value = value.trim();
+    match value.split_once('=') {
+        Some((name, token))
+            if !name.trim().is_empty()
+                && text::check("name", name.trim(), TextKind::Id).is_ok()
+                && token.trim().len() >= MIN_ADMIN_TOKEN_BYTES =>
+        {
+            token.trim()
+        }
+        _ => value,
+    }
+}
+
 impl AdminTokens {
     /// The tokens of `NAME=TOKEN` pairs (none: the admin API refuses every call).
     pub fn parse<S: AsRef<str>>(pairs: &[S]) -> Result<AdminTokens, AdminTokenError> {
@@ -141,7 +162,7 @@ impl AdminTokens {
             return Err(ApiError::new(
                 Reason::AdminNotConfigured,
                 "the admin API is off: no operator token is configured on this session \
-                 (--admin-token NAME=TOKEN or HF_ADMIN_TOKENS)",
+                 (--admin-token NAME=TOKEN or HF_ADMIN_TOKEN)",
             )
             .into());
         }
@@ -241,6 +262,19 @@ fn looks_like_jwt(credential: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operator_credential_is_a_token_or_the_token_of_one_entry() {
+        let token = "3f1c8a9b2d4e6f708192a3b4c5d6e7f8";
+        assert_eq!(operator_credential(token), token);
+        assert_eq!(operator_credential(&format!("alice={token}")), token);
+        assert_eq!(operator_credential(&format!(" alice={token} ")), token);
+        // Base64 padding is part of a token, not a separator.
+        let padded = "c2VjcmV0LXRva2VuLW9mLWFsaWNlLWxvbmc=";
+        assert_eq!(operator_credential(padded), padded);
+        // Too short to be a configured token: sent as given (and refused by the session).
+        assert_eq!(operator_credential("alice=short"), "alice=short");
+    }
     use tonic::metadata::MetadataValue;
 
     const ALICE: &str = "alice-0123456789abcdef-token";

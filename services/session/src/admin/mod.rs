@@ -17,7 +17,7 @@ use crate::errors::store_error_status;
 use crate::request::{Actor, Context, OperatorAction, parse_game_id, time_control_to_proto};
 use crate::service::SessionService;
 use auth::{AdminTokens, Operator};
-use hidden_front_api_error::ErrorSummary;
+use hidden_front_api_error::{ApiError, ErrorSummary, Reason};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::admin_service_server::AdminService as AdminApi;
 use hidden_front_rules::{Command, Phase, reveal};
@@ -28,6 +28,24 @@ use hidden_front_wire as wire;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tonic::{Request, Response, Status};
+
+/// An abort refused `WRONG_PHASE` as what it means for an operator. The engine only refuses an
+/// abort once the game has ended (it aborts a game in deployment and in play alike), but its
+/// message says "this needs the play phase", which reads as if a game in deployment could not
+/// be aborted. The reason stays `WRONG_PHASE`; any other refusal passes through as it is.
+fn ended_refusal(status: Status, game_id: uuid::Uuid) -> Status {
+    if ErrorSummary::of(&status).reason != Reason::WrongPhase.as_str() {
+        return status;
+    }
+    ApiError::new(
+        Reason::WrongPhase,
+        format!(
+            "game {game_id} has already ended: only a game in deployment or in play can be \
+             aborted"
+        ),
+    )
+    .into()
+}
 
 /// Events read per store call while gathering a game's log for an inspection.
 const INSPECT_PAGE: usize = 256;
@@ -210,7 +228,11 @@ impl AdminService {
             key: format!("admin:{}", request.idempotency_key),
             expected_version: None,
         };
-        let result = self.session.execute(&ctx, |_| Ok(Command::Abort)).await;
+        let result = self
+            .session
+            .execute(&ctx, |_| Ok(Command::Abort))
+            .await
+            .map_err(|status| ended_refusal(status, game_id));
         let outcome_text = match &result {
             Ok(answer) if answer.replayed => format!("replayed at version {}", answer.version),
             Ok(answer) => format!("applied at version {}", answer.version),
