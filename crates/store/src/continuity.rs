@@ -17,7 +17,8 @@
 //! preceded it was accounted for (`services/session/src/pulse.rs`).
 
 use crate::TimeControl;
-use crate::timers::{Timer, TimerKind, from_unix_millis, unix_millis};
+use crate::timers::{Timer, TimerKind};
+use hidden_front_time::{from_unix_ms, unix_ms};
 use std::time::{Duration, SystemTime};
 
 /// How the store tells an outage from a slow pulse, and what it gives back for one.
@@ -68,7 +69,7 @@ pub fn outage_gap(
     rule: &OutageRule,
 ) -> Option<Duration> {
     let last = last?;
-    let gap = Duration::from_millis(unix_millis(now).checked_sub(unix_millis(last))?);
+    let gap = Duration::from_millis(unix_ms(now).checked_sub(unix_ms(last))?);
     (gap > rule.outage_after).then_some(gap)
 }
 
@@ -100,7 +101,7 @@ pub fn moved_deadline(
     if timer.fire_at <= last_pulse {
         return None;
     }
-    let now = from_unix_millis(unix_millis(now));
+    let now = from_unix_ms(unix_ms(now));
     let shifted = timer.fire_at + gap + rule.reconnect_allowance;
     let floor = match timer.kind {
         TimerKind::Deployment => Some(seconds(tc.reconnect_seconds.min(tc.deployment_seconds))),

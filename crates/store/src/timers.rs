@@ -15,8 +15,9 @@
 use crate::StoreError;
 use async_trait::async_trait;
 use hidden_front_rules::Side;
+use hidden_front_time::{from_unix_ms, unix_ms};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
 /// Which clock a timer is.
@@ -111,24 +112,13 @@ impl Timer {
 
     /// The deadline in milliseconds since the Unix epoch (the form it travels in).
     pub fn fire_at_unix_millis(&self) -> u64 {
-        unix_millis(self.fire_at)
+        unix_ms(self.fire_at)
     }
 }
 
 /// `now + seconds`, cut to whole milliseconds: the deadlines every timer is armed with.
 pub fn deadline_after(now: SystemTime, duration: Duration) -> SystemTime {
-    from_unix_millis(unix_millis(now + duration))
-}
-
-/// Milliseconds since the Unix epoch (0 for times before it).
-pub fn unix_millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// The time `millis` milliseconds after the Unix epoch.
-pub fn from_unix_millis(millis: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(millis)
+    from_unix_ms(unix_ms(now + duration))
 }
 
 /// How an append changes the game's turn clock.

@@ -47,10 +47,17 @@ impl std::fmt::Debug for WallClock {
     }
 }
 
-/// Whole milliseconds from the Unix epoch to `time` (0 before it).
+/// Whole milliseconds from the Unix epoch to `time` (0 before it): the unit every deadline,
+/// view and stored time of the services travels in. The one conversion; [`from_unix_ms`] is its
+/// inverse.
 pub fn unix_ms(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The time `millis` milliseconds after the Unix epoch.
+pub fn from_unix_ms(millis: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(millis)
 }
 
 /// A time that only moves when told to, and the [`WallClock`] that reads it.
@@ -106,6 +113,14 @@ mod tests {
     fn unix_ms_is_zero_before_the_epoch() {
         assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_secs(1)), 0);
         assert_eq!(unix_ms(UNIX_EPOCH + Duration::from_millis(7)), 7);
+    }
+
+    #[test]
+    fn whole_milliseconds_survive_the_round_trip_and_the_rest_is_cut() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
+        assert_eq!(from_unix_ms(unix_ms(at)), at);
+        let between = at + Duration::from_micros(999);
+        assert_eq!(from_unix_ms(unix_ms(between)), at);
     }
 
     #[test]

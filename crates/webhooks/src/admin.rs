@@ -9,8 +9,9 @@ use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::webhook_admin_service_server::{
     WebhookAdminService, WebhookAdminServiceServer,
 };
+use hidden_front_time::unix_ms;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 use tonic::{Request, Response, Status};
 
 /// Decides whether a call may proceed: `Ok` with the operator's name (for the log), or the
@@ -81,10 +82,9 @@ fn unavailable(error: WebhookStoreError) -> Status {
     ApiError::new(Reason::StoreUnavailable, "the webhook store failed; retry").to_status()
 }
 
+/// Milliseconds since the Unix epoch of a time that may be unknown (0).
 fn millis(at: Option<SystemTime>) -> u64 {
-    at.and_then(|at| at.duration_since(UNIX_EPOCH).ok())
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    at.map_or(0, unix_ms)
 }
 
 fn letter(letter: DeadLetter) -> pb::DeadLetter {

@@ -11,8 +11,8 @@ use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Command, Phase};
-use hidden_front_store::timers::{from_unix_millis, unix_millis};
 use hidden_front_store::{Timer, TimerKind};
+use hidden_front_time::{from_unix_ms, unix_ms};
 use hidden_front_wire as wire;
 use tonic::Status;
 
@@ -78,7 +78,7 @@ impl SessionService {
             },
             side,
             armed_version: request.armed_version,
-            fire_at: from_unix_millis(request.deadline_unix_millis),
+            fire_at: from_unix_ms(request.deadline_unix_millis),
         };
         // The first fence: the fire must be the timer the game's slot holds now. A timer that
         // was replaced, disarmed or already applied is stale, and a live one that is not due by
@@ -121,7 +121,7 @@ impl SessionService {
                     Reason::TimerEarly,
                     format!(
                         "the timer is not due until {} ms after the Unix epoch",
-                        unix_millis(at)
+                        unix_ms(at)
                     ),
                 )
                 .into());

@@ -11,8 +11,8 @@
 use crate::errors::store_error_status;
 use crate::service::SessionService;
 use hidden_front_metrics_names as names;
-use hidden_front_store::timers::unix_millis;
 use hidden_front_store::{Outage, OutageRule, StoreError};
+use hidden_front_time::unix_ms;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -59,7 +59,7 @@ impl SessionService {
         let outage = self.store.pulse(now, &config.rule).await?;
         self.pulse_state
             .last_ok_ms
-            .fetch_max(unix_millis(now), Ordering::Relaxed);
+            .fetch_max(unix_ms(now), Ordering::Relaxed);
         if let Some(outage) = &outage {
             let seconds = outage.length().as_secs_f64();
             tracing::warn!(

@@ -6,8 +6,9 @@
 //! or a stale copy.
 
 use hidden_front_rules::{Event, Game, Phase, Side};
-use hidden_front_store::timers::{deadline_after, from_unix_millis, unix_millis};
+use hidden_front_store::timers::deadline_after;
 use hidden_front_store::{TimeControl, Timer, TimerChange, TimerKind, TurnTimerChange};
+use hidden_front_time::{from_unix_ms, unix_ms};
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
@@ -80,7 +81,7 @@ pub(crate) fn reconnect_after_report(
 /// The first whole millisecond at or after `time` (deadlines are whole milliseconds: rounding a
 /// lease's end up keeps the lease lapsed at the deadline).
 fn whole_millis_not_before(time: SystemTime) -> SystemTime {
-    let floor = from_unix_millis(unix_millis(time));
+    let floor = from_unix_ms(unix_ms(time));
     if floor < time {
         floor + Duration::from_millis(1)
     } else {

@@ -9,16 +9,14 @@
 use super::board::side_name;
 use hidden_front_proto::v1 as pb;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// What to add to this machine's clock to read the server's (milliseconds), once measured.
 static SERVER_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
 
 /// This machine's time in milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_unix_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    hidden_front_time::unix_ms(SystemTime::now())
 }
 
 /// Records the measured offset of the server's clock, so every countdown after it is read on the

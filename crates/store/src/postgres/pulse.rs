@@ -5,7 +5,7 @@
 use super::PostgresStore;
 use crate::StoreError;
 use crate::continuity::{Outage, OutageRule, outage_gap};
-use crate::timers::{from_unix_millis, unix_millis};
+use hidden_front_time::{from_unix_ms, unix_ms};
 use sqlx::types::time::OffsetDateTime;
 use std::time::SystemTime;
 
@@ -37,7 +37,7 @@ pub(super) async fn pulse(
     now: SystemTime,
     rule: &OutageRule,
 ) -> Result<Option<Outage>, StoreError> {
-    let now = from_unix_millis(unix_millis(now));
+    let now = from_unix_ms(unix_ms(now));
     let mut tx = store.inner.pool.begin().await?;
     // The row lock orders this pulse with every other process's.
     let last: Option<OffsetDateTime> =

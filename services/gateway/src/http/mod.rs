@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use hidden_front_api_error::Reason;
 use serde_json::json;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// Path of the guest sign-in endpoint.
 pub const GUEST_PATH: &str = "/v1/guest";
@@ -71,11 +71,10 @@ pub fn routes(config: HttpConfig, gateway: Gateway) -> Router {
 /// the answer with the shortest round trip, taking the server's time as that of the round
 /// trip's middle (NTP's estimate), to show deadlines in its own clock.
 async fn time() -> Response {
-    let unix_millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
-    json_response(StatusCode::OK, json!({ "unixMillis": unix_millis }))
+    json_response(
+        StatusCode::OK,
+        json!({ "unixMillis": hidden_front_time::unix_ms(SystemTime::now()) }),
+    )
 }
 
 /// Any other path: `404`, plain text (with `nosniff`, so it is never taken for a script).

@@ -24,9 +24,9 @@ use hidden_front_rules::{Command, Phase, reveal};
 use hidden_front_store::{
     AuditAction, AuditEntry, FoundGame, GameFilter, NewAuditEntry, TimerKind,
 };
+use hidden_front_time::unix_ms;
 use hidden_front_wire as wire;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tonic::{Request, Response, Status};
 
 /// An abort refused `WRONG_PHASE` as what it means for an operator. The engine only refuses an
@@ -117,8 +117,8 @@ impl AdminService {
             north_player: meta.north_player.clone(),
             phase: wire::phase_to_proto(found.summary.phase) as i32,
             version: found.summary.version,
-            created_unix_millis: unix_millis(found.created_at),
-            last_event_unix_millis: unix_millis(found.last_event_at),
+            created_unix_millis: unix_ms(found.created_at),
+            last_event_unix_millis: unix_ms(found.last_event_at),
             outcome,
         })
     }
@@ -291,17 +291,11 @@ impl AdminService {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 before it).
-fn unix_millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// The wire form of an audit entry.
 fn audit_to_proto(entry: &AuditEntry) -> pb::AuditEntry {
     pb::AuditEntry {
         id: entry.id,
-        at_unix_millis: unix_millis(entry.at),
+        at_unix_millis: unix_ms(entry.at),
         operator: entry.operator.clone(),
         action: entry.action.name().to_owned(),
         game_id: entry.game_id.to_string(),
