@@ -6,7 +6,13 @@
 //! Each gRPC port has its own health service, which knows only the services that port serves:
 //! asking the public port about `SessionService` answers NOT_FOUND, as it would on a process
 //! without it, instead of a status for a service that is not there.
+//!
+//! The same decision feeds the gateway's HTTP readiness probe (`GET /readyz`, through a
+//! [`Readiness`] watch): ready exactly when the overall status is SERVING. When a shutdown
+//! starts, [`Readiness::Draining`] is set and every status of every port turns NOT_SERVING for
+//! good, so gRPC and HTTP probes alike take the process out of rotation while it drains.
 
+use hidden_front_gateway::http::Readiness;
 use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
@@ -15,6 +21,7 @@ use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERV
 use hidden_front_store::GameStore;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tonic_health::ServingStatus;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
@@ -46,11 +53,13 @@ pub struct PortHealth {
 }
 
 /// Checks the dependencies once (so the first health answer is already true), sets the
-/// statuses on every port, then keeps checking every [`CHECK_INTERVAL`] in a background task,
-/// whose handle stops it.
+/// statuses on every port and `readiness`, then keeps checking every [`CHECK_INTERVAL`] in a
+/// background task, whose handle stops it. Once `readiness` is set to [`Readiness::Draining`]
+/// (by whoever stops the process), every status turns NOT_SERVING and checking stops.
 pub async fn start(
     ports: Vec<PortHealth>,
     deps: Dependencies,
+    readiness: Arc<watch::Sender<Readiness>>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let session = match (&deps.store, &deps.session_url) {
         (None, Some(url)) => Some(HealthClient::new(
@@ -60,19 +69,27 @@ pub async fn start(
         )),
         _ => None,
     };
+    let mut draining = readiness.subscribe();
     let mut checker = Checker {
         ports,
         deps,
         session,
         last: None,
+        readiness,
     };
     checker.check().await;
     Ok(tokio::spawn(async move {
         let mut every = tokio::time::interval(CHECK_INTERVAL);
         every.tick().await;
         loop {
-            every.tick().await;
-            checker.check().await;
+            tokio::select! {
+                _ = every.tick() => checker.check().await,
+                // Draining, or nobody left to say so: nothing more to serve either way.
+                _ = async { draining.wait_for(|r| *r == Readiness::Draining).await.is_ok() } => {
+                    checker.drain().await;
+                    return;
+                }
+            }
         }
     }))
 }
@@ -84,10 +101,15 @@ struct Checker {
     session: Option<HealthClient<tonic::transport::Channel>>,
     /// The statuses set last time (session, gateway), to log only changes.
     last: Option<(Option<bool>, Option<bool>)>,
+    /// What the HTTP readiness probe answers; [`Readiness::Draining`] is final.
+    readiness: Arc<watch::Sender<Readiness>>,
 }
 
 impl Checker {
     async fn check(&mut self) {
+        if *self.readiness.borrow() == Readiness::Draining {
+            return;
+        }
         let store_ok = match &self.deps.store {
             Some(store) => Some(matches!(
                 tokio::time::timeout(CHECK_TIMEOUT, store.ping()).await,
@@ -132,6 +154,17 @@ impl Checker {
             }
             port.reporter.set_service_status("", status(all_ok)).await;
         }
+        let ready = match all_ok {
+            true => Readiness::Serving,
+            false => Readiness::NotServing,
+        };
+        self.readiness.send_if_modified(|current| {
+            let changed = *current != Readiness::Draining && *current != ready;
+            if changed {
+                *current = ready;
+            }
+            changed
+        });
         let now = (store_ok, gateway_ok);
         if self.last != Some(now) {
             if all_ok {
@@ -141,5 +174,20 @@ impl Checker {
             }
             self.last = Some(now);
         }
+    }
+
+    /// A shutdown started: every service of every port, and the overall `""`, NOT_SERVING.
+    async fn drain(&mut self) {
+        for port in &self.ports {
+            for &service in &port.services {
+                port.reporter
+                    .set_service_status(service, ServingStatus::NotServing)
+                    .await;
+            }
+            port.reporter
+                .set_service_status("", ServingStatus::NotServing)
+                .await;
+        }
+        tracing::info!("health: NOT_SERVING (draining for shutdown)");
     }
 }

@@ -1,5 +1,10 @@
 //! Metrics: the Prometheus recorder behind the services' `metrics` facade calls, and the
 //! dedicated HTTP listener (`--metrics-listen`) that serves it as text on `GET /metrics`.
+//!
+//! Besides the services' own series, a scrape shows the process's (`process_cpu_seconds_total`,
+//! `process_resident_memory_bytes`, `process_open_fds`, `process_start_time_seconds`, ..., read
+//! by `metrics-process` at each scrape), the build (`hf_build_info{version,commit} 1`) and the
+//! per-RPC series of every gRPC port (`app/grpc_metrics.rs`).
 
 use anyhow::Context;
 use hidden_front_metrics_names as names;
@@ -49,6 +54,9 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         .install_recorder()
         .context("installing the metrics recorder")?;
     describe();
+    let process = metrics_process::Collector::default();
+    process.describe();
+    process.collect();
     *installed = Some(handle.clone());
     Ok(handle)
 }
@@ -143,6 +151,55 @@ fn describe() {
         metrics::gauge!(names::GAMES, names::PHASE => phase).increment(0.0);
     }
     metrics::gauge!(names::PLAYER_STREAMS).increment(0.0);
+
+    // Every counter with a known label set, at zero for each label value, so rates and alerts
+    // work before the first event (an error counter that appears only with the first error
+    // reads as "no data", not as 0).
+    for operation in names::STORE_OPERATIONS {
+        metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => operation).increment(0);
+    }
+    for kind in names::COMMAND_KINDS {
+        for outcome in names::OUTCOMES {
+            metrics::counter!(names::COMMANDS_TOTAL, names::KIND => kind, names::OUTCOME => outcome)
+                .increment(0);
+        }
+    }
+    for kind in names::TIMER_KINDS {
+        for result in names::TIMER_RESULTS {
+            metrics::counter!(
+                names::TIMERS_FIRED_TOTAL,
+                names::TIMER_KIND => kind,
+                names::TIMER_RESULT => result
+            )
+            .increment(0);
+        }
+    }
+    for kind in names::MATCH_KINDS {
+        metrics::counter!(names::MATCHES_TOTAL, names::KIND => kind).increment(0);
+    }
+    for kind in names::STORE_BATCH_KINDS {
+        metrics::counter!(names::STORE_BATCH_FAILURES_TOTAL, names::KIND => kind).increment(0);
+    }
+
+    describe_counter!(
+        names::GRPC_REQUESTS_TOTAL,
+        "gRPC calls answered on every gRPC port, by service, method and status code."
+    );
+    describe_histogram!(
+        names::GRPC_REQUEST_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "From a gRPC call's arrival to its status (a stream's whole life), by service, method and code."
+    );
+    describe_gauge!(
+        names::BUILD_INFO,
+        "Always 1; the labels say which build this process runs."
+    );
+    metrics::gauge!(
+        names::BUILD_INFO,
+        names::VERSION => env!("CARGO_PKG_VERSION"),
+        names::COMMIT => env!("HF_BUILD_COMMIT"),
+    )
+    .set(1.0);
 }
 
 /// Serves `GET /metrics` on `listener` until `stopped` completes, running the recorder's upkeep
@@ -160,11 +217,15 @@ pub async fn serve(
             upkeep.run_upkeep();
         }
     });
+    // The process's own figures are read from the OS when scraped, so they are current.
+    let process = std::sync::Arc::new(metrics_process::Collector::default());
     let app = axum::Router::new().route(
         METRICS_PATH,
         axum::routing::get(move || {
             let handle = handle.clone();
+            let process = process.clone();
             async move {
+                process.collect();
                 (
                     [(
                         axum::http::header::CONTENT_TYPE,

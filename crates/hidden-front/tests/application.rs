@@ -166,3 +166,84 @@ async fn a_bad_webhooks_configuration_is_refused_at_start_naming_the_field() {
     );
     let _ = std::fs::remove_file(path);
 }
+
+/// The answer's status line and body (after the blank line) of an HTTP/1.1 answer.
+fn status_and_body(answer: &str) -> (&str, &str) {
+    let status = answer.lines().next().unwrap_or_default();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_port_says_whether_the_process_lives_and_is_ready() {
+    // Every service, in memory: live and ready.
+    let app = Application::build(one_box(&[])).await.expect("build");
+    let http = app.ports().http.expect("an HTTP port");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run_until_stopped(async move {
+        let _ = stopped.await;
+    }));
+    tokio::time::timeout(DEADLINE, async {
+        let live = http_get(http, "/healthz").await;
+        assert_eq!(
+            status_and_body(&live),
+            ("HTTP/1.1 200 OK", r#"{"status":"ok"}"#),
+            "{live}"
+        );
+        let ready = http_get(http, "/readyz").await;
+        assert_eq!(
+            status_and_body(&ready),
+            ("HTTP/1.1 200 OK", r#"{"status":"serving"}"#),
+            "{ready}"
+        );
+    })
+    .await
+    .expect("the probes answered in time");
+    stop.send(()).expect("the application is running");
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .expect("stopped in time")
+        .expect("the task")
+        .expect("a clean stop");
+
+    // A gateway whose session does not answer (a port nobody listens on): alive, not ready, and
+    // its gRPC health agrees.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let mut args = one_box(&["--services", "gateway"]);
+    args.session_url = Some(format!("http://{closed}"));
+    let app = Application::build(args).await.expect("build");
+    let ports = app.ports();
+    let http = ports.http.expect("an HTTP port");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run_until_stopped(async move {
+        let _ = stopped.await;
+    }));
+    tokio::time::timeout(DEADLINE, async {
+        let live = http_get(http, "/healthz").await;
+        assert!(live.starts_with("HTTP/1.1 200"), "{live}");
+        let ready = http_get(http, "/readyz").await;
+        assert_eq!(
+            status_and_body(&ready),
+            (
+                "HTTP/1.1 503 Service Unavailable",
+                r#"{"status":"not_serving"}"#
+            ),
+            "{ready}"
+        );
+        assert_eq!(
+            health(ports.grpc, "").await.expect("health"),
+            ServingStatus::NotServing as i32
+        );
+    })
+    .await
+    .expect("the probes answered in time");
+    stop.send(()).expect("the application is running");
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .expect("stopped in time")
+        .expect("the task")
+        .expect("a clean stop");
+}

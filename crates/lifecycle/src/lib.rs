@@ -105,7 +105,10 @@ pub enum FactBody {
         winner: Option<Side>,
         /// The winning player, `None` when nobody won.
         winner_player: Option<String>,
-        /// Why it ended (serialized snake_case: `flag_captured`, `resigned`, ...).
+        /// Why it ended, by the engine's wire name ([`EndReason::name`]: `flag_captured`,
+        /// `no_combat_100`, ...), the name replays and the docs use. Facts stored before the
+        /// names were unified say `no_combat_limit` for `no_combat_100`; they still read.
+        #[serde(with = "end_reason_name")]
         reason: EndReason,
         /// Plies played.
         plies: u32,
@@ -136,6 +139,35 @@ pub enum FactBody {
         /// The operator's reason.
         reason: String,
     },
+}
+
+/// The end reason of a fact as its wire name, written as [`EndReason::name`] and read from
+/// that name or from a name an older release stored.
+///
+/// Until the names were unified, facts were written with the engine's serde names, which
+/// differ from the wire names for one reason only: `no_combat_limit` for `no_combat_100`. The
+/// outbox keeps facts for as long as a consumer may replay them, so the old name stays readable.
+mod end_reason_name {
+    use hidden_front_rules::EndReason;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    /// Stored names of earlier releases, with the reason each stands for.
+    const ALIASES: [(&str, EndReason); 1] = [("no_combat_limit", EndReason::NoCombatLimit)];
+
+    pub(super) fn serialize<S: Serializer>(reason: &EndReason, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(reason.name())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<EndReason, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(input)?;
+        EndReason::from_name(&name)
+            .or_else(|| {
+                ALIASES
+                    .into_iter()
+                    .find_map(|(alias, reason)| (alias == name).then_some(reason))
+            })
+            .ok_or_else(|| D::Error::custom(format!("unknown end reason {name:?}")))
+    }
 }
 
 /// One player's rating before and after a game.
@@ -246,3 +278,40 @@ pub trait FactSink: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("stored lifecycle fact does not decode: {0}")]
 pub struct FactDecodeError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(reason: EndReason) -> FactBody {
+        FactBody::GameEnded {
+            winner: None,
+            winner_player: None,
+            reason,
+            plies: 100,
+            south_player: "ann".into(),
+            north_player: "bob".into(),
+        }
+    }
+
+    #[test]
+    fn end_reasons_are_written_by_their_wire_names() {
+        for reason in EndReason::ALL {
+            let json: serde_json::Value =
+                serde_json::from_str(&ended(reason).to_json()).expect("JSON");
+            assert_eq!(json["reason"], reason.name());
+            assert_eq!(FactBody::from_json(&json.to_string()), Ok(ended(reason)));
+        }
+    }
+
+    #[test]
+    fn facts_stored_with_the_old_no_combat_name_still_read() {
+        let stored = r#"{"kind":"game_ended","winner":null,"winner_player":null,"reason":"no_combat_limit","plies":100,"south_player":"ann","north_player":"bob"}"#;
+        assert_eq!(
+            FactBody::from_json(stored),
+            Ok(ended(EndReason::NoCombatLimit))
+        );
+        let unknown = stored.replace("no_combat_limit", "bored");
+        assert!(FactBody::from_json(&unknown).is_err());
+    }
+}

@@ -171,3 +171,52 @@ pub const WEBHOOK_OUTCOMES: [&str; 4] = ["delivered", "failed", "parked", "repla
 pub const WEBHOOK_LATENCY_BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.0, 10.0, 60.0, 600.0,
 ];
+
+/// Counter: gRPC calls answered, on every gRPC port of the process, by [`GRPC_SERVICE`],
+/// [`GRPC_METHOD`] and [`GRPC_CODE`]; counted by a tower layer when the call ends (its status
+/// is known), so every method is counted alike, streams included.
+pub const GRPC_REQUESTS_TOTAL: &str = "hf_grpc_requests_total";
+/// Histogram (seconds): from a gRPC call's arrival to its status (for a stream, its whole life),
+/// by [`GRPC_SERVICE`], [`GRPC_METHOD`] and [`GRPC_CODE`].
+pub const GRPC_REQUEST_DURATION_SECONDS: &str = "hf_grpc_request_duration_seconds";
+/// Label: the full gRPC service name (`hiddenfront.v1.PlayerService`), one of the services the
+/// process serves, or [`UNKNOWN_RPC`].
+pub const GRPC_SERVICE: &str = "grpc_service";
+/// Label: the gRPC method name (`Play`), one the service declares, or [`UNKNOWN_RPC`].
+pub const GRPC_METHOD: &str = "grpc_method";
+/// Label: the gRPC status code's name (`OK`, `NOT_FOUND`, ...), one of [`GRPC_CODES`].
+pub const GRPC_CODE: &str = "grpc_code";
+/// Label value of [`GRPC_SERVICE`] and [`GRPC_METHOD`] for a path no served proto declares, so a
+/// caller cannot grow the label set by inventing paths.
+pub const UNKNOWN_RPC: &str = "unknown";
+/// Every value of [`GRPC_CODE`], indexed by the code's number.
+pub const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// Gauge: always 1, labelled with the build: [`VERSION`] (the crate version) and [`COMMIT`]
+/// (`git rev-parse --short HEAD` at build time, `unknown` outside a git checkout).
+pub const BUILD_INFO: &str = "hf_build_info";
+/// Label: the release version of the binary.
+pub const VERSION: &str = "version";
+/// Label: the commit the binary was built from.
+pub const COMMIT: &str = "commit";
+
+/// Every value of [`KIND`] on [`STORE_BATCH_FAILURES_TOTAL`]: the group-commit statements.
+pub const STORE_BATCH_KINDS: [&str; 2] = ["append", "create"];

@@ -10,7 +10,11 @@ fn defined() -> BTreeSet<String> {
     source
         .lines()
         .filter_map(|line| {
-            let value = line.trim().strip_prefix("pub const ")?.split("= \"").nth(1)?;
+            let value = line
+                .trim()
+                .strip_prefix("pub const ")?
+                .split("= \"")
+                .nth(1)?;
             let name = value.strip_suffix("\";")?;
             name.starts_with("hf_").then(|| name.to_owned())
         })
@@ -39,7 +43,9 @@ fn used(text: &str) -> BTreeSet<String> {
 }
 
 fn files(dir: &str, extension: &str) -> Vec<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(dir);
     let mut found = Vec::new();
     let mut todo = vec![dir];
     while let Some(dir) = todo.pop() {
@@ -58,7 +64,10 @@ fn files(dir: &str, extension: &str) -> Vec<std::path::PathBuf> {
 #[test]
 fn the_dashboards_and_alerts_read_only_metrics_that_exist() {
     let defined = defined();
-    assert!(defined.contains("hf_moves_total"), "the crate's names were read: {defined:?}");
+    assert!(
+        defined.contains("hf_moves_total"),
+        "the crate's names were read: {defined:?}"
+    );
     let mut checked = 0;
     for path in files("deploy/grafana", "json")
         .into_iter()
@@ -74,7 +83,10 @@ fn the_dashboards_and_alerts_read_only_metrics_that_exist() {
             checked += 1;
         }
     }
-    assert!(checked > 20, "only {checked} metric names were found in the kit");
+    assert!(
+        checked > 20,
+        "only {checked} metric names were found in the kit"
+    );
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod text;
 mod verify;
 
 pub use parse::LineError;
+pub use text::outcome_text;
 pub use verify::{Verified, VerifyError, verify, verify_text};
 
 use hidden_front_rules::{Event, Outcome, Rules, Side};

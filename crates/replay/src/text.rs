@@ -22,19 +22,8 @@ pub(crate) const ENDED: &str = "Ended";
 pub(crate) const SOUTH_DEPLOYMENT: &str = "South-Deployment";
 pub(crate) const NORTH_DEPLOYMENT: &str = "North-Deployment";
 
-/// Every end reason, for reading their names back.
-pub(crate) const END_REASONS: [EndReason; 10] = [
-    EndReason::FlagCaptured,
-    EndReason::HqEntered,
-    EndReason::NoLegalMoves,
-    EndReason::NoCombatLimit,
-    EndReason::AgreedDraw,
-    EndReason::Resigned,
-    EndReason::Timeouts,
-    EndReason::Disconnected,
-    EndReason::SeatLost,
-    EndReason::Aborted,
-];
+/// Every end reason, for reading their names back: the engine's own list.
+pub(crate) const END_REASONS: [EndReason; 10] = EndReason::ALL;
 
 /// The whole text.
 pub(crate) fn write(replay: &Replay) -> String {
@@ -216,8 +205,9 @@ pub(crate) fn event_body(rules: &Rules, event: &Event, ply: u32) -> String {
     }
 }
 
-/// `south-wins flag_captured`, `draw no_combat_100`.
-pub(crate) fn outcome_text(outcome: Outcome) -> String {
+/// `south-wins flag_captured`, `draw no_combat_100`: the value of the `Result` header and the
+/// tail of an `end` line. The reason is the engine's wire name ([`EndReason::name`]).
+pub fn outcome_text(outcome: Outcome) -> String {
     let winner = match outcome.winner {
         Some(Side::South) => "south-wins",
         Some(Side::North) => "north-wins",

@@ -31,7 +31,30 @@ pub enum EndReason {
 }
 
 impl EndReason {
-    /// The snake_case wire name (`flag_captured`, ...).
+    /// Every end reason, in declaration order: the one list every surface that names end
+    /// reasons (the replay text, the lifecycle facts, the proto enum's conversions) is checked
+    /// against, so none can drift from the engine.
+    pub const ALL: [EndReason; 10] = [
+        EndReason::FlagCaptured,
+        EndReason::HqEntered,
+        EndReason::NoLegalMoves,
+        EndReason::NoCombatLimit,
+        EndReason::AgreedDraw,
+        EndReason::Resigned,
+        EndReason::Timeouts,
+        EndReason::Disconnected,
+        EndReason::SeatLost,
+        EndReason::Aborted,
+    ];
+
+    /// The end reason whose wire name ([`EndReason::name`]) is `name`, if any.
+    pub fn from_name(name: &str) -> Option<EndReason> {
+        EndReason::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The snake_case wire name (`flag_captured`, ...). Every public surface (replays, lifecycle
+    /// facts, the rules CLI) uses this name; the `Serialize` derive's names are those of the
+    /// stored engine events only, where `NoCombatLimit` reads `no_combat_limit`.
     pub fn name(self) -> &'static str {
         match self {
             EndReason::FlagCaptured => "flag_captured",

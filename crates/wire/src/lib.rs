@@ -768,6 +768,24 @@ fn flag_reveal_from_proto(
     Ok(FlagReveal { side, flags })
 }
 
+/// The engine end reason of a proto `EndReason` value; `None` for `END_REASON_UNSPECIFIED` and
+/// for values this build does not know.
+pub fn end_reason_from_proto(reason: i32) -> Option<EndReason> {
+    Some(match pb::EndReason::try_from(reason).ok()? {
+        pb::EndReason::FlagCaptured => EndReason::FlagCaptured,
+        pb::EndReason::HqEntered => EndReason::HqEntered,
+        pb::EndReason::NoLegalMoves => EndReason::NoLegalMoves,
+        pb::EndReason::NoCombatLimit => EndReason::NoCombatLimit,
+        pb::EndReason::AgreedDraw => EndReason::AgreedDraw,
+        pb::EndReason::Resigned => EndReason::Resigned,
+        pb::EndReason::Timeouts => EndReason::Timeouts,
+        pb::EndReason::Disconnected => EndReason::Disconnected,
+        pb::EndReason::SeatLost => EndReason::SeatLost,
+        pb::EndReason::Aborted => EndReason::Aborted,
+        pb::EndReason::Unspecified => return None,
+    })
+}
+
 /// Reads an outcome: a winner (`SIDE_UNSPECIFIED` for none) and a reason.
 fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outcome, FieldError> {
     let outcome = outcome.ok_or_else(|| invalid(field, "is required"))?;
@@ -782,24 +800,12 @@ fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outc
             ));
         }
     };
-    let reason = match pb::EndReason::try_from(outcome.reason) {
-        Ok(pb::EndReason::FlagCaptured) => EndReason::FlagCaptured,
-        Ok(pb::EndReason::HqEntered) => EndReason::HqEntered,
-        Ok(pb::EndReason::NoLegalMoves) => EndReason::NoLegalMoves,
-        Ok(pb::EndReason::NoCombatLimit) => EndReason::NoCombatLimit,
-        Ok(pb::EndReason::AgreedDraw) => EndReason::AgreedDraw,
-        Ok(pb::EndReason::Resigned) => EndReason::Resigned,
-        Ok(pb::EndReason::Timeouts) => EndReason::Timeouts,
-        Ok(pb::EndReason::Disconnected) => EndReason::Disconnected,
-        Ok(pb::EndReason::SeatLost) => EndReason::SeatLost,
-        Ok(pb::EndReason::Aborted) => EndReason::Aborted,
-        Ok(pb::EndReason::Unspecified) | Err(_) => {
-            return Err(invalid(
-                format!("{field}.reason"),
-                format!("{} is not a known end reason", outcome.reason),
-            ));
-        }
-    };
+    let reason = end_reason_from_proto(outcome.reason).ok_or_else(|| {
+        invalid(
+            format!("{field}.reason"),
+            format!("{} is not a known end reason", outcome.reason),
+        )
+    })?;
     Ok(Outcome { winner, reason })
 }
 

@@ -1,7 +1,8 @@
 //! The public port never serves the session's internal API: with the gateway and the session in
 //! one process, `SessionService` (full information, no player authentication) answers only on
 //! the internal port, and a player reaching the public port finds only `PlayerService`. Each
-//! port's reflection lists, and its health knows, exactly the services that port serves.
+//! port's reflection lists, and its health knows, exactly the services that port serves, in both
+//! reflection versions (`grpc.reflection.v1` and `grpc.reflection.v1alpha`).
 
 use hidden_front_e2e::client::{self, create_game};
 use hidden_front_e2e::{Server, TestDatabase, pb};
@@ -12,10 +13,6 @@ use tonic::Code;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_reflection::pb::v1::ServerReflectionRequest;
-use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 
 const PLAYER: &str = "hiddenfront.v1.PlayerService";
 const SESSION: &str = "hiddenfront.v1.SessionService";
@@ -24,6 +21,7 @@ const CLOCK: &str = "hiddenfront.v1.ClockService";
 const MATCHMAKING: &str = "hiddenfront.v1.MatchmakingService";
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION: &str = "grpc.reflection.v1.ServerReflection";
+const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 
 /// How long one reflection or health call may take.
 const CALL_DEADLINE: Duration = Duration::from_secs(10);
@@ -32,34 +30,47 @@ async fn channel(addr: SocketAddr) -> tonic::transport::Channel {
     hidden_front_e2e::gateway::channel(addr).await
 }
 
-/// The services the reflection service at `addr` lists.
-async fn listed_services(addr: SocketAddr) -> BTreeSet<String> {
-    let mut client = ServerReflectionClient::new(channel(addr).await);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let call = async {
-        let mut answers = client
-            .server_reflection_info(tokio_stream::iter([request]))
-            .await
-            .unwrap_or_else(|s| panic!("reflection at {addr}: {s:?}"))
-            .into_inner();
-        let answer = answers
-            .message()
-            .await
-            .unwrap_or_else(|s| panic!("reflection at {addr}: {s:?}"))
-            .expect("an answer");
-        match answer.message_response {
-            Some(MessageResponse::ListServicesResponse(list)) => {
-                list.service.into_iter().map(|s| s.name).collect()
+/// The services the reflection service at `addr` lists, asked in reflection protocol
+/// `$version` (`v1` or `v1alpha`, which have the same messages in different packages).
+macro_rules! listed_services {
+    ($version:ident, $addr:expr) => {{
+        use tonic_reflection::pb::$version::ServerReflectionRequest;
+        use tonic_reflection::pb::$version::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::$version::server_reflection_request::MessageRequest;
+        use tonic_reflection::pb::$version::server_reflection_response::MessageResponse;
+        let addr: SocketAddr = $addr;
+        let version = stringify!($version);
+        let mut client = ServerReflectionClient::new(channel(addr).await);
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let call = async {
+            let mut answers = client
+                .server_reflection_info(tokio_stream::iter([request]))
+                .await
+                .unwrap_or_else(|s| panic!("reflection {version} at {addr}: {s:?}"))
+                .into_inner();
+            let answer = answers
+                .message()
+                .await
+                .unwrap_or_else(|s| panic!("reflection {version} at {addr}: {s:?}"))
+                .expect("an answer");
+            match answer.message_response {
+                Some(MessageResponse::ListServicesResponse(list)) => list
+                    .service
+                    .into_iter()
+                    .map(|s| s.name)
+                    .collect::<BTreeSet<String>>(),
+                other => panic!("reflection {version} at {addr}: not a service list: {other:?}"),
             }
-            other => panic!("reflection at {addr}: not a service list: {other:?}"),
-        }
-    };
-    tokio::time::timeout(CALL_DEADLINE, call)
-        .await
-        .unwrap_or_else(|_| panic!("reflection at {addr}: no answer in {CALL_DEADLINE:?}"))
+        };
+        tokio::time::timeout(CALL_DEADLINE, call)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("reflection {version} at {addr}: no answer in {CALL_DEADLINE:?}")
+            })
+    }};
 }
 
 /// The health `Check` of `service` at `addr`: its status, or the refusal's code.
@@ -77,17 +88,24 @@ async fn health(addr: SocketAddr, service: &str) -> Result<ServingStatus, Code> 
     }
 }
 
-/// Asserts that the port at `addr` lists exactly `served` (plus health and reflection), that its
+/// Asserts that the port at `addr` lists exactly `served` (plus health and both reflection
+/// versions) through either reflection version, that its
 /// health knows each of them and the overall `""`, and that it answers NOT_FOUND for every other
 /// Hidden Front service.
 async fn assert_port_serves(addr: SocketAddr, served: &[&str]) {
     let mut expected: BTreeSet<String> = served.iter().map(|s| s.to_string()).collect();
     expected.insert(HEALTH.into());
     expected.insert(REFLECTION.into());
+    expected.insert(REFLECTION_V1ALPHA.into());
     assert_eq!(
-        listed_services(addr).await,
+        listed_services!(v1, addr),
         expected,
-        "reflection at {addr}"
+        "reflection v1 at {addr}"
+    );
+    assert_eq!(
+        listed_services!(v1alpha, addr),
+        expected,
+        "reflection v1alpha at {addr}"
     );
     for service in std::iter::once("").chain(served.iter().copied()) {
         assert!(

@@ -354,6 +354,30 @@ async fn a_receiver_that_never_recovers_ends_in_dead_letters_that_a_replay_deliv
     let mut down = Receiver::start(temp_path("down.jsonl"), &["--fail-always"]);
     let config = write_config(&[("down", down.url())], 300);
     let server = start_server(&db, &config).await;
+    // Before any fact: the endpoint's counters are there, at 0 (dashboards and alerts read 0,
+    // not "no data").
+    let start =
+        hidden_front_e2e::metrics::scrape(server.metrics_addr().expect("a metrics port")).await;
+    for (name, outcome) in [
+        ("hf_webhook_dead_letters_total", None),
+        ("hf_webhook_deliveries_total", Some("failed")),
+        ("hf_webhook_deliveries_total", Some("parked")),
+    ] {
+        let labels: Vec<(&str, &str)> = std::iter::once(("endpoint", "down"))
+            .chain(outcome.map(|o| ("outcome", o)))
+            .collect();
+        let series = hidden_front_e2e::metrics::samples(&start)
+            .into_iter()
+            .filter(|(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|(_, _, value)| value)
+            .collect::<Vec<_>>();
+        assert_eq!(series, [0.0], "{name} {labels:?} at start:\n{start}");
+    }
     play_games(&server, "parked", 2).await;
     let facts = all_facts(&server, 2 * FACTS_PER_GAME).await;
 

@@ -1,5 +1,6 @@
 //! One gRPC port: the services it serves, with health and reflection that know exactly those,
-//! behind the layers every Hidden Front server has (a span per call, the error contract).
+//! behind the layers every Hidden Front server has (a span per call, per-RPC metrics, the error
+//! contract).
 
 use anyhow::Context;
 use hidden_front_clock::ClockService;
@@ -66,7 +67,14 @@ impl Port {
     )> {
         let (reporter, health_service): (HealthReporter, _) =
             tonic_health::server::health_reporter();
-        let reflection = reflection_service(&self.names)?;
+        let (reflection, reflection_v1alpha) = reflection_services(&self.names)?;
+        // Every method this port serves has its call counter from the start.
+        super::grpc_metrics::register(&self.names);
+        super::grpc_metrics::register(&[
+            tonic_health::pb::health_server::SERVICE_NAME,
+            tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME,
+            tonic_reflection::pb::v1alpha::server_reflection_server::SERVICE_NAME,
+        ]);
         let PortServices {
             session,
             admin,
@@ -78,11 +86,14 @@ impl Port {
         let router = tonic::transport::Server::builder()
             // One span per RPC, child of the caller's trace context (W3C `traceparent`).
             .layer(hidden_front_telemetry::GrpcServerLayer)
+            // Every call counted and timed by service, method and status code.
+            .layer(super::grpc_metrics::GrpcMetricsLayer)
             // Every error answer carries a reason and a bounded message, tonic's own included.
             .layer(hidden_front_api_error::error_contract_layer())
             .http2_keepalive_interval(Some(Duration::from_secs(20)))
             .add_service(health_service)
             .add_service(reflection)
+            .add_service(reflection_v1alpha)
             .add_optional_service(session)
             .add_optional_service(admin)
             .add_optional_service(player)
@@ -107,27 +118,40 @@ impl Port {
     }
 }
 
-/// gRPC server reflection for one port: it lists `services` (the Hidden Front services that
-/// port serves), health and reflection itself, and nothing else, so a client is never shown
-/// methods that would answer UNIMPLEMENTED there. The types of every Hidden Front proto stay
-/// resolvable.
-fn reflection_service(
+/// gRPC server reflection for one port, in both protocol versions: `grpc.reflection.v1` and
+/// `grpc.reflection.v1alpha` (grpcurl before 1.8.8, Postman and many client libraries still speak
+/// only v1alpha). Both list `services` (the Hidden Front services that port serves), health and
+/// the two reflection services, and nothing else, so a client is never shown methods that would
+/// answer UNIMPLEMENTED there. The types of every Hidden Front proto stay resolvable.
+fn reflection_services(
     services: &[&'static str],
-) -> anyhow::Result<
+) -> anyhow::Result<(
     tonic_reflection::server::v1::ServerReflectionServer<
         impl tonic_reflection::server::v1::ServerReflection,
     >,
-> {
-    let builder = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .with_service_name(tonic_health::pb::health_server::SERVICE_NAME)
-        .with_service_name(tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME);
-    services
-        .iter()
-        .fold(builder, |builder, service| {
+    tonic_reflection::server::v1alpha::ServerReflectionServer<
+        impl tonic_reflection::server::v1alpha::ServerReflection,
+    >,
+)> {
+    // The builder is consumed by each `build_*`: one per version, configured alike.
+    let builder = || {
+        let builder = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(hidden_front_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .with_service_name(tonic_health::pb::health_server::SERVICE_NAME)
+            .with_service_name(tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME)
+            .with_service_name(
+                tonic_reflection::pb::v1alpha::server_reflection_server::SERVICE_NAME,
+            );
+        services.iter().fold(builder, |builder, service| {
             builder.with_service_name(*service)
         })
+    };
+    let v1 = builder()
         .build_v1()
-        .context("building the reflection service")
+        .context("building the reflection service (v1)")?;
+    let v1alpha = builder()
+        .build_v1alpha()
+        .context("building the reflection service (v1alpha)")?;
+    Ok((v1, v1alpha))
 }

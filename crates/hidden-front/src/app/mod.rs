@@ -15,6 +15,7 @@
 mod clock;
 mod gateway;
 mod grpc;
+mod grpc_metrics;
 mod matchmaking;
 mod roles;
 mod session;
@@ -25,10 +26,12 @@ use crate::config::ServeArgs;
 use anyhow::Context;
 use grpc::{Port, PortServices};
 use hidden_front_gateway::Gateway;
+use hidden_front_gateway::http::Readiness;
 use roles::Roles;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -55,6 +58,9 @@ type Serving = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
 pub struct Application {
     ports: Ports,
     stop: watch::Sender<bool>,
+    /// What the HTTP readiness probe answers: set by the health checks, and to draining here
+    /// when a shutdown starts.
+    readiness: Arc<watch::Sender<Readiness>>,
     gateway: Option<Gateway>,
     serving: Serving,
 }
@@ -192,6 +198,7 @@ impl Application {
             .transpose()?
             .unzip();
         // SERVING only while the dependencies answer (checked now, then every few seconds).
+        let readiness = Arc::new(watch::Sender::new(Readiness::Starting));
         let health = crate::health::start(
             std::iter::once(public_health)
                 .chain(internal_health)
@@ -200,6 +207,7 @@ impl Application {
                 store: roles.needs_store().then(|| stores.games.clone()),
                 session_url: roles.gateway.then(|| session_url.clone()),
             },
+            readiness.clone(),
         )
         .await?;
 
@@ -207,13 +215,15 @@ impl Application {
             let gateway = gateway.clone();
             let config = gateway::ws_config(&args);
             let stop = stop_rx.clone();
+            let probes = hidden_front_gateway::http::probes::routes(readiness.subscribe());
             async move {
                 let (Some(listener), Some(gateway), Some(routes)) =
                     (http_listener, gateway, http_routes)
                 else {
                     return Ok(());
                 };
-                let routes = hidden_front_gateway::http::routes(routes, gateway.clone());
+                let routes =
+                    hidden_front_gateway::http::routes(routes, gateway.clone()).merge(probes);
                 hidden_front_gateway::ws::serve_with(
                     listener,
                     gateway,
@@ -272,6 +282,7 @@ impl Application {
         Ok(Application {
             ports,
             stop,
+            readiness,
             gateway,
             serving: Box::pin(serving),
         })
@@ -291,12 +302,15 @@ impl Application {
     ) -> anyhow::Result<()> {
         let Application {
             stop,
+            readiness,
             gateway,
             mut serving,
             ..
         } = self;
         let stopping = async move {
             shutdown.await;
+            // Out of rotation first: /readyz answers 503 and gRPC health NOT_SERVING from here.
+            readiness.send_replace(Readiness::Draining);
             if let Some(gateway) = gateway {
                 gateway.shutdown();
             }

@@ -51,6 +51,7 @@ pub(crate) fn build(
         %holder,
         "delivering the lifecycle feed to webhooks"
     );
+    register_at_zero(&config);
     let deliveries = Deliveries::new(stores.games.clone(), store, config, holder);
     // The admin API's own operator check: the same tokens, the same refusals.
     let authorize: Authorizer =
@@ -59,4 +60,23 @@ pub(crate) fn build(
         .server()
         .max_decoding_message_size(args.max_message_bytes);
     Ok(Some(Webhooks { deliveries, admin }))
+}
+
+/// Each configured endpoint's delivery and dead-letter counters at 0 from the start, so the
+/// dashboards and alerts read 0, not "no data", before an endpoint's first delivery or failure.
+fn register_at_zero(config: &WebhooksConfig) {
+    use hidden_front_metrics_names as names;
+    for endpoint in &config.endpoints {
+        let name = endpoint.name.clone();
+        for outcome in names::WEBHOOK_OUTCOMES {
+            metrics::counter!(
+                names::WEBHOOK_DELIVERIES_TOTAL,
+                names::WEBHOOK_ENDPOINT => name.clone(),
+                names::WEBHOOK_OUTCOME => outcome,
+            )
+            .increment(0);
+        }
+        metrics::counter!(names::WEBHOOK_DEAD_LETTERS_TOTAL, names::WEBHOOK_ENDPOINT => name)
+            .increment(0);
+    }
 }

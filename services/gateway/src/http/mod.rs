@@ -7,15 +7,19 @@
 //! - `POST /v1/guest` ([`guest`]): a guest token, only where guests are allowed and the gateway
 //!   can sign tokens (the one-box setup), rate-limited per client address.
 //! - `GET /v1/time`: the server's clock, from which the page estimates its offset.
+//! - `GET /healthz` and `GET /readyz` ([`probes`]): liveness and readiness for orchestrators
+//!   and load balancers, merged in by the binary, which knows the process's health.
 //!
 //! Anything else is `404`. Refusals of the `/v1/` routes are JSON with the error contract's
 //! names: `{"code": "NOT_FOUND", "reason": "GUESTS_NOT_ALLOWED", "message": "..."}`.
 
 pub mod guest;
 pub mod page;
+pub mod probes;
 
 pub use guest::GuestConfig;
 pub use page::{PageConfig, PageConfigError};
+pub use probes::Readiness;
 
 use crate::gateway::Gateway;
 use crate::ws::code_name;
