@@ -181,79 +181,56 @@ pub struct RatingChange {
     pub new_rating: f64,
 }
 
-/// The kinds of fact, for names and filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FactKind {
-    /// [`FactBody::GameCreated`].
-    GameCreated,
-    /// [`FactBody::SeatsFilled`].
-    SeatsFilled,
-    /// [`FactBody::PlayStarted`].
-    PlayStarted,
-    /// [`FactBody::GameEnded`].
-    GameEnded,
-    /// [`FactBody::SeatLost`].
-    SeatLost,
-    /// [`FactBody::RatingChanged`].
-    RatingChanged,
-    /// [`FactBody::GameAborted`].
-    GameAborted,
+/// The kinds of fact as one table: each kind's [`FactBody`] variant, stored name (the JSON
+/// `kind` tag) and CloudEvents `type`, so that nothing is listed twice (the `reasons!` table of
+/// `hidden-front-api-error` is the model).
+macro_rules! fact_kinds {
+    ($( $kind:ident = $name:literal, $event_type:literal; )*) => {
+        /// The kinds of fact, for names and filters.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum FactKind {
+            $(
+                #[doc = concat!("[`FactBody::", stringify!($kind), "`]: stored as `", $name, "`, sent as `", $event_type, "`.")]
+                $kind,
+            )*
+        }
+
+        impl FactKind {
+            /// Every kind.
+            pub const ALL: [FactKind; [$($name),*].len()] = [$(FactKind::$kind),*];
+
+            /// The stored name (the JSON `kind` tag): `game_created`, ...
+            pub fn name(self) -> &'static str {
+                match self { $( FactKind::$kind => $name, )* }
+            }
+
+            /// The versioned CloudEvents `type` (`hiddenfront.game.ended.v1`, ...). A change to a
+            /// payload that could break a consumer gets a new version, never a changed meaning.
+            pub fn event_type(self) -> &'static str {
+                match self { $( FactKind::$kind => $event_type, )* }
+            }
+        }
+
+        impl FactBody {
+            /// Its kind.
+            pub fn kind(&self) -> FactKind {
+                match self { $( FactBody::$kind { .. } => FactKind::$kind, )* }
+            }
+        }
+    };
 }
 
-impl FactKind {
-    /// Every kind.
-    pub const ALL: [FactKind; 7] = [
-        FactKind::GameCreated,
-        FactKind::SeatsFilled,
-        FactKind::PlayStarted,
-        FactKind::GameEnded,
-        FactKind::SeatLost,
-        FactKind::RatingChanged,
-        FactKind::GameAborted,
-    ];
-
-    /// The stored name (the JSON `kind` tag): `game_created`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            FactKind::GameCreated => "game_created",
-            FactKind::SeatsFilled => "seats_filled",
-            FactKind::PlayStarted => "play_started",
-            FactKind::GameEnded => "game_ended",
-            FactKind::SeatLost => "seat_lost",
-            FactKind::RatingChanged => "rating_changed",
-            FactKind::GameAborted => "game_aborted",
-        }
-    }
-
-    /// The versioned CloudEvents `type` (`hiddenfront.game.ended.v1`, ...). A change to a
-    /// payload that could break a consumer gets a new version, never a changed meaning.
-    pub fn event_type(self) -> &'static str {
-        match self {
-            FactKind::GameCreated => "hiddenfront.game.created.v1",
-            FactKind::SeatsFilled => "hiddenfront.game.seats_filled.v1",
-            FactKind::PlayStarted => "hiddenfront.game.play_started.v1",
-            FactKind::GameEnded => "hiddenfront.game.ended.v1",
-            FactKind::SeatLost => "hiddenfront.game.seat_lost.v1",
-            FactKind::RatingChanged => "hiddenfront.rating.changed.v1",
-            FactKind::GameAborted => "hiddenfront.game.aborted.v1",
-        }
-    }
+fact_kinds! {
+    GameCreated = "game_created", "hiddenfront.game.created.v1";
+    SeatsFilled = "seats_filled", "hiddenfront.game.seats_filled.v1";
+    PlayStarted = "play_started", "hiddenfront.game.play_started.v1";
+    GameEnded = "game_ended", "hiddenfront.game.ended.v1";
+    SeatLost = "seat_lost", "hiddenfront.game.seat_lost.v1";
+    RatingChanged = "rating_changed", "hiddenfront.rating.changed.v1";
+    GameAborted = "game_aborted", "hiddenfront.game.aborted.v1";
 }
 
 impl FactBody {
-    /// Its kind.
-    pub fn kind(&self) -> FactKind {
-        match self {
-            FactBody::GameCreated { .. } => FactKind::GameCreated,
-            FactBody::SeatsFilled { .. } => FactKind::SeatsFilled,
-            FactBody::PlayStarted { .. } => FactKind::PlayStarted,
-            FactBody::GameEnded { .. } => FactKind::GameEnded,
-            FactBody::SeatLost { .. } => FactKind::SeatLost,
-            FactBody::RatingChanged { .. } => FactKind::RatingChanged,
-            FactBody::GameAborted { .. } => FactKind::GameAborted,
-        }
-    }
-
     /// The JSON the outbox stores (tagged by `kind`).
     pub fn to_json(&self) -> String {
         // A plain data enum of strings, numbers and options always serializes.
@@ -301,6 +278,59 @@ mod tests {
                 serde_json::from_str(&ended(reason).to_json()).expect("JSON");
             assert_eq!(json["reason"], reason.name());
             assert_eq!(FactBody::from_json(&json.to_string()), Ok(ended(reason)));
+        }
+    }
+
+    /// One body of every kind, in [`FactKind::ALL`]'s order.
+    fn one_of_each() -> Vec<FactBody> {
+        vec![
+            FactBody::GameCreated {
+                rules: "hidden-front".into(),
+                time_control: "online".into(),
+                south_player: "ann".into(),
+                north_player: "bob".into(),
+            },
+            FactBody::SeatsFilled {
+                south_player: "ann".into(),
+                north_player: "bob".into(),
+            },
+            FactBody::PlayStarted {
+                first_mover: Side::South,
+            },
+            ended(EndReason::Resigned),
+            FactBody::SeatLost {
+                side: Side::North,
+                player: "bob".into(),
+            },
+            FactBody::RatingChanged {
+                rules: "hidden-front".into(),
+                changes: Vec::new(),
+            },
+            FactBody::GameAborted {
+                operator: "ops".into(),
+                reason: "stuck".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_kind_is_stored_under_its_table_name_and_sent_under_its_type() {
+        let bodies = one_of_each();
+        assert_eq!(bodies.len(), FactKind::ALL.len(), "one body of every kind");
+        let mut types = std::collections::HashSet::new();
+        for (body, kind) in bodies.iter().zip(FactKind::ALL) {
+            assert_eq!(body.kind(), kind);
+            let json: serde_json::Value = serde_json::from_str(&body.to_json()).expect("JSON");
+            assert_eq!(
+                json["kind"],
+                kind.name(),
+                "the serde tag is the table's name"
+            );
+            assert!(kind.event_type().starts_with("hiddenfront."));
+            assert!(
+                types.insert(kind.event_type()),
+                "{kind:?}'s type is its own"
+            );
         }
     }
 
