@@ -141,6 +141,20 @@ mod tests {
         reconnect_allowance: Duration::from_secs(5),
     };
 
+    /// Where an outage from 100 s to 145 s moves a timer of `kind` due at `fire_at_ms`, in a
+    /// game under the online rules.
+    fn after_outage(kind: TimerKind, fire_at_ms: u64, connected: bool) -> Option<SystemTime> {
+        moved_deadline(
+            &timer(kind, fire_at_ms),
+            &TimeControl::online(),
+            at(100_000),
+            at(145_000),
+            Duration::from_secs(45),
+            &RULE,
+            connected,
+        )
+    }
+
     #[test]
     fn only_a_gap_longer_than_the_threshold_is_an_outage() {
         assert_eq!(outage_gap(None, at(100_000), &RULE), None);
@@ -154,74 +168,30 @@ mod tests {
 
     #[test]
     fn a_running_move_clock_moves_by_the_outage_and_the_allowance() {
-        let tc = TimeControl::online();
         // 12 s left at the last pulse, 45 s of outage: 12 + 5 s left after it.
-        let moved = moved_deadline(
-            &timer(TimerKind::Move, 112_000),
-            &tc,
-            at(100_000),
-            at(145_000),
-            Duration::from_secs(45),
-            &RULE,
-            true,
-        );
+        let moved = after_outage(TimerKind::Move, 112_000, true);
         assert_eq!(moved, Some(at(162_000)));
     }
 
     #[test]
     fn a_deadline_that_fell_due_before_the_outage_stays() {
-        let tc = TimeControl::online();
-        let stays = moved_deadline(
-            &timer(TimerKind::Move, 100_000),
-            &tc,
-            at(100_000),
-            at(145_000),
-            Duration::from_secs(45),
-            &RULE,
-            true,
-        );
+        let stays = after_outage(TimerKind::Move, 100_000, true);
         assert_eq!(stays, None);
     }
 
     #[test]
     fn a_side_cut_off_by_the_outage_gets_the_whole_reconnect_time_after_it() {
-        let tc = TimeControl::online();
         // Last renewed 8 s before the outage: 52 s of its 60 were left; it gets 60 after.
-        let connected = moved_deadline(
-            &timer(TimerKind::Reconnect, 152_000),
-            &tc,
-            at(100_000),
-            at(145_000),
-            Duration::from_secs(45),
-            &RULE,
-            true,
-        );
+        let connected = after_outage(TimerKind::Reconnect, 152_000, true);
         assert_eq!(connected, Some(at(205_000)));
         // Already away when it began: only moved, as a move clock.
-        let away = moved_deadline(
-            &timer(TimerKind::Reconnect, 110_000),
-            &tc,
-            at(100_000),
-            at(145_000),
-            Duration::from_secs(45),
-            &RULE,
-            false,
-        );
+        let away = after_outage(TimerKind::Reconnect, 110_000, false);
         assert_eq!(away, Some(at(160_000)));
     }
 
     #[test]
     fn the_deployment_deadline_leaves_time_to_come_back() {
-        let tc = TimeControl::online();
-        let moved = moved_deadline(
-            &timer(TimerKind::Deployment, 101_000),
-            &tc,
-            at(100_000),
-            at(145_000),
-            Duration::from_secs(45),
-            &RULE,
-            false,
-        );
+        let moved = after_outage(TimerKind::Deployment, 101_000, false);
         // min(60, 90) s after the service is back, more than the 1 + 5 s moved.
         assert_eq!(moved, Some(at(205_000)));
     }
