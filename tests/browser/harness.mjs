@@ -5,11 +5,12 @@
 // Every WebSocket frame a page receives is recorded, so a test can prove that nothing the rules
 // hide reached the browser before the end.
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync, copyFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import { createServer } from "node:net";
 import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -31,9 +32,29 @@ function newest(dir) {
   return latest;
 }
 
-/** The server binary; refused when the bundle it embeds is newer than it (a stale binary). */
+/**
+ * The directory cargo builds into, as cargo itself says (`cargo metadata`'s `target_directory`):
+ * `target/` of the checkout by default, wherever `CARGO_TARGET_DIR` (or a cargo config) puts it
+ * otherwise. Asked at each call, so the environment of the moment decides.
+ */
+export function cargoTargetDir() {
+  const run = spawnSync("cargo", ["metadata", "--format-version", "1", "--no-deps", "--offline"], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (run.status !== 0) {
+    throw new Error(`cargo metadata failed (${run.error ?? `exit ${run.status}`}): ${run.stderr}`);
+  }
+  return JSON.parse(run.stdout).target_directory;
+}
+
+/**
+ * The server binary (`HF_BINARY`, else the debug build where cargo put it); refused when the
+ * bundle it embeds is newer than it (a stale binary).
+ */
 export function serverBinary() {
-  const binary = process.env.HF_BINARY ?? join(root, "target", "debug", "hidden-front");
+  const binary = process.env.HF_BINARY ?? join(cargoTargetDir(), "debug", "hidden-front");
   if (!existsSync(binary)) {
     throw new Error(`no server binary at ${binary}: run cargo build -p hidden-front`);
   }
@@ -44,57 +65,107 @@ export function serverBinary() {
   return binary;
 }
 
+/** A free loopback TCP port (bound, then released), for a server that must keep its ports. */
+export function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolvePort(port));
+    });
+  });
+}
+
 /**
- * Starts `hidden-front serve` (every service, the in-memory store) on free loopback ports and
- * resolves once every listener is bound. `stop()` ends it.
+ * A fresh Postgres database for a server whose games must survive its restart, on the server of
+ * `DATABASE_URL` (else the local one, `postgres://postgres@127.0.0.1:5432/postgres`), created
+ * with `psql`. Answers `{ url, drop() }`, or `{ missing }` saying why there is none.
  */
-export async function startServer(extraArgs = []) {
+export function freshDatabase(label) {
+  const base = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  const name = `hf_browser_${label}_${process.pid}_${Date.now()}`;
+  const psql = (sql) => spawnSync("psql", [base, "-v", "ON_ERROR_STOP=1", "-qc", sql], { encoding: "utf8" });
+  const created = psql(`CREATE DATABASE "${name}"`);
+  if (created.error || created.status !== 0) {
+    return { missing: `cannot create a database with psql on ${base}: ${created.error?.message ?? created.stderr}` };
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => psql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}
+
+/**
+ * Starts `hidden-front serve` (every service; the in-memory store unless `env` names a
+ * database) on free loopback ports, or on `ports` ({grpc, internal, http, metrics}) when given,
+ * and resolves once every listener is bound. `stop()` ends it (SIGTERM), `kill()` kills it
+ * (SIGKILL: no drain, as a crash), `restart()` starts it again on the same ports.
+ */
+export async function startServer(extraArgs = [], { ports = null, env = {} } = {}) {
+  const at = (port) => `127.0.0.1:${port ?? 0}`;
   const args = [
     "serve",
-    "--listen", "127.0.0.1:0",
-    "--internal-listen", "127.0.0.1:0",
-    "--http-listen", "127.0.0.1:0",
-    "--metrics-listen", "127.0.0.1:0",
+    "--listen", at(ports?.grpc),
+    "--internal-listen", at(ports?.internal),
+    "--http-listen", at(ports?.http),
+    "--metrics-listen", at(ports?.metrics),
     ...extraArgs,
   ];
-  const child = spawn(serverBinary(), args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
-  });
   const log = [];
-  createInterface({ input: child.stderr }).on("line", (line) => log.push(line));
-  const lines = createInterface({ input: child.stdout });
-  const ports = await new Promise((resolvePorts, reject) => {
-    const found = {};
-    const timer = setTimeout(
-      () => reject(new Error(`the server did not start in 60 s:\n${log.join("\n")}`)),
-      60_000,
-    );
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited (${code}) before it was ready:\n${log.join("\n")}`));
+  const spawnServer = async () => {
+    const child = spawn(serverBinary(), args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...env },
     });
-    lines.on("line", (line) => {
-      const http = line.match(/^hidden-front http listening on (\S+)/);
-      if (http) found.http = http[1];
-      const grpc = line.match(/^hidden-front listening on (\S+)/);
-      if (grpc) {
-        // The last line `serve` prints: every listener is bound.
-        found.grpc = grpc[1];
+    createInterface({ input: child.stderr }).on("line", (line) => log.push(line));
+    const lines = createInterface({ input: child.stdout });
+    const found = await new Promise((resolvePorts, reject) => {
+      const found = {};
+      const timer = setTimeout(
+        () => reject(new Error(`the server did not start in 60 s:\n${log.join("\n")}`)),
+        60_000,
+      );
+      child.once("exit", (code) => {
         clearTimeout(timer);
-        resolvePorts(found);
-      }
+        reject(new Error(`the server exited (${code}) before it was ready:\n${log.join("\n")}`));
+      });
+      lines.on("line", (line) => {
+        const http = line.match(/^hidden-front http listening on (\S+)/);
+        if (http) found.http = http[1];
+        const grpc = line.match(/^hidden-front listening on (\S+)/);
+        if (grpc) {
+          // The last line `serve` prints: every listener is bound.
+          found.grpc = grpc[1];
+          clearTimeout(timer);
+          resolvePorts(found);
+        }
+      });
     });
-  });
-  if (!ports.http) throw new Error("the server printed no HTTP address");
+    if (!found.http) throw new Error("the server printed no HTTP address");
+    return { child, http: found.http };
+  };
+  const end = async (child, signal) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill(signal);
+    await exited;
+  };
+  let current = await spawnServer();
+  const url = `http://${current.http}`;
   return {
-    url: `http://${ports.http}`,
+    url,
     log,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
+      await end(current.child, "SIGTERM");
+    },
+    async kill() {
+      await end(current.child, "SIGKILL");
+    },
+    async restart() {
+      if (!ports) throw new Error("restart() keeps the ports: start the server with `ports`");
+      await end(current.child, "SIGKILL");
+      current = await spawnServer();
+      if (`http://${current.http}` !== url) throw new Error(`restarted on ${current.http}, not ${url}`);
     },
   };
 }

@@ -11,6 +11,7 @@ import { local, session } from "./state/storage.js";
 import { tokenFromFragment, tokenFromMessage } from "./state/signin.js";
 import { h, replaceKeepingFocus } from "./ui/dom.js";
 import { LobbyScreen } from "./ui/lobby.js";
+import { ConnectionStatus } from "./ui/status.js";
 import { GameScreen } from "./ui/game.js";
 import { loadEngine } from "./engine/index.js";
 import type { Engine } from "./engine/types.js";
@@ -30,11 +31,10 @@ class App {
   private engine: Engine | null = null;
   private offset = 0;
   private screen: Screen | null = null;
-  private connState = "connecting";
   private signInError: { reason: string; text: string } | null = null;
   private readonly header = h("header", { class: "top" });
   private readonly main = h("main", { id: "main" });
-  private readonly statusLine = h("div", { class: "conn", role: "status", "data-field": "connection" });
+  private readonly status = new ConnectionStatus();
 
   constructor(private readonly mount: HTMLElement) {}
 
@@ -51,7 +51,7 @@ class App {
         this.navigate(a.pathname);
       }
     });
-    this.mount.replaceChildren(this.header, this.statusLine, this.main);
+    this.mount.replaceChildren(this.header, this.status.el, this.main);
     void measureOffset().then((o) => {
       this.offset = o;
     });
@@ -90,6 +90,7 @@ class App {
     this.screen = null;
     this.conn?.close();
     this.conn = null;
+    this.status.reset(false);
   }
 
   navigate(path: string): void {
@@ -104,8 +105,7 @@ class App {
       const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/ws`;
       const conn = new Connection(url, () => session.getItem(TOKEN_KEY) ?? "");
       conn.onState = (s) => {
-        this.connState = s;
-        this.renderStatus();
+        this.status.set(s);
         if (s === "open") this.renderHeader();
       };
       conn.onAuthFailed = (e) => {
@@ -115,16 +115,10 @@ class App {
         this.route();
       };
       this.conn = conn;
+      this.status.reset(true);
       void conn.connect().catch(() => {});
     }
     return this.conn;
-  }
-
-  private renderStatus(): void {
-    const text = this.connState === "connecting" ? t("conn.connecting") : this.connState === "closed" ? t("conn.closed") : "";
-    this.statusLine.textContent = text;
-    this.statusLine.hidden = !text || !this.conn;
-    this.statusLine.setAttribute("data-state", this.connState);
   }
 
   private renderHeader(): void {
@@ -139,7 +133,7 @@ class App {
           local.setItem("hf.lang", lang);
           document.documentElement.lang = lang;
           this.renderHeader();
-          this.renderStatus();
+          this.status.render();
           if (this.screen) this.screen.rerender();
           else this.route(true);
         },
@@ -202,8 +196,8 @@ class App {
   /** Shows the screen for the current path (again, with `force`, after a language change). */
   route(force = false): void {
     this.renderHeader();
-    this.renderStatus();
     const conn = this.connection();
+    this.status.render(conn !== null);
     if (!conn) {
       this.screen?.destroy();
       this.screen = null;

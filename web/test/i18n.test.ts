@@ -69,3 +69,53 @@ describe("languages", () => {
     expect(pickLanguage(["ko"], "ja")).toBe("ja");
   });
 });
+
+/**
+ * The piece table of a rule page: `| \`code\` | ... |` rows under a header row naming the
+ * columns, as a map column name -> code -> cell.
+ */
+function ruleTable(file: string): Map<string, Map<string, string>> {
+  const md = readFileSync(resolve(repo, "docs/rules", file), "utf8");
+  const lines = md.split("\n");
+  const head = lines.findIndex((l) => /^\| code \|/.test(l) && /\| English \|/.test(l));
+  expect(head, `${file} has a piece table`).toBeGreaterThanOrEqual(0);
+  const cells = (l: string) => l.split("|").slice(1, -1).map((c) => c.trim());
+  const names = cells(lines[head]!);
+  const out = new Map<string, Map<string, string>>();
+  for (const name of names) out.set(name, new Map());
+  for (const line of lines.slice(head + 2)) {
+    if (!line.startsWith("|")) break;
+    const row = cells(line);
+    const code = row[0]!.replace(/`/g, "");
+    names.forEach((n, i) => out.get(n)!.set(code, row[i] ?? ""));
+  }
+  return out;
+}
+
+describe("piece names", () => {
+  it("are the rule pages' names, in every language the pages give (read from docs/rules/*.md)", () => {
+    const pages = [
+      { file: "junqi.md", family: "junqi", columns: { English: "en", Chinese: "zh", Korean: "ko", Japanese: "ja" } },
+      { file: "gunjin-shogi.md", family: "gunjin", columns: { English: "en", Korean: "ko", Japanese: "ja" } },
+    ] as const;
+    for (const page of pages) {
+      const table = ruleTable(page.file);
+      const codes = [...table.get("English")!.keys()];
+      expect(codes.length, page.file).toBeGreaterThanOrEqual(12);
+      for (const [column, lang] of Object.entries(page.columns)) {
+        const m = messages[lang as keyof typeof messages] as Record<string, string>;
+        for (const code of codes) {
+          expect(m[`piece.${page.family}.${code}`], `${lang} ${page.family} ${code} (${page.file}, ${column})`).toBe(table.get(column)!.get(code));
+        }
+      }
+      // and the page names no piece the rule page does not have
+      const named = Object.keys(messages.en).filter((k) => k.startsWith(`piece.${page.family}.`)).map((k) => k.split(".")[2]);
+      expect(named.sort(), page.file).toEqual([...codes].sort());
+    }
+  });
+
+  it("no other English text of the page uses the old rank names", () => {
+    const old = /Field Marshal|Brigadier\b/;
+    for (const [k, v] of Object.entries(messages.en)) expect(old.test(v), k).toBe(false);
+  });
+});

@@ -1,7 +1,9 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Connection } from "../src/api/ws.js";
+import { Connection, RECONNECT_LONGEST_MS } from "../src/api/ws.js";
 import { GameScreen } from "../src/ui/game.js";
+import { ConnectionStatus, RESTORED_NOTICE_MS } from "../src/ui/status.js";
+import { messages, setLanguage } from "../src/i18n/index.js";
 import type { GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
 import { FakeSocket, fakeEngine } from "./fakes.js";
 
@@ -58,7 +60,7 @@ describe("the game screen", () => {
     expect(squares.length).toBe(12);
     const a1 = root.querySelector('[data-square="A1"]')!;
     expect(a1.getAttribute("data-piece")).toBe("9");
-    expect(a1.getAttribute("aria-label")).toContain("Field Marshal");
+    expect(a1.getAttribute("aria-label")).toContain("commander-in-chief");
     const a3 = root.querySelector('[data-square="A3"]')!;
     expect(a3.getAttribute("data-piece-id")).toBe("7");
     expect(a3.hasAttribute("data-piece")).toBe(false);
@@ -92,7 +94,7 @@ describe("the game screen", () => {
     (root.querySelector('[data-square="A3"]') as HTMLButtonElement).click();
     (root.querySelector('[data-mark="9"]') as HTMLButtonElement).click();
     expect(JSON.parse(localStorage.getItem("hf.marks.g1")!)).toEqual({ "7": "9" });
-    expect(root.querySelector('[data-square="A3"]')!.getAttribute("aria-label")).toContain("marked Field Marshal");
+    expect(root.querySelector('[data-square="A3"]')!.getAttribute("aria-label")).toContain("marked commander-in-chief");
     expect(ws.sent.some((m) => JSON.stringify(m).includes('"9"'))).toBe(false);
     // the DOM has the opponent pieces by id and never by kind
     for (const el of root.querySelectorAll('[data-side="north"]')) expect(el.hasAttribute("data-piece")).toBe(false);
@@ -151,5 +153,302 @@ describe("the game screen", () => {
     (root.querySelector('[data-action="replay-prev"]') as HTMLButtonElement).click();
     expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 2 of 3");
     expect(root.querySelector('[data-square="A1"]')!.hasAttribute("data-last-move")).toBe(true);
+  });
+
+  it("reads the view again once a lost connection is back, so the clocks shown are the server's", async () => {
+    const { root, ws } = await open(play);
+    vi.useFakeTimers();
+    try {
+      ws.close();
+      await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
+      expect(FakeSocket.all.length).toBe(2);
+      const ws2 = FakeSocket.all[1]!;
+      ws2.open();
+      ws2.push({ id: "auth", type: "result", response: { player: "alice" } });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(ws2.last("subscribe")?.request).toMatchObject({ gameId: "g1", fromSeq: "1" });
+      const get = ws2.last("get_game");
+      expect(get, "the view is read again after reconnecting").toBeDefined();
+      // The server stood still while it was down: its deadline is not the one shown before.
+      ws2.push({ id: get!.id, type: "result", response: { game: { ...play, turnDeadlineUnixMillis: String(Date.now() + 300_000) } } });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(root.querySelector('[data-field="clock"]')!.textContent).toMatch(/(5:00|4:59)/);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("the connection status line", () => {
+  it("shows a lost connection until it is back, then 'reconnected' for a while, in every language", () => {
+    vi.useFakeTimers();
+    try {
+      const status = new ConnectionStatus();
+      const el = status.el;
+      status.reset(true);
+      expect(el.getAttribute("data-state")).toBe("connecting");
+      expect(el.hidden).toBe(false);
+      status.set("open");
+      expect(el.hidden).toBe(true);
+      status.set("lost");
+      expect(el.getAttribute("data-state")).toBe("lost");
+      expect(el.hidden).toBe(false);
+      expect(el.textContent).toBe(messages.en["conn.lost"]);
+      expect(el.getAttribute("aria-live")).toBe("assertive");
+      // every failed attempt of a long outage: still the one banner
+      status.set("lost");
+      vi.advanceTimersByTime(60_000);
+      expect(el.getAttribute("data-state")).toBe("lost");
+      status.set("open");
+      expect(el.getAttribute("data-state")).toBe("restored");
+      expect(el.hidden).toBe(false);
+      expect(el.textContent).toBe(messages.en["conn.restored"]);
+      vi.advanceTimersByTime(RESTORED_NOTICE_MS);
+      expect(el.hidden).toBe(true);
+      expect(el.getAttribute("data-state")).toBe("open");
+      for (const lang of ["ko", "zh", "ja"] as const) {
+        setLanguage(lang);
+        status.set("lost");
+        expect(el.textContent).toBe(messages[lang]["conn.lost"]);
+        status.set("open");
+        expect(el.textContent).toBe(messages[lang]["conn.restored"]);
+      }
+      // signed out: nothing to report
+      status.reset(false);
+      expect(el.hidden).toBe(true);
+    } finally {
+      setLanguage("en");
+      vi.useRealTimers();
+    }
+  });
+});
+
+/** Answers every get_game request not answered yet with `view`. */
+function answerAll(ws: FakeSocket, view: GameViewJson): number {
+  let n = 0;
+  for (const m of ws.sent) {
+    const req = m as Record<string, unknown> & { done?: boolean };
+    if (req.type !== "get_game" || req.done) continue;
+    req.done = true;
+    ws.push({ id: req.id, type: "result", response: { game: view } });
+    n++;
+  }
+  return n;
+}
+
+const moved = (seq: number, side: "SIDE_SOUTH" | "SIDE_NORTH", extra: Record<string, unknown> = {}) => ({
+  gameId: "g1", seq: String(seq), moved: { side, move: { from: side === "SIDE_SOUTH" ? "A1" : "A3", to: "A2" }, pieceId: side === "SIDE_SOUTH" ? 1 : 7, ...extra },
+});
+
+/**
+ * A layout for jsdom (which has none): every row of the move list is 20 px high, the list shows
+ * 100 px, and like a browser it reports a scroll to its `scroll` listeners later (50 ms), not at
+ * once.
+ */
+function fakeListLayout(): () => void {
+  const tops = new WeakMap<Element, number>();
+  const proto = HTMLElement.prototype as unknown as Record<string, unknown>;
+  Object.defineProperty(proto, "scrollHeight", { configurable: true, get(this: HTMLElement) { return this.childElementCount * 20; } });
+  Object.defineProperty(proto, "clientHeight", { configurable: true, get() { return 100; } });
+  Object.defineProperty(proto, "scrollTop", {
+    configurable: true,
+    get(this: HTMLElement) { return tops.get(this) ?? 0; },
+    set(this: HTMLElement, v: number) {
+      const max = Math.max(0, this.scrollHeight - this.clientHeight);
+      tops.set(this, Math.min(max, Math.max(0, v)));
+      setTimeout(() => this.dispatchEvent(new Event("scroll")), 50);
+    },
+  });
+  return () => {
+    delete proto.scrollHeight;
+    delete proto.clientHeight;
+    delete proto.scrollTop;
+  };
+}
+
+describe("the move list", () => {
+  const list = (root: HTMLElement) => root.querySelector<HTMLElement>('[data-field="moves"]')!;
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("shows the newest move even when a second answer with the same rows draws it again at once", async () => {
+    const restore = fakeListLayout();
+    try {
+      const { root, ws, screen } = await open(play);
+      const sub = ws.last("subscribe")!;
+      for (let i = 0; i < 10; i++) ws.push({ type: "event", subscription: sub.id, event: moved(10 + i, i % 2 ? "SIDE_NORTH" : "SIDE_SOUTH") });
+      await flush();
+      answerAll(ws, { ...play, version: "19" });
+      await flush();
+      await wait(60); // the scroll events of that render have come
+      expect(list(root).scrollTop).toBe(100);
+      // The computer's reply: its event, the view (first render, a new row) ...
+      ws.push({ type: "event", subscription: sub.id, event: moved(20, "SIDE_NORTH") });
+      await flush();
+      answerAll(ws, { ...play, version: "20" });
+      await flush();
+      expect(list(root).childElementCount).toBe(11);
+      expect(list(root).scrollTop, "the first render shows the newest move").toBe(120);
+      // ... and a second get_game answer with the same rows, before the browser's scroll event.
+      void (screen as unknown as { refresh(): Promise<void> }).refresh();
+      await flush();
+      expect(answerAll(ws, { ...play, version: "20" })).toBe(1);
+      await flush();
+      expect(list(root).scrollTop, "the second render still shows the newest move").toBe(120);
+      await wait(60);
+      screen.rerender();
+      expect(list(root).scrollTop).toBe(120);
+    } finally {
+      restore();
+    }
+  });
+
+  it("keeps the reader's place when they scrolled up to read, and follows again at the bottom", async () => {
+    const restore = fakeListLayout();
+    try {
+      const { root, ws } = await open(play);
+      const sub = ws.last("subscribe")!;
+      for (let i = 0; i < 10; i++) ws.push({ type: "event", subscription: sub.id, event: moved(10 + i, i % 2 ? "SIDE_NORTH" : "SIDE_SOUTH") });
+      await flush();
+      answerAll(ws, { ...play, version: "19" });
+      await flush();
+      list(root).scrollTop = 20; // the reader scrolls up
+      ws.push({ type: "event", subscription: sub.id, event: moved(20, "SIDE_NORTH") });
+      await flush();
+      answerAll(ws, { ...play, version: "20" });
+      await flush();
+      expect(list(root).scrollTop, "the reader's place is kept").toBe(20);
+      expect(list(root).getAttribute("data-follow")).toBe("false");
+      list(root).scrollTop = 1000; // back to the bottom
+      ws.push({ type: "event", subscription: sub.id, event: moved(21, "SIDE_SOUTH") });
+      await flush();
+      answerAll(ws, { ...play, version: "21" });
+      await flush();
+      expect(list(root).scrollTop, "following again").toBe(140);
+      expect(list(root).getAttribute("data-follow")).toBe("true");
+    } finally {
+      restore();
+    }
+  });
+
+  it("names the opponent's kinds after the end, from the reveal, as the board does, and not before", async () => {
+    const fight = { combat: { defenderId: 1, attackerSurvives: true } };
+    const running = await open(play);
+    const sub = running.ws.last("subscribe")!;
+    running.ws.push({ type: "event", subscription: sub.id, event: moved(11, "SIDE_NORTH", fight) });
+    await flush();
+    answerAll(running.ws, { ...play, version: "11" });
+    await flush();
+    const row = (root: HTMLElement) => root.querySelector('[data-field="moves"] li[data-seq="11"]')!;
+    expect(row(running.root).querySelector(".mv-piece"), "no opponent kind before the end").toBeNull();
+    expect(row(running.root).querySelector(".mv-defender"), "the events did not name it").toBeNull();
+    running.screen.destroy();
+    sessionStorage.clear();
+    FakeSocket.all = [];
+
+    const start = [...play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" }))];
+    const ended: GameViewJson = { ...play, version: "12", phase: "PHASE_ENDED", outcome: { winner: "SIDE_NORTH", reason: "END_REASON_FLAG_CAPTURED" }, pieces: start, reveal: { startingPieces: start } };
+    const { root, ws } = await open(ended);
+    const sub2 = ws.last("subscribe")!;
+    ws.push({ type: "event", subscription: sub2.id, event: moved(11, "SIDE_NORTH", fight) });
+    await flush();
+    expect(row(root).querySelector(".mv-piece")?.getAttribute("data-kind"), "the mover, revealed").toBe("1");
+    expect(row(root).querySelector(".mv-piece")?.textContent).toBe("Eng");
+    expect(row(root).querySelector(".mv-defender")?.getAttribute("data-kind")).toBe("9");
+  });
+
+  it("asks for the view at once for an event that came after the fetch in flight", async () => {
+    const { root, ws } = await open(play);
+    const sub = ws.last("subscribe")!;
+    const pending = () => ws.sent.filter((m) => m.type === "get_game" && !(m as { done?: boolean }).done);
+    ws.push({ type: "event", subscription: sub.id, event: moved(10, "SIDE_SOUTH") });
+    await flush();
+    expect(pending().length).toBe(1);
+    ws.push({ type: "event", subscription: sub.id, event: moved(11, "SIDE_NORTH") });
+    await flush();
+    expect(pending().length, "the reply's view is asked for without waiting for the first answer").toBe(2);
+    const [first, second] = pending() as Array<Record<string, unknown> & { done?: boolean }>;
+    second!.done = true;
+    ws.push({ id: second!.id, type: "result", response: { game: { ...play, version: "11" } } });
+    await flush();
+    expect(root.getAttribute("data-version")).toBe("11");
+    first!.done = true;
+    ws.push({ id: first!.id, type: "result", response: { game: { ...play, version: "10" } } });
+    await flush();
+    expect(root.getAttribute("data-version"), "an older answer is dropped").toBe("11");
+  });
+});
+
+describe("a spectator", () => {
+  const deploy: GameViewJson = {
+    gameId: "g1", version: "3", viewer: "VIEWER_SPECTATOR", rules: "hidden-front", phase: "PHASE_DEPLOYMENT",
+    southPlayer: "alice", northPlayer: "bob", southConfirmed: true, northConfirmed: false,
+  };
+
+  it("sees during deployment whether each side has confirmed, with the players' names, in every language", async () => {
+    const { root, screen } = await open(deploy, true);
+    expect(root.getAttribute("data-seat")).toBe("spectator");
+    const south = root.querySelector('[data-field="south-confirmed"]')!;
+    const north = root.querySelector('[data-field="north-confirmed"]')!;
+    expect(south.getAttribute("data-confirmed")).toBe("true");
+    expect(north.getAttribute("data-confirmed")).toBe("false");
+    try {
+      for (const lang of ["en", "ko", "zh", "ja"] as const) {
+        setLanguage(lang);
+        screen.rerender();
+        const s = root.querySelector('[data-field="south-confirmed"]')!.textContent!;
+        const n = root.querySelector('[data-field="north-confirmed"]')!.textContent!;
+        expect(s, lang).toContain("alice");
+        expect(s, lang).toContain(messages[lang]["side.south"]);
+        expect(n, lang).toContain("bob");
+        expect(s, lang).not.toBe(n.replace("bob", "alice").replace(messages[lang]["side.north"], messages[lang]["side.south"]));
+      }
+    } finally {
+      setLanguage("en");
+    }
+    screen.rerender();
+    expect(root.querySelector('[data-field="south-confirmed"]')!.textContent).toBe("South · alice: deployment confirmed");
+  });
+
+  it("sees the captured pieces under each side's player", async () => {
+    const watch: GameViewJson = { ...play, viewer: "VIEWER_SPECTATOR", pieces: play.pieces!.map((p) => ({ ...p, piece: undefined })) };
+    const { root } = await open(watch, true);
+    const heads = [...root.querySelectorAll('[data-field="captured"] h3')].map((e) => e.textContent);
+    expect(heads).toEqual(["South · alice", "North · bob"]);
+  });
+});
+
+describe("the replay download", () => {
+  it("fetches the replay over the WebSocket and saves it under the server's file name, for players and spectators", async () => {
+    const start = play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" }));
+    const ended: GameViewJson = { ...play, version: "12", phase: "PHASE_ENDED", outcome: { winner: "SIDE_SOUTH", reason: "END_REASON_FLAG_CAPTURED" }, pieces: start, reveal: { startingPieces: start } };
+    const blobs: Blob[] = [];
+    const saved: Array<{ href: string; download: string }> = [];
+    vi.stubGlobal("URL", Object.assign(Object.create(URL) as typeof URL, { createObjectURL: (b: Blob) => (blobs.push(b), "blob:replay"), revokeObjectURL: () => {} }));
+    const click = vi.spyOn(HTMLAnchorElement.prototype, "click").mockImplementation(function (this: HTMLAnchorElement) {
+      saved.push({ href: this.getAttribute("href") ?? "", download: this.getAttribute("download") ?? "" });
+    });
+    try {
+      for (const spectate of [false, true]) {
+        FakeSocket.all = [];
+        const { root, ws } = await open(spectate ? { ...ended, viewer: "VIEWER_SPECTATOR" } : ended, spectate);
+        const button = root.querySelector<HTMLButtonElement>('[data-action="download-replay"]');
+        expect(button, `a download button (spectator: ${spectate})`).not.toBeNull();
+        button!.click();
+        await flush();
+        const req = ws.last("export_replay")!;
+        expect(req.request).toEqual({ gameId: "g1" });
+        ws.push({ id: req.id, type: "result", response: { replay: "hidden-front-replay 1\nGame: g1\n", fileName: "hidden-front-g1.replay.txt" } });
+        await flush();
+        expect(saved.at(-1)).toEqual({ href: "blob:replay", download: "hidden-front-g1.replay.txt" });
+        expect(blobs.at(-1)!.size).toBe("hidden-front-replay 1\nGame: g1\n".length);
+      }
+    } finally {
+      click.mockRestore();
+    }
+  });
+
+  it("is not offered before the end", async () => {
+    const { root } = await open(play);
+    expect(root.querySelector('[data-action="download-replay"]')).toBeNull();
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { GameEventJson, GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
-import { GameLog, capturedPieces, gameRecord, lastMove, outcomeFor, turnOf } from "../src/state/game.js";
+import { GameLog, capturedPieces, gameRecord, lastMove,
+  revealRecord,
+  revealedKinds, outcomeFor, turnOf } from "../src/state/game.js";
 import { estimateOffset, formatSeconds, secondsLeft } from "../src/state/clock.js";
 import { EventStore, Marks, MemoryKV } from "../src/state/storage.js";
 import { backoffDelay } from "../src/api/ws.js";
@@ -47,13 +49,30 @@ describe("event log", () => {
     const rec = gameRecord(events);
     expect(rec.map((r) => r.type)).toEqual(["move", "note", "move", "move"]);
     const first = rec[0];
-    expect(first?.type === "move" && first.combat).toEqual({ attackerSurvives: false, defenderSurvives: true, flagCaptured: false });
+    expect(first?.type === "move" && first.combat).toEqual({ attackerSurvives: false, defenderSurvives: true, flagCaptured: false, defenderId: 2 });
     expect(rec[3]?.type === "move" && rec[3].ply).toBe(4);
     expect(capturedPieces(events)).toEqual([
       { side: "south", id: 46, piece: "4" },
       { side: "south", id: 41, piece: "2" },
     ]);
     expect(lastMove(events)).toEqual({ from: "C7", to: "C6" });
+  });
+
+  it("names every mover and defender in the record after the end, from the reveal, and nothing before it", () => {
+    const events = [
+      ev(8, { moved: { side: "SIDE_SOUTH", move: { from: "A6", to: "A7" }, pieceId: 46, piece: "4", combat: { defenderId: 2, defenderSurvives: true } } }),
+      ev(9, { moved: { side: "SIDE_NORTH", move: { from: "C7", to: "C6" }, pieceId: 3, combat: { defenderId: 41, defenderPiece: "2", attackerSurvives: true } } }),
+    ];
+    const playing: GameViewJson = { viewer: "VIEWER_SOUTH", phase: "PHASE_PLAY", reveal: { startingPieces: [{ id: 3, piece: "9" }] } };
+    expect(revealedKinds(playing).size).toBe(0);
+    const before = revealRecord(gameRecord(events), revealedKinds(playing));
+    expect(before.map((e) => e.type === "move" && [e.piece, e.combat?.defenderPiece])).toEqual([["4", undefined], [undefined, "2"]]);
+    const ended: GameViewJson = {
+      viewer: "VIEWER_SOUTH", phase: "PHASE_ENDED",
+      reveal: { startingPieces: [{ id: 46, piece: "4" }, { id: 2, piece: "7" }, { id: 3, piece: "9" }, { id: 41, piece: "2" }] },
+    };
+    const after = revealRecord(gameRecord(events), revealedKinds(ended));
+    expect(after.map((e) => e.type === "move" && [e.piece, e.combat?.defenderPiece])).toEqual([["4", "7"], ["9", "2"]]);
   });
 
   it("says whose turn it is and the result from the viewer's seat", () => {
@@ -92,10 +111,12 @@ describe("clock", () => {
     expect(formatSeconds(5)).toBe("0:05");
   });
 
-  it("backs off between reconnects, bounded", () => {
+  it("backs off between reconnects, doubling up to a cap of 2.4 s before jitter", () => {
     expect(backoffDelay(0, () => 0.5)).toBe(500);
-    expect(backoffDelay(3, () => 0.5)).toBe(4000);
-    expect(backoffDelay(30, () => 0.5)).toBe(15000);
+    expect(backoffDelay(1, () => 0.5)).toBe(1000);
+    expect(backoffDelay(2, () => 0.5)).toBe(2000);
+    expect(backoffDelay(3, () => 0.5)).toBe(2400);
+    expect(backoffDelay(30, () => 0.5)).toBe(2400);
   });
 });
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Connection, ServerError } from "../src/api/ws.js";
+import { Connection, RECONNECT_LONGEST_MS, ServerError, backoffDelay, type ConnState } from "../src/api/ws.js";
 import { GameLog } from "../src/state/game.js";
 import { FakeSocket } from "./fakes.js";
 
@@ -104,5 +104,102 @@ describe("the WebSocket client", () => {
     ws.close();
     await vi.advanceTimersByTimeAsync(60000);
     expect(FakeSocket.all.length).toBe(1);
+  });
+});
+
+describe("reconnecting after an outage", () => {
+  it("never waits more than 3 s between attempts, however long the outage", () => {
+    expect(RECONNECT_LONGEST_MS).toBeLessThanOrEqual(3000);
+    const extremes = [() => 0, () => 0.999999, Math.random];
+    let longest = 0;
+    for (let attempt = 0; attempt < 200; attempt++)
+      for (const random of extremes)
+        for (let i = 0; i < 20; i++) {
+          const wait = backoffDelay(attempt, random);
+          expect(wait, `attempt ${attempt}`).toBeGreaterThanOrEqual(375);
+          longest = Math.max(longest, wait);
+        }
+    expect(longest).toBeLessThanOrEqual(RECONNECT_LONGEST_MS);
+    // jitter stays: two clients at the cap do not wait the same
+    expect(backoffDelay(9, () => 0)).toBeLessThan(backoffDelay(9, () => 0.999999));
+  });
+
+  it("opens no socket for a request made while the connection is lost: it waits for the scheduled reconnect", async () => {
+    const { conn, ws } = await connected();
+    ws.close();
+    expect(FakeSocket.all.length).toBe(1);
+    // the game screen's periodic refresh and a click, while the server is away
+    const a = conn.request("get_game", { gameId: "g" });
+    const b = conn.request("list_my_games", { activeOnly: true });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(FakeSocket.all.length, "a request opened a socket of its own").toBe(1);
+    await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
+    expect(FakeSocket.all.length, "one socket, the schedule's").toBe(2);
+    const ws2 = FakeSocket.all[1]!;
+    ws2.open();
+    ws2.push({ id: "auth", type: "result", response: { player: "alice" } });
+    await vi.advanceTimersByTimeAsync(0);
+    const ga = ws2.last("get_game")!;
+    const lb = ws2.last("list_my_games")!;
+    ws2.push({ id: ga.id, type: "result", response: {} });
+    ws2.push({ id: lb.id, type: "result", response: {} });
+    await expect(a).resolves.toEqual({});
+    await expect(b).resolves.toEqual({});
+  });
+
+  it("fails a request with CONNECTION_LOST when the scheduled attempt fails, and goes on at the schedule's pace", async () => {
+    const { conn, ws } = await connected();
+    const opened: number[] = [];
+    const start = Date.now();
+    ws.close();
+    const failed = conn.request("get_game", { gameId: "g" });
+    failed.catch(() => {});
+    // A long outage: every attempt fails at once; the page asks for the view every 4 s meanwhile.
+    for (let t = 0; t < 60_000; t += 250) {
+      if (t % 4000 === 0) conn.request("get_game", { gameId: "g" }).catch(() => {});
+      const before = FakeSocket.all.length;
+      await vi.advanceTimersByTimeAsync(250);
+      for (const socket of FakeSocket.all.slice(before)) {
+        opened.push(Date.now() - start);
+        socket.close();
+      }
+    }
+    await expect(failed).rejects.toMatchObject({ reason: "CONNECTION_LOST" });
+    expect(opened.length).toBe(FakeSocket.all.length - 1);
+    const gaps = opened.map((at, i) => at - (i === 0 ? 0 : opened[i - 1]!));
+    // 500 ms doubling, jittered, then never more than 3 s apart (250 ms steps in this test)
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(RECONNECT_LONGEST_MS + 250);
+    expect(opened.length).toBeGreaterThanOrEqual(60_000 / (RECONNECT_LONGEST_MS + 250) - 1);
+    // and no more often than the schedule says: not one socket per request
+    expect(opened.length).toBeLessThanOrEqual(60_000 / 1800 + 4);
+  });
+
+  it("reports the loss once and the return, and tells game subscribers they resumed", async () => {
+    const conn = new Connection("ws://x/v1/ws", () => "tok");
+    const states: ConnState[] = [];
+    conn.onState = (s) => states.push(s);
+    let resumed = 0;
+    const p = conn.connect();
+    conn.subscribeGame({ gameId: "g", spectate: false, nextSeq: () => 7, onEvent: () => {}, onResumed: () => resumed++ });
+    const ws = FakeSocket.all[0]!;
+    ws.open();
+    ws.push({ id: "auth", type: "result", response: { player: "alice" } });
+    await p;
+    expect(resumed, "the first open is no resumption").toBe(0);
+    ws.close();
+    for (let i = 0; i < 3; i++) {
+      await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
+      FakeSocket.all.at(-1)!.close();
+    }
+    await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
+    const last = FakeSocket.all.at(-1)!;
+    last.open();
+    last.push({ id: "auth", type: "result", response: { player: "alice" } });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(resumed).toBe(1);
+    expect(last.last("subscribe")?.request).toEqual({ gameId: "g", fromSeq: "7" });
+    expect(states[0]).toBe("connecting");
+    expect(states.slice(1).filter((s) => s !== "lost")).toEqual(["open", "open"]);
+    expect(states.indexOf("connecting", 1), "no 'connecting' flicker during the outage").toBe(-1);
   });
 });

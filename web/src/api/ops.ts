@@ -26,6 +26,7 @@ export interface Ops {
   play_computer: [c.PlayerServicePlayComputerRequestJson, c.PlayerServicePlayComputerResponseJson];
   get_my_rating: [c.GetMyRatingRequestJson, c.GetMyRatingResponseJson];
   watch_lobby: [c.WatchLobbyRequestJson, Record<string, never>];
+  export_replay: [c.ExportReplayRequestJson, c.ExportReplayResponseJson];
 }
 
 /** An operation's `type` name. */
@@ -55,4 +56,5 @@ export const schemas: { [O in Op]: [DescMessage, DescMessage | null] } = {
   play_computer: [c.PlayerServicePlayComputerRequestSchema, c.PlayerServicePlayComputerResponseSchema],
   get_my_rating: [c.GetMyRatingRequestSchema, c.GetMyRatingResponseSchema],
   watch_lobby: [c.WatchLobbyRequestSchema, null],
+  export_replay: [c.ExportReplayRequestSchema, c.ExportReplayResponseSchema],
 };

@@ -3,6 +3,10 @@
  * answers by request id, keeps subscriptions alive across dropped sockets (reconnecting with
  * backoff and resubscribing from the subscriber's own next seq), and checks every message with
  * the generated proto JSON (de)serialisation.
+ *
+ * Every socket after the first is opened by the one reconnect schedule (`backoffDelay`): a
+ * request made while the connection is lost waits for the scheduled reconnect (and fails with
+ * CONNECTION_LOST if that attempt fails too); it never opens a socket of its own.
  */
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { GameEventSchema, type GameEventJson } from "../gen/hiddenfront/v1/game_pb.js";
@@ -39,6 +43,8 @@ export interface GameSubscriber {
   onEvent(event: GameEventJson): void;
   onEnd?(): void;
   onError?(err: ServerError): void;
+  /** The socket came back after a loss and the subscription was made again (not at the first open). */
+  onResumed?(): void;
 }
 
 /** A lobby subscription's callbacks; `afterSeq` is asked again at every (re)watch. */
@@ -49,8 +55,12 @@ export interface LobbySubscriber {
 
 type Sub = { kind: "game"; s: GameSubscriber; ended: boolean } | { kind: "lobby"; s: LobbySubscriber; ended: boolean };
 
-/** Connection state, for the page's status line. */
-export type ConnState = "connecting" | "open" | "closed";
+/**
+ * Connection state, for the page's status line: `connecting` until the first socket is
+ * authenticated, `open`, and `lost` from a dropped socket (or a failed first attempt) until a
+ * reconnect is authenticated, however many attempts that takes.
+ */
+export type ConnState = "connecting" | "open" | "lost";
 
 interface Pending {
   resolve(v: unknown): void;
@@ -58,11 +68,27 @@ interface Pending {
   op: Op | "auth";
 }
 
-/** Delays between reconnect attempts: doubling from 500 ms to 15 s, with jitter. */
+/** The first reconnect wait, before jitter; each later one doubles up to `RECONNECT_CAP_MS`. */
+export const RECONNECT_FIRST_MS = 500;
+/** The longest reconnect wait before jitter. */
+export const RECONNECT_CAP_MS = 2400;
+/** Jitter scales each wait by 0.75 to 1.25, so no wait is longer than this (3 s). */
+export const RECONNECT_LONGEST_MS = RECONNECT_CAP_MS * 1.25;
+
+/**
+ * The wait before reconnect attempt `attempt` (0 for the first after a loss): 500 ms doubling up
+ * to 2.4 s, each scaled by a random 0.75 to 1.25 (so a crowd that lost the same server does not
+ * come back in the same instant), so never more than 3 s. The cap is low on purpose: a restarted
+ * server must find its players again within seconds, since it pauses the clocks while it is down
+ * but, once back, gives a player only 5 s more than the time they had (docs/clock.md): a page
+ * asleep in a long wait would spend its player's clock.
+ */
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(15000, 500 * 2 ** Math.min(attempt, 5));
+  const base = Math.min(RECONNECT_CAP_MS, RECONNECT_FIRST_MS * 2 ** Math.min(Math.max(attempt, 0), 10));
   return Math.round(base * (0.75 + random() * 0.5));
 }
+
+const connectionLost = () => new ServerError("UNAVAILABLE", "CONNECTION_LOST", "connection lost");
 
 /** One logical connection for the page's whole life. */
 export class Connection {
@@ -72,8 +98,14 @@ export class Connection {
   private subs = new Map<string, Sub>();
   private attempt = 0;
   private ready: Promise<void> | null = null;
+  /** The outcome of the reconnect attempt that is scheduled (its timer pending), if any. */
+  private scheduled: Promise<void> | null = null;
+  private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  private cancelScheduled: (() => void) | null = null;
   private closedByUs = false;
   private isOpen = false;
+  /** Whether a socket was ever authenticated (so a later open is a reconnection). */
+  private wasOpen = false;
   player = "";
   guest = false;
   onState: (s: ConnState) => void = () => {};
@@ -84,11 +116,21 @@ export class Connection {
     private readonly token: () => string,
   ) {}
 
-  /** Opens (or reuses) the socket and resolves once authenticated. */
+  /**
+   * Resolves once a socket is authenticated: the open one, the one being opened, or, while the
+   * connection is lost, the one the reconnect schedule opens next (rejecting with
+   * CONNECTION_LOST if that attempt fails). Opens a socket itself only when none is open or
+   * scheduled (the first connection).
+   */
   connect(): Promise<void> {
     if (this.ready) return this.ready;
+    if (this.scheduled) return this.scheduled;
+    return this.open();
+  }
+
+  private open(): Promise<void> {
     this.ready = new Promise<void>((resolve, reject) => {
-      this.onState("connecting");
+      if (!this.wasOpen) this.onState("connecting");
       const ws = new WebSocket(this.url);
       this.ws = ws;
       let authed = false;
@@ -101,11 +143,13 @@ export class Connection {
             this.player = resp.player ?? "";
             this.guest = resp.guest ?? false;
             authed = true;
+            const reconnected = this.wasOpen;
             this.isOpen = true;
+            this.wasOpen = true;
             this.attempt = 0;
             this.onState("open");
             resolve();
-            this.resubscribeAll();
+            this.resubscribeAll(reconnected);
           },
           reject: (e) => {
             this.closedByUs = true;
@@ -120,11 +164,13 @@ export class Connection {
         this.ws = null;
         this.ready = null;
         this.isOpen = false;
-        for (const [, p] of this.pending) p.reject(new ServerError("UNAVAILABLE", "CONNECTION_LOST", "connection lost"));
+        for (const [, p] of this.pending) p.reject(connectionLost());
         this.pending.clear();
-        this.onState("closed");
-        if (!authed) reject(new ServerError("UNAVAILABLE", "CONNECTION_LOST", "connection lost"));
-        if (!this.closedByUs) this.scheduleReconnect();
+        if (!authed) reject(connectionLost());
+        if (!this.closedByUs) {
+          this.onState("lost");
+          this.scheduleReconnect();
+        }
       };
     });
     // A failed first attempt is retried by the close handler; callers see the rejection.
@@ -132,20 +178,40 @@ export class Connection {
     return this.ready;
   }
 
+  /** The next attempt, after the schedule's wait; whoever needs the socket meanwhile waits for it. */
   private scheduleReconnect(): void {
     const delay = backoffDelay(this.attempt++);
-    setTimeout(() => {
-      if (!this.ws && !this.closedByUs) this.connect().catch(() => {});
-    }, delay);
+    this.scheduled = new Promise<void>((resolve, reject) => {
+      this.cancelScheduled = () => reject(connectionLost());
+      this.reconnectTimer = setTimeout(() => {
+        this.reconnectTimer = null;
+        this.cancelScheduled = null;
+        this.scheduled = null;
+        if (this.closedByUs) {
+          reject(connectionLost());
+          return;
+        }
+        this.open().then(resolve, reject);
+      }, delay);
+    });
+    this.scheduled.catch(() => {});
   }
 
-  /** Closes for good (sign-out, tests). */
+  /** Closes for good (sign-out, tests): no reconnect follows. */
   close(): void {
     this.closedByUs = true;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    this.scheduled = null;
+    this.cancelScheduled?.();
+    this.cancelScheduled = null;
     this.ws?.close(1000);
   }
 
-  /** Sends one request and resolves with its proto response (as JSON). */
+  /**
+   * Sends one request and resolves with its proto response (as JSON). While the connection is
+   * lost it waits for the scheduled reconnect, and fails with CONNECTION_LOST if that fails.
+   */
   async request<O extends Op>(op: O, req: Req<O>): Promise<Res<O>> {
     await this.connect();
     return this.send(op, req) as Promise<Res<O>>;
@@ -153,7 +219,7 @@ export class Connection {
 
   private send(op: Op, req: unknown): Promise<unknown> {
     const ws = this.ws;
-    if (!ws) return Promise.reject(new ServerError("UNAVAILABLE", "CONNECTION_LOST", "connection lost"));
+    if (!ws || !this.isOpen) return Promise.reject(connectionLost());
     const [reqSchema] = schemas[op];
     // The generated (de)serialisation checks the request and writes canonical proto JSON.
     const request = toJson(reqSchema, fromJson(reqSchema, req as JsonValue));
@@ -189,8 +255,12 @@ export class Connection {
     };
   }
 
-  private resubscribeAll(): void {
-    for (const [id, sub] of this.subs) if (!sub.ended) this.startSub(id, sub);
+  private resubscribeAll(reconnected: boolean): void {
+    for (const [id, sub] of this.subs) {
+      if (sub.ended) continue;
+      this.startSub(id, sub);
+      if (reconnected && sub.kind === "game") sub.s.onResumed?.();
+    }
   }
 
   private startSub(id: string, sub: Sub): void {

@@ -72,12 +72,15 @@ export interface MoveEntry {
   side: SideName;
   from: string;
   to: string;
+  /** The mover's id (the PlayStarted list's), to name its kind after the end's reveal. */
+  pieceId: number;
   /** The mover's kind when this player may know it. */
   piece?: string;
   combat?: {
     attackerSurvives: boolean;
     defenderSurvives: boolean;
     flagCaptured: boolean;
+    defenderId: number;
     defenderPiece?: string;
   };
 }
@@ -104,13 +107,14 @@ export function gameRecord(events: readonly GameEventJson[]): RecordEntry[] {
       const side = sideName(m.side);
       if (!side || !m.move) continue;
       ply++;
-      const entry: RecordEntry = { type: "move", seq, ply, side, from: m.move.from ?? "", to: m.move.to ?? "" };
+      const entry: RecordEntry = { type: "move", seq, ply, side, from: m.move.from ?? "", to: m.move.to ?? "", pieceId: m.pieceId ?? 0 };
       if (m.piece) entry.piece = m.piece;
       if (m.combat) {
         entry.combat = {
           attackerSurvives: m.combat.attackerSurvives ?? false,
           defenderSurvives: m.combat.defenderSurvives ?? false,
           flagCaptured: m.combat.flagCaptured ?? false,
+          defenderId: m.combat.defenderId ?? 0,
         };
         if (m.combat.defenderPiece) entry.combat.defenderPiece = m.combat.defenderPiece;
       }
@@ -166,6 +170,36 @@ export function capturedPieces(events: readonly GameEventJson[]): Captured[] {
     }
   }
   return out;
+}
+
+/**
+ * The game's record with every kind the end revealed: after the end the view's reveal gives the
+ * starting kind of every piece by id, so each move names its mover and each fight its defender,
+ * as the board and the replay do. Kinds the events carry are kept; nothing is added before the
+ * end (no reveal, no kinds).
+ */
+export function revealRecord(record: readonly RecordEntry[], revealed: ReadonlyMap<number, string>): RecordEntry[] {
+  if (revealed.size === 0) return [...record];
+  return record.map((e) => {
+    if (e.type !== "move") return e;
+    const out = { ...e };
+    const piece = e.piece ?? revealed.get(e.pieceId);
+    if (piece) out.piece = piece;
+    if (e.combat) {
+      const defender = e.combat.defenderPiece ?? revealed.get(e.combat.defenderId);
+      out.combat = { ...e.combat };
+      if (defender) out.combat.defenderPiece = defender;
+    }
+    return out;
+  });
+}
+
+/** The kind of every piece by id, from an ended view's reveal (empty before the end). */
+export function revealedKinds(view: GameViewJson | null): Map<number, string> {
+  const m = new Map<number, string>();
+  if (!view || phaseOf(view) !== "ended") return m;
+  for (const p of view.reveal?.startingPieces ?? []) if (p.piece) m.set(p.id ?? 0, p.piece);
+  return m;
 }
 
 /** The last move of the game, for drawing it on the board. */

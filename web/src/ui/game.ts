@@ -13,6 +13,8 @@ import {
   gameRecord,
   lastMove,
   other,
+  revealRecord,
+  revealedKinds,
   outcomeFor,
   phaseOf,
   seatOf,
@@ -25,6 +27,9 @@ import { formatSeconds, secondsLeft } from "../state/clock.js";
 import { hasKey, pieceName, pieceShort, reasonText, t, type Key } from "../i18n/index.js";
 import { h, replaceKeepingFocus, type Child } from "./dom.js";
 import { renderBoard, type SquareContent } from "./board.js";
+
+/** How close to the bottom (px) the move list counts as following the newest move. */
+const MOVES_BOTTOM_SLACK_PX = 8;
 
 /** What the screen needs from the page. */
 export interface GameDeps {
@@ -62,14 +67,17 @@ export class GameScreen {
   private replayEvents = 0;
   private unsubscribe: (() => void) | null = null;
   private timers: number[] = [];
-  private refreshing = false;
+  private refreshing = 0;
+  private refreshFor = 0;
   private refreshAgain = false;
   private keySeq = 0;
   private destroyed = false;
   private boardShown = false;
   private legendOpen: boolean | null = null;
-  private movesShown = 0;
   private movesScroll = 0;
+  /** Whether the move list follows the newest move (the reader has not scrolled up). */
+  private movesFollow = true;
+  private downloading = false;
 
   constructor(
     private readonly deps: GameDeps,
@@ -91,6 +99,9 @@ export class GameScreen {
       nextSeq: () => this.log.nextSeq(),
       onEvent: (e) => this.onEvent(e),
       onError: (e) => this.showServerError(e),
+      // Back after a lost connection: read the view again, so the clocks shown are the server's
+      // (it does not run them while it is down), even if no event was missed.
+      onResumed: () => void this.refresh(),
     });
     void this.refresh();
     this.timers.push(window.setInterval(() => this.tick(), 250));
@@ -126,24 +137,33 @@ export class GameScreen {
     void this.refresh();
   }
 
-  /** Fetches the view; calls arriving while one is in flight cause one more fetch after it. */
+  /**
+   * Fetches the view. A fetch in flight answers for every event received before it was sent; an
+   * event received after it (the computer's reply while the view of the player's own move is on
+   * its way) gets a fetch of its own at once, rather than one more round trip after the first
+   * answer (at most two in flight; `setView` drops an answer older than the view shown). Other
+   * calls while one is in flight cause one more fetch after it.
+   */
   private async refresh(): Promise<void> {
-    if (this.refreshing) {
+    const events = this.log.events.length;
+    if (this.refreshing > 0 && (this.refreshing >= 2 || this.refreshFor >= events)) {
       this.refreshAgain = true;
       return;
     }
-    this.refreshing = true;
+    this.refreshing++;
+    this.refreshFor = events;
     try {
-      do {
-        this.refreshAgain = false;
-        const resp = await this.deps.conn.request("get_game", { gameId: this.gameId, spectate: this.spectate });
-        if (this.destroyed) return;
-        if (resp.game) this.setView(resp.game);
-      } while (this.refreshAgain);
+      const resp = await this.deps.conn.request("get_game", { gameId: this.gameId, spectate: this.spectate });
+      if (this.destroyed) return;
+      if (resp.game) this.setView(resp.game);
     } catch (e) {
       if (e instanceof ServerError && e.reason !== "CONNECTION_LOST") this.showServerError(e);
     } finally {
-      this.refreshing = false;
+      this.refreshing--;
+      if (this.refreshAgain && this.refreshing === 0 && !this.destroyed) {
+        this.refreshAgain = false;
+        void this.refresh();
+      }
     }
   }
 
@@ -376,6 +396,7 @@ export class GameScreen {
     root.setAttribute("data-seat", seat);
     root.setAttribute("data-version", String(Number(view.version ?? 0)));
     root.setAttribute("data-rules", view.rules ?? "");
+    this.readMovesScroll();
     if (!this.boardShown) {
       this.boardShown = true;
       // The first playable board, for the figure "opening the page to a playable board".
@@ -392,17 +413,34 @@ export class GameScreen {
         h("aside", { class: "panel" }, this.renderControls(view), this.renderMarkPanel(view), this.renderCaptured(view), this.renderMoves(), this.renderLegend()),
       ),
     ]);
-    // The move list keeps its scroll position, and follows the game when a move is added.
-    const list = root.querySelector<HTMLElement>('[data-field="moves"]');
-    if (list) {
-      const count = list.childElementCount;
-      list.scrollTop = count !== this.movesShown ? list.scrollHeight : this.movesScroll;
-      this.movesShown = count;
-      list.addEventListener("scroll", () => {
-        this.movesScroll = list.scrollTop;
-      });
-    }
+    this.placeMovesScroll();
     this.tick();
+  }
+
+  /**
+   * Reads, synchronously and before the list is drawn again, where the reader left the move list:
+   * its offset, and whether it was at the bottom (within a few pixels). Read from the element
+   * itself, not from a `scroll` listener: the browser fires that one later, after a render that
+   * follows at once (a second `get_game` answer with the same rows) would have restored an
+   * offset from before the newest move.
+   */
+  private readMovesScroll(): void {
+    const list = this.root.querySelector<HTMLElement>('[data-field="moves"]');
+    if (!list || !list.isConnected) return;
+    this.movesScroll = list.scrollTop;
+    this.movesFollow = list.scrollHeight - list.clientHeight - list.scrollTop <= MOVES_BOTTOM_SLACK_PX;
+  }
+
+  /**
+   * The move list follows the game: at the bottom (the newest move in view) unless the reader
+   * scrolled up to read the history, whose position is then kept, new moves or not. Scrolling
+   * back to the bottom follows again.
+   */
+  private placeMovesScroll(): void {
+    const list = this.root.querySelector<HTMLElement>('[data-field="moves"]');
+    if (!list) return;
+    list.scrollTop = this.movesFollow ? list.scrollHeight : this.movesScroll;
+    list.setAttribute("data-follow", this.movesFollow ? "true" : "false");
   }
 
   private renderHead(view: GameViewJson): HTMLElement {
@@ -436,7 +474,9 @@ export class GameScreen {
     return h(
       "div",
       { class: "game-head" },
-      h("div", { class: "players" }, player(top), h("span", { class: "vs" }, "·"), player(other(top))),
+      // The separator goes with the second player (one unbreakable group), so a line that wraps
+      // never ends with a lone "·"; at phone width the players stack and it is not shown.
+      h("div", { class: "players" }, player(top), h("div", { class: "vs-pair" }, h("span", { class: "vs", "aria-hidden": "true" }, "·"), player(other(top)))),
       h(
         "div",
         { class: "status" },
@@ -545,7 +585,17 @@ export class GameScreen {
     if (phase === "deployment") {
       const oppConfirmed = seat === "south" ? view.northConfirmed : seat === "north" ? view.southConfirmed : false;
       if (seat === "spectator") {
-        box.append(h("p", {}, t("phase.deployment")));
+        box.append(h("h2", {}, t("phase.deployment")));
+        for (const side of ["south", "north"] as const) {
+          const done = side === "south" ? !!view.southConfirmed : !!view.northConfirmed;
+          box.append(
+            h(
+              "p",
+              { class: `opp-state${done ? " ok" : ""}`, "data-field": `${side}-confirmed`, "data-confirmed": done ? "true" : "false" },
+              t(done ? "game.side.confirmed" : "game.side.notConfirmed", { side: this.sideWithPlayer(view, side) }),
+            ),
+          );
+        }
         return box;
       }
       const confirmed = this.ownConfirmed();
@@ -653,17 +703,48 @@ export class GameScreen {
         h("h2", {}, t("replay.title")),
         h(
           "div",
-          { class: "row replay" },
+          { class: "replay", "data-field": "replay" },
           h("button", { type: "button", "data-action": "replay-prev", disabled: this.replayIdx <= 0, onclick: () => { this.replayIdx = Math.max(0, this.replayIdx - 1); this.render(); } }, "◀ ", t("replay.prev")),
-          h("span", { "data-field": "replay-ply", "data-ply": String(this.replayIdx), "aria-live": "polite" }, t("replay.ply", { n: this.replayIdx + 1, total })),
+          h("span", { class: "replay-ply", "data-field": "replay-ply", "data-ply": String(this.replayIdx), "aria-live": "polite" }, t("replay.ply", { n: this.replayIdx + 1, total })),
           h("button", { type: "button", "data-action": "replay-next", disabled: this.replayIdx >= total - 1, onclick: () => { this.replayIdx = Math.min(total - 1, this.replayIdx + 1); this.render(); } }, t("replay.next"), " ▶"),
         ),
       );
       const step = this.replay[this.replayIdx];
       if (step?.combat) box.append(h("p", { class: "help" }, this.combatText(step.combat.attackerSurvives ?? false, step.combat.defenderSurvives ?? false, step.combat.flagCaptured ?? false)));
     }
+    box.append(
+      h(
+        "div",
+        { class: "row" },
+        h("button", { type: "button", "data-action": "download-replay", disabled: this.downloading, onclick: () => void this.downloadReplay() }, t("replay.download")),
+      ),
+    );
     box.append(h("a", { href: "/", class: "link", "data-link": true }, t("lobby.back")));
     return box;
+  }
+
+  /**
+   * Saves the finished game's replay (docs/replay-format.md) as a text file: `export_replay`
+   * over the page's WebSocket (players and spectators alike), under the name the server gives
+   * (`hidden-front-<game id>.replay.txt`).
+   */
+  private async downloadReplay(): Promise<void> {
+    if (this.downloading) return;
+    this.downloading = true;
+    this.error = null;
+    this.render();
+    try {
+      const resp = await this.deps.conn.request("export_replay", { gameId: this.gameId });
+      const text = resp.replay ?? "";
+      const name = resp.fileName || replayFileName(this.gameId);
+      saveText(name, text);
+    } catch (e) {
+      if (e instanceof ServerError) this.showServerError(e);
+      else throw e;
+    } finally {
+      this.downloading = false;
+      this.render();
+    }
   }
 
   /** The fight of the last move, if it was one: who survived, shown until the next move. */
@@ -744,24 +825,40 @@ export class GameScreen {
       { class: "card", "data-field": "captured" },
       h("h2", {}, t("game.captured")),
       seat === "spectator"
-        ? [group("south", t("side.south")), group("north", t("side.north"))]
+        ? [group("south", this.sideWithPlayer(view, "south")), group("north", this.sideWithPlayer(view, "north"))]
         : [group(bottom, t("game.captured.mine")), group(other(bottom), t("game.captured.theirs"))],
     );
   }
 
+  /** A side with its player's name, for a spectator ("South · alice"). */
+  private sideWithPlayer(view: GameViewJson, side: SideName): string {
+    const name = (side === "south" ? view.southPlayer : view.northPlayer) ?? "";
+    return name ? t("game.sidePlayer", { side: t(`side.${side}`), player: name }) : t(`side.${side}`);
+  }
+
   private renderMoves(): HTMLElement {
-    const rec = gameRecord(this.log.events);
+    // After the end, every kind the reveal gives (as the board and the replay show them).
+    const rec = revealRecord(gameRecord(this.log.events), revealedKinds(this.view));
     const list = h("ol", { class: "moves", "data-field": "moves" });
     const fam = this.board?.family ?? "junqi";
     for (const e of rec) {
       if (e.type === "move") {
+        const defender = e.combat?.defenderPiece;
         const li = h(
           "li",
           { class: `mv side-${e.side}`, "data-seq": String(e.seq) },
           h("span", { class: "ply" }, `${e.ply}.`),
           h("span", { class: "mv-text" }, `${e.from}–${e.to}`),
-          e.piece ? h("span", { class: "mv-piece" }, pieceShort(fam, e.piece)) : null,
-          e.combat ? h("span", { class: "mv-combat" }, "⚔ ", this.combatText(e.combat.attackerSurvives, e.combat.defenderSurvives, e.combat.flagCaptured)) : null,
+          e.piece ? h("span", { class: "mv-piece", "data-kind": e.piece, title: pieceName(fam, e.piece) }, pieceShort(fam, e.piece)) : null,
+          e.combat
+            ? h(
+                "span",
+                { class: "mv-combat" },
+                "⚔ ",
+                defender ? h("span", { class: "mv-defender", "data-kind": defender, title: pieceName(fam, defender) }, pieceShort(fam, defender), " ") : null,
+                this.combatText(e.combat.attackerSurvives, e.combat.defenderSurvives, e.combat.flagCaptured),
+              )
+            : null,
         );
         list.append(li);
       } else {
@@ -827,4 +924,19 @@ export class GameScreen {
       banner.hidden = !text;
     }
   }
+}
+
+/** The file name of a game's replay when the server gives none (as `crates/replay-export`'s `file_name`). */
+export function replayFileName(gameId: string): string {
+  return `hidden-front-${gameId}.replay.txt`;
+}
+
+/** Offers `text` to the browser as a download named `name` (a blob URL, freed afterwards). */
+function saveText(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+  const a = h("a", { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
