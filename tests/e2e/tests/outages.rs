@@ -141,26 +141,65 @@ async fn both_move_on(server: &Server, game: &str, key: &str) {
     }
 }
 
+/// What the players and a spectator find across a kill of `server` kept down for `outage`.
+struct Across {
+    /// The game at the kill.
+    before: pb::GameView,
+    /// The game once both players are back.
+    after: pb::GameView,
+    /// Milliseconds on the running deadline at the kill, and once back.
+    had: u64,
+    has: u64,
+    /// A session client of the restarted server.
+    session: Client,
+    _seated: Seated,
+}
+
+/// Kills `server` (its players were following `game` as `seated`), keeps it down for `outage`,
+/// restarts it on the same database and brings both players back through its gateway.
+async fn across_a_kill(
+    server: &mut Server,
+    game: &str,
+    key: &str,
+    seated: Seated,
+    outage: Duration,
+) -> Across {
+    let mut session = server.connect().await;
+    let before = client::get_game(&mut session, game, pb::Viewer::Spectator).await;
+    let had = left(before.turn_deadline_unix_millis);
+    server.kill();
+    drop(seated);
+    tokio::time::sleep(outage).await;
+    server.restart().await;
+    let mut session = server.connect().await;
+    let seated = sit_down(server, &mut session, game, key).await;
+    let after = client::get_game(&mut session, game, pb::Viewer::Spectator).await;
+    let has = left(after.turn_deadline_unix_millis);
+    Across {
+        before,
+        after,
+        had,
+        has,
+        session,
+        _seated: seated,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_outage_in_play_costs_nobody_time() {
     let db = TestDatabase::create().await;
     let mut server = Server::start_with_args("outage-play", db.url(), &FLAGS).await;
-    let (mut session, game, seated) =
-        in_play(&server, "outage-play", MOVE_SECONDS, RECONNECT_SECONDS).await;
-    let before = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
-    let had = left(before.turn_deadline_unix_millis);
-
-    server.kill();
-    drop(seated);
-    tokio::time::sleep(OUTAGE).await;
-    server.restart().await;
-
-    let mut session = server.connect().await;
-    let _seated = sit_down(&server, &mut session, &game, "outage-play").await;
-    let after = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
+    let (_, game, seated) = in_play(&server, "outage-play", MOVE_SECONDS, RECONNECT_SECONDS).await;
+    let Across {
+        before,
+        after,
+        had,
+        has,
+        mut session,
+        ..
+    } = across_a_kill(&mut server, &game, "outage-play", seated, OUTAGE).await;
     unchanged(&before, &after, pb::Phase::Play);
     assert_eq!(after.to_move, before.to_move);
-    let has = left(after.turn_deadline_unix_millis);
     assert!(
         has + TOLERANCE_MS >= had,
         "the mover had {had} ms at the kill and has {has} ms after the outage"
@@ -189,19 +228,15 @@ async fn a_long_outage_in_deployment_costs_nobody_the_deadline() {
         .await
         .game_id;
     let seated = sit_down(&server, &mut session, &game, key).await;
-    let before = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
-    let had = left(before.turn_deadline_unix_millis);
-
-    server.kill();
-    drop(seated);
-    tokio::time::sleep(OUTAGE).await;
-    server.restart().await;
-
-    let mut session = server.connect().await;
-    let _seated = sit_down(&server, &mut session, &game, key).await;
-    let after = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
+    let Across {
+        before,
+        after,
+        had,
+        has,
+        mut session,
+        ..
+    } = across_a_kill(&mut server, &game, key, seated, OUTAGE).await;
     unchanged(&before, &after, pb::Phase::Deployment);
-    let has = left(after.turn_deadline_unix_millis);
     assert!(
         has + TOLERANCE_MS >= had,
         "{had} ms to deploy at the kill, {has} ms after the outage"
@@ -220,20 +255,17 @@ async fn a_long_outage_in_deployment_costs_nobody_the_deadline() {
 async fn a_short_outage_changes_nothing_but_the_pause() {
     let db = TestDatabase::create().await;
     let mut server = Server::start_with_args("outage-short", db.url(), &FLAGS).await;
-    let (mut session, game, seated) = in_play(&server, "outage-short", 20, 20).await;
-    let before = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
-    let had = left(before.turn_deadline_unix_millis);
-
-    server.kill();
-    drop(seated);
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    server.restart().await;
-
-    let mut session = server.connect().await;
-    let _seated = sit_down(&server, &mut session, &game, "outage-short").await;
-    let after = client::get_game(&mut session, &game, pb::Viewer::Spectator).await;
-    unchanged(&before, &after, pb::Phase::Play);
-    let has = left(after.turn_deadline_unix_millis);
+    let (_, game, seated) = in_play(&server, "outage-short", 20, 20).await;
+    let across = across_a_kill(
+        &mut server,
+        &game,
+        "outage-short",
+        seated,
+        Duration::from_secs(4),
+    )
+    .await;
+    unchanged(&across.before, &across.after, pb::Phase::Play);
+    let (had, has) = (across.had, across.has);
     assert!(
         has + TOLERANCE_MS >= had,
         "{had} ms at the kill, {has} ms after"
