@@ -86,7 +86,11 @@ fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
 }
 
 /// The timer armed in `game`'s `slot`.
-async fn armed(store: &MemoryStore, game: &str, slot: TimerSlot) -> Option<Timer> {
+async fn armed<S: TimerStore + ?Sized>(
+    store: &Arc<S>,
+    game: &str,
+    slot: TimerSlot,
+) -> Option<Timer> {
     store
         .timers_of(game.parse().unwrap())
         .await
@@ -776,13 +780,7 @@ async fn a_stall_while_a_fire_is_read_is_accounted_for_before_it_is_judged() {
     let (game, _) = create(&s).await;
     start_play(&s, &game).await;
     serve_for(&s, &clock, 20).await;
-    let move_clock = store
-        .timers_of(game.parse().unwrap())
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|t| t.slot() == TimerSlot::Turn)
-        .unwrap();
+    let move_clock = armed(&store, &game, TimerSlot::Turn).await.unwrap();
     assert_eq!(move_clock.fire_at, clock.now() + Duration::from_secs(10));
     // A fire from a clock running 5 s ahead reaches a session that then stalls for 15 s while
     // it reads the game (a paused machine, a stuck connection): the deadline passes during the
@@ -800,13 +798,7 @@ async fn a_stall_while_a_fire_is_read_is_accounted_for_before_it_is_judged() {
         !answer.applied,
         "the deadline passed while nothing was served"
     );
-    let moved = store
-        .timers_of(game.parse().unwrap())
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|t| t.slot() == TimerSlot::Turn)
-        .unwrap();
+    let moved = armed(&store, &game, TimerSlot::Turn).await.unwrap();
     assert!(
         moved.fire_at > clock.now(),
         "the move clock was moved past the stall"
