@@ -3,6 +3,7 @@
 //! turned for the north seat, and odd squares listed rather than dropped.
 
 use hidden_front::play::board::{GunjinBoard, LastMove, describe_move, render};
+use hidden_front::play::legend::legend;
 use hidden_front_proto::v1 as pb;
 
 fn piece(square: &str, side: pb::Side, code: &str) -> pb::VisiblePiece {
@@ -75,12 +76,12 @@ fn south_sees_the_gunjin_board_with_codes_hq_and_wall() {
     assert_eq!(cell(&text, 'c', 3), " FLG  ", "{text}");
     assert_eq!(cell(&text, 'b', 5), "  ?   ", "{text}");
     assert_eq!(cell(&text, 'h', 8), "  .   ", "{text}");
-    assert!(
-        text.contains("wall: gates a4/c4 to a5/c5, f4/h4 to f5/h5"),
-        "{text}"
-    );
+    // The gates in words are in the legend (beside the wall they would pass 80 columns).
+    assert!(text.contains("||   ====   ||    wall"), "{text}");
+    let gates = legend("gunjin-shogi", None);
+    assert!(gates.contains("a4/c4 to a5/c5, f4/h4 to f5/h5"), "{gates}");
     // The wall line lies between ranks 5 and 4.
-    let wall = text.lines().position(|l| l.contains("wall:")).unwrap();
+    let wall = text.lines().position(|l| l.ends_with("  wall")).unwrap();
     let r5 = text.lines().position(|l| l.starts_with("  5 ")).unwrap();
     let r4 = text.lines().position(|l| l.starts_with("  4 ")).unwrap();
     assert!(r5 < wall && wall < r4, "{text}");
@@ -97,7 +98,9 @@ fn north_sees_the_board_turned_and_the_small_edition_has_six_files() {
     assert!(rows[0].trim_start().starts_with('1'), "{text}");
     let header = text.lines().find(|l| l.contains("   c  ")).unwrap();
     assert!(header.find('h') < header.find('a'), "{text}");
-    assert!(text.contains("b4 to a5/c5, g5 to f4/h4"), "{text}");
+    assert!(text.contains("v5 gunjin-shogi+y-gates"), "{text}");
+    let gates = legend("gunjin-shogi+y-gates", None);
+    assert!(gates.contains("b4 to a5/c5, g5 to f4/h4"), "{gates}");
     // The own pieces are north's; south's are hidden to north... here the view carries codes
     // for south, which a north view would not; they are drawn as revealed (`*`).
     assert_eq!(cell(&text, 'd', 1), "[GEN*]", "{text}");
@@ -138,8 +141,55 @@ fn gunjin_squares_and_moves_read_and_describe() {
             to: "d8+e8".to_string(),
             piece: "COL".to_string(),
             combat: None,
+            ..Default::default()
         },
         Some(pb::Side::South),
     );
     assert_eq!(text, "south (you) COL d7-d8+e8");
+}
+
+#[test]
+fn the_gunjin_board_and_its_status_fit_an_80_by_24_terminal() {
+    for rules in [
+        "gunjin-shogi+y-gates+tank-beats-engineer",
+        "gunjin-shogi+23-pieces",
+    ] {
+        for viewer in [pb::Viewer::South, pb::Viewer::North, pb::Viewer::Spectator] {
+            let mut placed = pieces();
+            if rules.contains("23-pieces") {
+                for p in &mut placed {
+                    p.square = p.square.replace("d1+e1", "c1+d1").replace("d8+e8", "c8+d8");
+                }
+            }
+            let mut v = view(viewer, rules, placed);
+            v.north_player =
+                "a-player-name-of-sixty-four-characters-which-is-the-longest-kept".into();
+            v.draw_offer = pb::Side::North as i32;
+            v.turn_deadline_unix_millis = hidden_front::play::clock::now_unix_millis() + 120_000;
+            let last = LastMove {
+                side: pb::Side::North,
+                from: "d7".into(),
+                to: "c8+d8".into(),
+                piece: "MJG".into(),
+                combat: Some(hidden_front::play::board::Combat {
+                    defender_piece: "GEN".into(),
+                    attacker_survives: false,
+                    defender_survives: true,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let text = render(&v, Some(&last));
+            let lines: Vec<&str> = text.trim_end().lines().collect();
+            let width = lines.iter().map(|l| l.chars().count()).max().unwrap();
+            assert_eq!(board_rows(&text).len(), 8, "{text}");
+            // 1 header, 8 ranks, the wall, 2 of status.
+            assert!(lines.len() <= 12, "{} rows:\n{text}", lines.len());
+            assert!(width <= 80, "{width} columns:\n{text}");
+            assert!(
+                text.contains("GEN: attacker removed, defender survived"),
+                "{text}"
+            );
+        }
+    }
 }

@@ -32,6 +32,9 @@ struct State {
     plays: Vec<pb::PlayRequest>,
     /// The tickets queued with `FindMatch`.
     tickets: Vec<String>,
+    /// Whether north's reply to the next move ends the game (as the computer's often does): its
+    /// events are appended at once, so the view is ended before the client reads the stream.
+    reply_ends: bool,
 }
 
 #[derive(Clone)]
@@ -157,6 +160,55 @@ impl Fake {
             state.log[4] = event(5, moved(pb::Side::North, "c6", "c5", 3, ""));
         }
         fake
+    }
+
+    /// North's hidden piece (id 3) takes south's flag on B1, and the game ends with the reveal;
+    /// the view is the ended one at once.
+    fn reply_and_end(&self) {
+        use pb::game_event::Event as E;
+        let mut reply = moved(pb::Side::North, "C7", "B1", 3, "");
+        if let E::Moved(m) = &mut reply {
+            m.combat = Some(pb::CombatView {
+                defender_id: 2,
+                defender_piece: "F".into(),
+                attacker_survives: true,
+                defender_survives: false,
+                flag_captured: true,
+            });
+        }
+        let outcome = pb::Outcome {
+            winner: pb::Side::North as i32,
+            reason: pb::EndReason::FlagCaptured as i32,
+        };
+        let reveal = pb::EndReveal {
+            deployments: vec![],
+            starting_pieces: vec![
+                piece("A6", pb::Side::South, 1, "9"),
+                piece("B1", pb::Side::South, 2, "F"),
+                piece("C8", pb::Side::North, 3, "8"),
+                piece("D12", pb::Side::North, 4, "F"),
+            ],
+        };
+        {
+            let mut state = self.state.lock().unwrap();
+            state.view.phase = pb::Phase::Ended as i32;
+            state.view.to_move = pb::Side::Unspecified as i32;
+            state.view.outcome = Some(outcome);
+            state.view.reveal = Some(reveal.clone());
+            state.view.pieces.retain(|p| p.square != "B1");
+            for p in &mut state.view.pieces {
+                if p.id == 3 {
+                    p.square = "B1".into();
+                    p.piece = "8".into();
+                }
+            }
+        }
+        self.append(reply);
+        self.append(E::Ended(pb::GameEnded {
+            outcome: Some(outcome),
+            pieces: vec![],
+            reveal: Some(reveal),
+        }));
     }
 
     /// Appends an event as the referee would, and tells live subscribers.
@@ -342,8 +394,9 @@ impl PlayerService for Fake {
 
     async fn list_my_games(
         &self,
-        _: Request<pb::ListMyGamesRequest>,
+        request: Request<pb::ListMyGamesRequest>,
     ) -> Result<Response<pb::ListMyGamesResponse>, Status> {
+        check_token(&request)?;
         Ok(Response::new(pb::ListMyGamesResponse::default()))
     }
 
@@ -390,6 +443,15 @@ impl PlayerService for Fake {
             if expected != Some(state.view.version) {
                 return Err(Status::aborted("the game is at another version"));
             }
+            // A lone cell of a Gunjin Shogi HQ is no square for the engine (the HQ is one node).
+            if state.view.rules.starts_with("gunjin")
+                && ["D1", "E1", "D8", "E8"].contains(&mv.to.to_ascii_uppercase().as_str())
+            {
+                return Err(Status::invalid_argument(format!(
+                    "{:?} is not a square of the board",
+                    mv.to
+                )));
+            }
             // Squares as the real gateway reads them: in any case.
             let Some(p) = state
                 .view
@@ -403,8 +465,13 @@ impl PlayerService for Fake {
             let (id, code) = (p.id, p.piece.clone());
             state.view.plies += 1;
             state.view.to_move = pb::Side::North as i32;
+            let reply_ends = state.reply_ends;
             drop(state);
-            self.append(moved(pb::Side::South, &mv.from, &mv.to, id, &code))
+            let ev = self.append(moved(pb::Side::South, &mv.from, &mv.to, id, &code));
+            if reply_ends {
+                self.reply_and_end();
+            }
+            ev
         };
         Ok(Response::new(pb::PlayResponse {
             result: Some(pb::ActionResult {
@@ -548,6 +615,12 @@ impl Outages {
     }
 }
 
+/// The countdown of the board's status line (`your move: 28 s left`).
+fn seconds_left(text: &str) -> Option<u64> {
+    let before = text.split(" s left").next()?;
+    before.rsplit(' ').next()?.parse().ok()
+}
+
 /// The client as a process (a terminal of `common`), against the fake gateway.
 struct Player;
 
@@ -571,7 +644,7 @@ async fn plays_a_move_follows_the_stream_and_prints_refusals() {
     // The board, from GetGame, with the own 9 and the opponent hidden.
     let first = player.wait_for("type `help` for the commands.");
     assert!(first.contains("south: alice (you)"), "{first}");
-    assert!(first.contains("to move: south (you)"), "{first}");
+    assert!(first.contains("your move, no clock"), "{first}");
     assert!(first.contains("  6   9"), "{first}");
     // The history (through a Reconnect) is absorbed quietly, telling the last move once.
     let caught_up = player.wait_for("last move: north ? C8-C7");
@@ -587,19 +660,19 @@ async fn plays_a_move_follows_the_stream_and_prints_refusals() {
     player.send("a6 a7");
     let after = player.wait_for("#6 moved: south (you) 9 A6-A7");
     assert!(!after.contains("error"), "{after}");
-    let board = player.wait_for("waiting for north to move");
+    let board = player.wait_for("last move: south (you) 9 A6-A7");
     assert!(
         board.contains("  7   9"),
         "the 9 stands on A7 now:\n{board}"
     );
-    assert!(board.contains("last move: south (you) 9 A6-A7"), "{board}");
+    assert!(board.contains("waiting for north to move"), "{board}");
 
     // A live event from the stream is told and the board redrawn.
     fake.append(pb::game_event::Event::DrawOffered(pb::DrawOffered {
         side: pb::Side::North as i32,
     }));
     player.wait_for("#7 north offers a draw");
-    player.wait_for("version 7");
+    player.wait_for("v7 hidden-front");
 
     player.send("resign");
     player.wait_for("error: you may not resign in this test");
@@ -641,7 +714,7 @@ async fn plays_gunjin_shogi_with_the_hq_as_one_square() {
     .await
     .unwrap();
     let first = player.wait_for("type `help` for the commands.");
-    assert!(first.contains("wall: gates a4/c4 to a5/c5"), "{first}");
+    assert!(first.contains("||   ====   ||    wall"), "{first}");
     assert!(first.contains("  2   .     .     .    GEN"), "{first}");
     assert!(
         first.contains("[ ?  ][  = ]"),
@@ -649,7 +722,8 @@ async fn plays_gunjin_shogi_with_the_hq_as_one_square() {
     );
     player.wait_for("last move: north ? c6-c5");
 
-    player.send("d2 d1+e1");
+    // One cell of the HQ, as the board labels it: sent as the HQ's one square.
+    player.send("d2 e1");
     player.wait_for("#6 moved: south (you) GEN D2-D1+E1");
     let board = player.wait_for("waiting for north to move");
     assert!(
@@ -695,9 +769,10 @@ async fn a_refused_token_fails_with_a_hint() {
     .await
     .unwrap();
     assert!(
-        stderr.contains("cannot open game \"g1\": token not accepted"),
+        stderr.contains("the token was refused by the gateway at http://127.0.0.1:"),
         "{stderr}"
     );
+    assert!(stderr.contains("token not accepted"), "{stderr}");
     assert!(stderr.contains("hidden-front token --player"), "{stderr}");
 }
 
@@ -850,16 +925,19 @@ async fn the_countdown_runs_on_the_server_clock() {
     .await
     .unwrap();
     let first = player.wait_for("type `help` for the commands.");
-    assert!(
-        first.contains("this machine's clock is 3600.0 s behind the server's"),
-        "{first}"
-    );
-    let left: u64 = first
-        .split("to move, ")
+    // The stub's time was read when the test started; the client measures it a moment later
+    // (a process start on a loaded machine), so it may find the server up to a second less ahead.
+    let behind: f64 = first
+        .split("this machine's clock is ")
         .nth(1)
-        .and_then(|rest| rest.split(" s left").next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("a countdown: {first}"));
+        .and_then(|rest| rest.split(" s behind the server's").next())
+        .and_then(|seconds| seconds.parse().ok())
+        .unwrap_or_else(|| panic!("no clock offset line: {first}"));
+    assert!(
+        (3599.0..=3600.1).contains(&behind),
+        "{behind} s behind: {first}"
+    );
+    let left = seconds_left(&first).unwrap_or_else(|| panic!("a countdown: {first}"));
     assert!((20..=31).contains(&left), "{left} s left:\n{first}");
     let request = requests.recv().await.unwrap();
     assert!(
@@ -883,8 +961,7 @@ async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
     })
     .await
     .unwrap();
-    let before = player.wait_for("your move");
-    assert!(before.contains("no move clock"), "{before}");
+    player.wait_for("your move, no clock");
     player.wait_for("last move: north ? C8-C7");
 
     // The gateway dies: the player is told once that the connection is lost.
@@ -921,12 +998,8 @@ async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
         "the outage is told once, not at every attempt:\n{lost}{restored}"
     );
     // Then the board again, from a fresh view: the server's clock, not the stale one.
-    let board = player.wait_for("your move");
-    let left: u64 = board
-        .split("to move, ")
-        .nth(1)
-        .and_then(|rest| rest.split(" s left").next())
-        .and_then(|n| n.parse().ok())
+    let board = player.wait_for(" s left (`moves` lists them)");
+    let left = seconds_left(&board)
         .unwrap_or_else(|| panic!("a countdown after the reconnection: {board}"));
     assert!((580..=600).contains(&left), "{left} s left:\n{board}");
 
@@ -1008,4 +1081,104 @@ async fn a_wait_in_the_lobby_survives_an_outage_and_says_so() {
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reply_that_ends_the_game_is_told_before_the_end() {
+    let fake = Fake::new();
+    fake.state.lock().unwrap().reply_ends = true;
+    let url = serve(fake.clone()).await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    player.wait_for("last move: north ? C8-C7");
+    player.send("a6 a7");
+    // The view is ended before the stream is read: the client still tells north's reply and
+    // its fight, then the end, then the final board naming the kinds the end revealed.
+    let end = player.wait_for("the game is over.");
+    let own = end.find("#6 moved: south (you) 9 A6-A7").expect(&end);
+    let reply = end
+        .find("#7 moved: north ? C7-B1 attacked F: attacker survived, defender removed")
+        .unwrap_or_else(|| panic!("the ending move is told:\n{end}"));
+    let over = end
+        .find("#8 game over: north wins (flag captured) - you lose")
+        .unwrap_or_else(|| panic!("the end is told:\n{end}"));
+    assert!(own < reply && reply < over, "{end}");
+    let board = &end[over..];
+    assert!(
+        board.contains("last move: north 8 C7-B1 attacked F: attacker survived, defender removed"),
+        "the final board names the revealed attacker:\n{board}"
+    );
+    assert!(
+        board.contains("result: north wins (flag captured) - you lose"),
+        "{board}"
+    );
+    assert_eq!(
+        end.matches("game over").count(),
+        1,
+        "the end is told once:\n{end}"
+    );
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_token_is_told_before_the_lobby_opens() {
+    let url = serve(Fake::new()).await;
+    let stderr = tokio::task::spawn_blocking(move || {
+        play_fails(&["--gateway", &url, "--token", "garbage"], &[])
+    })
+    .await
+    .unwrap();
+    assert!(
+        stderr.contains("the token was refused by the gateway at http://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hidden-front token --player NAME"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_address_that_answers_http_is_named_as_the_wrong_port() {
+    // The gateway's HTTP port (the page, guest sign-in) where its gRPC port belongs.
+    let (http, _requests) = guest_stub("404 Not Found", "not found").await;
+    let stderr = tokio::task::spawn_blocking(move || {
+        play_fails(&["--gateway", &http, "--token", TOKEN], &[])
+    })
+    .await
+    .unwrap();
+    assert!(stderr.contains("answers HTTP, not gRPC"), "{stderr}");
+    assert!(
+        stderr
+            .contains("use the gRPC port with --gateway / HF_GATEWAY, e.g. http://127.0.0.1:50051"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("invalid compression flag:"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_sign_in_at_the_grpc_port_is_named_as_the_wrong_port() {
+    let grpc = serve(Fake::new()).await;
+    let stderr = tokio::task::spawn_blocking({
+        let grpc = grpc.clone();
+        move || play_fails(&["--gateway", &grpc, "--guest", "--http", &grpc], &[])
+    })
+    .await
+    .unwrap();
+    assert!(
+        stderr.contains(&format!("{grpc} does not answer HTTP/1.1")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "it looks like the gateway's gRPC port; --http takes the gateway's HTTP port"
+        ),
+        "{stderr}"
+    );
 }

@@ -210,3 +210,28 @@ fn links_name_their_game() {
     assert_eq!(game_of_link("http://h:8080/game/abc/"), "abc");
     assert_eq!(game_of_link("https://h/watch/abc#frag"), "abc");
 }
+
+#[test]
+fn a_gunjin_hq_cell_is_read_as_the_hq() {
+    use hidden_front::play::commands::node_name;
+    // Either cell, in any case, or both joined: the engine's one HQ node.
+    for typed in ["d8", "D8", "e8", "E8"] {
+        assert_eq!(node_name("gunjin-shogi", typed), "D8+E8", "{typed}");
+    }
+    assert_eq!(node_name("gunjin-shogi+y-gates", "e1"), "D1+E1");
+    assert_eq!(node_name("gunjin-shogi", "D8+E8"), "D8+E8");
+    // The small edition's HQ lies on c and d.
+    assert_eq!(node_name("gunjin-shogi+23-pieces", "c1"), "C1+D1");
+    assert_eq!(node_name("gunjin-shogi+23-pieces", "D8"), "C8+D8");
+    assert_eq!(node_name("gunjin-shogi+23-pieces", "E8"), "E8");
+    // Other squares, and Junqi's HQs (single nodes), pass as typed.
+    for (rules, typed) in [
+        ("gunjin-shogi", "D7"),
+        ("gunjin-shogi", "C8"),
+        ("gunjin-shogi", "F1"),
+        ("hidden-front", "D1"),
+        ("hidden-front", "B12"),
+    ] {
+        assert_eq!(node_name(rules, typed), typed, "{rules} {typed}");
+    }
+}

@@ -20,8 +20,8 @@ const CAMPS: [&str; 10] = ["B3", "D3", "C4", "B5", "D5", "B8", "D8", "C9", "B10"
 /// Headquarters: the flags' homes, where a piece freezes.
 const HQS: [&str; 4] = ["B1", "D1", "B12", "D12"];
 
-/// The symbols of the Junqi drawing, printed under every board.
-pub const JUNQI_SYMBOLS: &str = "legend: ═ ║ railway  - | \\ / road  ( ) camp  [ ] HQ  ^^^ mountain  . empty  ? hidden  * opponent's piece revealed  (`legend`: the pieces)";
+/// The symbols of the Junqi drawing, printed by `legend` (two lines within 80 columns).
+pub const JUNQI_SYMBOLS: &str = "legend: ═ ║ railway  - | \\ / road  ( ) camp  [ ] HQ  ^^^ mountain\n  . empty  ? hidden  * opponent's piece shown";
 
 /// How two neighbouring nodes are joined, as the drawing shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,10 +103,12 @@ enum NodeKind {
 
 /// The last move as the player saw it, kept by the client from the `Moved` event because a
 /// `GameView` holds only the position, not how it came about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LastMove {
     /// Who moved.
     pub side: pb::Side,
+    /// The mover's public id, so its kind can be named from the end's reveal.
+    pub piece_id: u32,
     /// The square moved from, as the server named it.
     pub from: String,
     /// The square moved to.
@@ -118,8 +120,10 @@ pub struct LastMove {
 }
 
 /// A fight as the player saw it: who survived, and the defender's code where known.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Combat {
+    /// The defender's public id, so its kind can be named from the end's reveal.
+    pub defender_id: u32,
     /// The defender's code, empty where the viewer may not know it.
     pub defender_piece: String,
     /// Whether the attacker survived (and moved in).
@@ -135,16 +139,49 @@ impl LastMove {
         let mv = moved.r#move.as_ref()?;
         Some(LastMove {
             side: moved.side(),
+            piece_id: moved.piece_id,
             from: mv.from.clone(),
             to: mv.to.clone(),
             piece: moved.piece.clone(),
             combat: moved.combat.as_ref().map(|c| Combat {
+                defender_id: c.defender_id,
                 defender_piece: c.defender_piece.clone(),
                 attacker_survives: c.attacker_survives,
                 defender_survives: c.defender_survives,
             }),
         })
     }
+}
+
+/// The last move with every kind the end revealed: once a game is over, `reveal` lists every
+/// piece of the game by public id, so a move told as `north ? A8-A7 attacked ?` while hidden is
+/// described with both kinds afterwards. A code is taken only from a piece of the right side, and
+/// one already known is kept, so a reveal that does not fit leaves the move as it was told.
+pub fn with_revealed_kinds(last: &LastMove, reveal: Option<&pb::EndReveal>) -> LastMove {
+    let mut out = last.clone();
+    let Some(reveal) = reveal else {
+        return out;
+    };
+    let kind = |id: u32, side: pb::Side| {
+        reveal
+            .starting_pieces
+            .iter()
+            .find(|p| p.id == id && p.side() == side && !p.piece.trim().is_empty())
+            .map(|p| p.piece.clone())
+    };
+    if out.piece.trim().is_empty()
+        && let Some(code) = kind(out.piece_id, out.side)
+    {
+        out.piece = code;
+    }
+    let defender = opposite(out.side);
+    if let Some(c) = out.combat.as_mut()
+        && c.defender_piece.trim().is_empty()
+        && let Some(code) = kind(c.defender_id, defender)
+    {
+        c.defender_piece = code;
+    }
+    out
 }
 
 /// The seat a viewer plays, if any (a spectator has none).
@@ -211,6 +248,12 @@ struct Drawn {
 /// so they cannot be mistaken for the viewer's own. Camps are framed `( )`, HQs `[ ]`; railways
 /// are drawn `═` / `║`, roads `-` / `|` and the camps' diagonals `\` / `/`. The clocks are read
 /// at the server's time now as this client knows it; [`render_at`] takes the time instead.
+///
+/// The picture is drawn again after every event, so it is kept to one 80 x 24 screen (Junqi: a
+/// header, 12 rows of nodes, 9 rows of links and 2 of status, 24 in all; Gunjin Shogi: 12), or
+/// the opponent's half would scroll off: the seats, time control, counters, timeouts and
+/// presence stand in a panel beside the rows, the symbols are printed by `legend` only, and the
+/// link rows 1-2 and 11-12 (a road in every column, nothing else) are left out.
 pub fn render(view: &pb::GameView, last: Option<&LastMove>) -> String {
     render_at(view, last, super::clock::server_now_unix_millis())
 }
@@ -251,8 +294,8 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
         .trim_end()
         .to_string();
 
-    let _ = writeln!(out, "{}", seat_line(view, top, me));
-    let _ = writeln!(out, "{header}");
+    let mut lines = vec![header_line(&header, view)];
+    let mut node_lines = Vec::new();
     for (i, &row) in rows.iter().enumerate() {
         let mut line = format!("{row:>3} ");
         for (j, &col) in cols.iter().enumerate() {
@@ -266,10 +309,16 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
                 });
             }
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        node_lines.push(lines.len());
+        lines.push(line.trim_end().to_string());
         let Some(&below) = rows.get(i + 1) else {
             continue;
         };
+        // Between the HQ row and the row before it every column is a road and nothing else:
+        // that line is left out (the legend says so), so the board fits a 24-row terminal.
+        if i == 0 || i + 2 == rows.len() {
+            continue;
+        }
         // The links between this row and the next one down: straight ones under each node, the
         // camps' diagonals in the gaps between columns.
         let mut between = vec![' '; width];
@@ -301,17 +350,33 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
         }
         let between: String = between.into_iter().collect();
         if front {
-            let _ = writeln!(out, "{}   front line: cross at A, C, E", between.trim_end());
+            lines.push(format!(
+                "{}   front line: cross at A, C, E",
+                between.trim_end()
+            ));
         } else {
-            let _ = writeln!(out, "{}", between.trim_end());
+            lines.push(between.trim_end().to_string());
         }
     }
-    let _ = writeln!(out, "{header}");
-    let _ = writeln!(out, "{}", seat_line(view, bottom, me));
-    if !off_board.is_empty() {
-        let _ = writeln!(out, "not on this board: {}", off_board.join(" "));
+    with_panel(
+        &mut lines,
+        &node_lines,
+        width,
+        panel(view, top, bottom, me, now_ms),
+    );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "{JUNQI_SYMBOLS}");
+    if !off_board.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            fit(
+                &format!("not on this board: {}", off_board.join(" ")),
+                WIDTH
+            )
+        );
+    }
     status(&mut out, view, last, me, now_ms);
     out
 }
@@ -471,8 +536,9 @@ fn render_gunjin(
         let _ = write!(header, "   {}  ", char::from(b'a' + f));
     }
     let header = header.trim_end().to_string();
-    let _ = writeln!(out, "{}", seat_line(view, top, me));
-    let _ = writeln!(out, "{header}");
+    let width = 4 + 6 * files.len();
+    let mut lines = vec![header_line(&header, view)];
+    let mut node_lines = Vec::new();
     for (i, &rank) in ranks.iter().enumerate() {
         let mut line = format!("{rank:>3} ");
         for &file in &files {
@@ -492,7 +558,8 @@ fn render_gunjin(
             };
             let _ = write!(line, "{open}{body}{close}");
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        node_lines.push(lines.len());
+        lines.push(line.trim_end().to_string());
         if i == 3 {
             let mut wall = String::from("    ");
             for &file in &files {
@@ -504,37 +571,174 @@ fn render_gunjin(
                     (false, false) => " ==== ",
                 });
             }
-            let _ = writeln!(out, "{}   wall: gates {}", wall.trim_end(), board.gates);
+            // The gates in words are in `legend`: beside the wall they would pass 80 columns.
+            lines.push(format!("{:<width$}  wall", wall.trim_end()));
         }
     }
-    let _ = writeln!(out, "{header}");
-    let _ = writeln!(out, "{}", seat_line(view, bottom, me));
-    if !off_board.is_empty() {
-        let _ = writeln!(out, "not on this board: {}", off_board.join(" "));
-    }
-    let _ = writeln!(
-        out,
-        "legend: [ ] HQ (two cells, one square: {0}1+{1}1 / {0}8+{1}8)  ==== wall  || gate  ++ gate (one side)  . empty  ? hidden  * opponent's piece revealed  (`legend`: the pieces)",
-        char::from(b'a' + board.hq_file),
-        char::from(b'a' + board.hq_file + 1)
+    with_panel(
+        &mut lines,
+        &node_lines,
+        width,
+        panel(view, top, bottom, me, now_ms),
     );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    if !off_board.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            fit(
+                &format!("not on this board: {}", off_board.join(" ")),
+                WIDTH
+            )
+        );
+    }
     status(&mut out, view, last, me, now_ms);
     out
 }
 
+/// The terminal width the drawing keeps to: every line of the board and its status fits 80
+/// columns, so nothing wraps in a default terminal (a wrapped line pushes the opponent's half off
+/// the top of a 24-row screen).
+pub const WIDTH: usize = 80;
+
+/// `text` cut to at most `width` characters (the last one then `…`), so a long name or rule set
+/// from the server cannot push a line past the terminal's width.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The column letters, with the game's version (`v17`) and rule set beside them (the board's first
+/// line: no line of its own is spent on them).
+fn header_line(header: &str, view: &pb::GameView) -> String {
+    let rules = if view.rules.is_empty() {
+        "?".to_string()
+    } else {
+        printable(&view.rules)
+    };
+    let text = format!("{header}   v{} {rules}", view.version);
+    fit(&text, WIDTH)
+}
+
+/// Puts the side panel beside the board: `entries[k]` to the right of the `k`-th node row, the
+/// last entry (the seat at the bottom) beside the last node row, each cut to what is left of the
+/// 80 columns. Entries that find no row are dropped (the `clock` command tells all of them).
+fn with_panel(lines: &mut [String], node_lines: &[usize], width: usize, mut entries: Vec<String>) {
+    let Some(bottom_seat) = entries.pop() else {
+        return;
+    };
+    let Some((&last, rows)) = node_lines.split_last() else {
+        return;
+    };
+    let room = WIDTH.saturating_sub(width + 2);
+    let mut place = |at: usize, entry: &str| {
+        let line = &mut lines[at];
+        let pad = (width + 2).saturating_sub(line.chars().count());
+        line.extend(std::iter::repeat_n(' ', pad));
+        line.push_str(&fit(entry, room));
+    };
+    for (&at, entry) in rows.iter().zip(&entries) {
+        place(at, entry);
+    }
+    place(last, &bottom_seat);
+}
+
 /// Who sits on `side`, marked `(you)` for the viewer.
-fn seat_line(view: &pb::GameView, side: pb::Side, me: Option<pb::Side>) -> String {
+fn seat_text(view: &pb::GameView, side: pb::Side, me: Option<pb::Side>) -> String {
     let name = match side {
         pb::Side::North => view.north_player.as_str(),
         _ => view.south_player.as_str(),
     };
     let name = if name.is_empty() {
-        "(empty seat)"
+        "(empty seat)".to_string()
     } else {
-        name
+        printable(name)
     };
     let you = if me == Some(side) { " (you)" } else { "" };
-    format!("    {}: {name}{you}", side_name(side))
+    format!("{}: {name}{you}", side_name(side))
+}
+
+/// The side panel, top to bottom: the seat at the top, the time control, the counters, the
+/// timeouts and presence, and last the seat at the bottom (which [`with_panel`] puts beside the
+/// last row, next to its player's own half).
+fn panel(
+    view: &pb::GameView,
+    top: pb::Side,
+    bottom: pb::Side,
+    me: Option<pb::Side>,
+    now_ms: u64,
+) -> Vec<String> {
+    let mut entries = vec![seat_text(view, top, me)];
+    if let Some(tc) = &view.time_control {
+        entries.push(format!(
+            "{}: {}/{}/{} s",
+            if tc.name.is_empty() {
+                "time".to_string()
+            } else {
+                printable(&tc.name)
+            },
+            tc.deployment_seconds,
+            tc.move_seconds,
+            tc.reconnect_seconds
+        ));
+    }
+    if matches!(view.phase(), pb::Phase::Play | pb::Phase::Ended) {
+        entries.push(format!(
+            "plies {}, {} without combat",
+            view.plies, view.plies_without_combat
+        ));
+    }
+    if view.phase() == pb::Phase::Play {
+        let limit =
+            hidden_front_rules::Rules::parse(&view.rules).map_or(3, |r| r.timeouts_to_forfeit);
+        entries.push(format!(
+            "timeouts: S {}, N {} of {limit}",
+            view.south_timeouts, view.north_timeouts
+        ));
+    }
+    if matches!(view.phase(), pb::Phase::Play | pb::Phase::Deployment) {
+        let away = |side: pb::Side| {
+            let (connected, until) = match side {
+                pb::Side::North => (view.north_connected, view.north_away_deadline_unix_millis),
+                _ => (view.south_connected, view.south_away_deadline_unix_millis),
+            };
+            match (connected, until) {
+                (true, _) => None,
+                (false, 0) => Some("away".to_string()),
+                (false, until) => Some(format!(
+                    "away: {} s",
+                    super::clock::seconds_left(until, now_ms)
+                )),
+            }
+        };
+        entries.push(match me {
+            Some(side) => match away(opposite(side)) {
+                None => "opponent connected".to_string(),
+                Some(text) => format!("opponent {text}"),
+            },
+            None => match (away(pb::Side::South), away(pb::Side::North)) {
+                (None, None) => "both connected".to_string(),
+                (south, north) => {
+                    let mut parts = Vec::new();
+                    if let Some(t) = south {
+                        parts.push(format!("south {t}"));
+                    }
+                    if let Some(t) = north {
+                        parts.push(format!("north {t}"));
+                    }
+                    parts.join(", ")
+                }
+            },
+        });
+    }
+    entries.push(seat_text(view, bottom, me));
+    entries
 }
 
 /// The pieces to draw by square, and the ones whose square is not on this board (listed rather
@@ -607,7 +811,10 @@ fn cell(sq: Square, piece: Option<Drawn>, top: pb::Side, spectator: bool) -> Str
     format!("{open} {glyph}{mark}{close}")
 }
 
-/// The lines under the board: phase, turn, counters, draw offer, last move, outcome.
+/// The status under the board, at most two lines of at most 80 columns (the side panel holds
+/// the rest): first what happens now (whose move and its countdown with a hint of what to type,
+/// a draw offer; the deployment's state; or the result), then the last move, or in deployment
+/// what to do. After the end the last move names every kind the end revealed.
 fn status(
     out: &mut String,
     view: &pb::GameView,
@@ -622,34 +829,20 @@ fn status(
             side_name(side).to_string()
         }
     };
-    let _ = writeln!(
-        out,
-        "game {}  version {}  rules {}",
-        printable(&view.game_id),
-        view.version,
-        if view.rules.is_empty() {
-            "?".to_string()
+    let deadline = view.turn_deadline_unix_millis;
+    let left = |what: &str| -> String {
+        if deadline == 0 {
+            format!("{what}, no clock")
         } else {
-            printable(&view.rules)
+            format!(
+                "{what}, {} s left",
+                super::clock::seconds_left(deadline, now_ms)
+            )
         }
-    );
-    if let Some(tc) = &view.time_control {
-        let _ = writeln!(
-            out,
-            "time control: {}: {} s to deploy, {} s a move, {} s to come back",
-            if tc.name.is_empty() {
-                "?".to_string()
-            } else {
-                printable(&tc.name)
-            },
-            tc.deployment_seconds,
-            tc.move_seconds,
-            tc.reconnect_seconds
-        );
-    }
-    match view.phase() {
+    };
+    let (first, second) = match view.phase() {
         pb::Phase::Deployment => {
-            let confirmed = |side: pb::Side| {
+            let state = |side: pb::Side| {
                 let done = match side {
                     pb::Side::North => view.north_confirmed,
                     _ => view.south_confirmed,
@@ -660,66 +853,76 @@ fn status(
                     if done { "confirmed" } else { "not confirmed" }
                 )
             };
-            let _ = writeln!(
-                out,
-                "phase: deployment  {}, {}",
-                confirmed(pb::Side::South),
-                confirmed(pb::Side::North)
+            let first = format!(
+                "{}: {}, {}",
+                left("deployment"),
+                state(pb::Side::South),
+                state(pb::Side::North)
             );
             let own_confirmed = match me {
                 Some(pb::Side::South) => Some(view.south_confirmed),
                 Some(pb::Side::North) => Some(view.north_confirmed),
                 _ => None,
             };
-            match own_confirmed {
+            let second = match own_confirmed {
                 Some(false) => {
-                    let _ = writeln!(out, "arrange your half: swap A1 B2 | shuffle | confirm");
+                    Some("arrange your half: swap A1 B2 | shuffle | confirm".to_string())
                 }
-                Some(true) => {
-                    let _ = writeln!(out, "waiting for the other side to confirm");
+                Some(true) => Some("waiting for the other side to confirm".to_string()),
+                None => None,
+            };
+            (first, second)
+        }
+        phase => {
+            let mut first = match (phase, me) {
+                (pb::Phase::Ended, _) => {
+                    format!("result: {}", describe_outcome(view.outcome.as_ref(), me))
                 }
-                None => {}
+                (pb::Phase::Play, Some(side)) if view.to_move() == side => {
+                    if deadline == 0 {
+                        "your move, no clock (`moves` lists them)".to_string()
+                    } else {
+                        format!(
+                            "your move: {} s left (`moves` lists them)",
+                            super::clock::seconds_left(deadline, now_ms)
+                        )
+                    }
+                }
+                (pb::Phase::Play, Some(_)) => left(&format!(
+                    "waiting for {} to move",
+                    side_name(view.to_move())
+                )),
+                (pb::Phase::Play, None) => left(&format!("{} to move", side_name(view.to_move()))),
+                _ => "phase: ?".to_string(),
+            };
+            if phase == pb::Phase::Play {
+                match view.draw_offer() {
+                    pb::Side::Unspecified => {}
+                    side if me == Some(side) => first.push_str("; your draw offer waits"),
+                    side if me.is_some() => {
+                        let _ = write!(first, "; {} offers a draw (accept/decline)", who(side));
+                    }
+                    side => {
+                        let _ = write!(first, "; {} offers a draw", who(side));
+                    }
+                }
             }
-            for line in super::clock::clock_lines(view, now_ms) {
-                let _ = writeln!(out, "{line}");
-            }
-            // Counters, offers and moves only start with play.
-            return;
+            let second = last.map(|last| {
+                let last = with_revealed_kinds(last, view.reveal.as_ref());
+                let text = format!("last move: {}", describe_move(&last, me));
+                // A long fight on Gunjin Shogi's HQ squares: the short prefix keeps it whole.
+                if text.chars().count() > WIDTH {
+                    format!("last: {}", describe_move(&last, me))
+                } else {
+                    text
+                }
+            });
+            (first, second)
         }
-        pb::Phase::Play => {
-            let _ = writeln!(out, "phase: play  to move: {}", who(view.to_move()));
-        }
-        pb::Phase::Ended => {
-            let _ = writeln!(out, "phase: ended");
-        }
-        pb::Phase::Unspecified => {
-            let _ = writeln!(out, "phase: ?");
-        }
-    }
-    let _ = writeln!(
-        out,
-        "plies: {}  without combat: {}",
-        view.plies, view.plies_without_combat
-    );
-    for line in super::clock::clock_lines(view, now_ms) {
-        let _ = writeln!(out, "{line}");
-    }
-    let offer = match view.draw_offer() {
-        pb::Side::Unspecified => "none".to_string(),
-        side if me == Some(side) => "yours, waiting for an answer".to_string(),
-        side if me.is_some() => format!("from {}: accept or decline", who(side)),
-        side => format!("from {}", who(side)),
     };
-    let _ = writeln!(out, "draw offer: {offer}");
-    if let Some(last) = last {
-        let _ = writeln!(out, "last move: {}", describe_move(last, me));
-    }
-    if view.phase() == pb::Phase::Ended || view.outcome.is_some() {
-        let _ = writeln!(
-            out,
-            "result: {}",
-            describe_outcome(view.outcome.as_ref(), me)
-        );
+    let _ = writeln!(out, "{}", fit(&first, WIDTH));
+    if let Some(second) = second {
+        let _ = writeln!(out, "{}", fit(&second, WIDTH));
     }
 }
 

@@ -417,3 +417,26 @@ pub fn game_of_link(text: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// The engine's name for a square the player typed, under the game's `rules`: in Gunjin Shogi
+/// the two-cell HQ is one node named by both cells (`D8+E8`), while the board labels each cell
+/// and a player naturally types one of them (`d8` or `e8`); either cell, in any case, becomes the
+/// HQ's name so the referee does not refuse a square the drawing showed. Every other word is
+/// passed on as typed (the referee judges it).
+pub fn node_name(rules: &str, square: &str) -> String {
+    let Some(board) = super::board::GunjinBoard::of_rules(rules) else {
+        return square.to_string();
+    };
+    let lower = square.trim().to_ascii_lowercase();
+    let b = lower.as_bytes();
+    if b.len() != 2 || !b[0].is_ascii_lowercase() || !(b[1] == b'1' || b[1] == b'8') {
+        return square.to_string();
+    }
+    let (file, rank) = (b[0] - b'a', char::from(b[1]));
+    if file != board.hq_file && file != board.hq_file + 1 {
+        return square.to_string();
+    }
+    let west = char::from(b'A' + board.hq_file);
+    let east = char::from(b'A' + board.hq_file + 1);
+    format!("{west}{rank}+{east}{rank}")
+}

@@ -140,10 +140,19 @@ async fn call(http: &str, method: hyper::Method, path: &str) -> anyhow::Result<(
         .with_context(|| {
             format!("cannot reach the gateway's HTTP port at {http} (is it running? see --http / HF_HTTP)")
         })?;
+    // A gRPC port (HTTP/2 only) answers an HTTP/1.1 request with HTTP/2 frames, which hyper
+    // reports as "received unexpected message from connection": say which port was meant.
+    let not_http = |e: &dyn std::fmt::Display| {
+        anyhow!(
+            "{http} does not answer HTTP/1.1 ({e}): it looks like the gateway's gRPC port; --http \
+             takes the gateway's HTTP port (the page's address), e.g. http://127.0.0.1:8080, and \
+             the gRPC port goes to --gateway"
+        )
+    };
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
-            .context("the HTTP handshake with the gateway failed")?;
+            .map_err(|e| not_http(&e))?;
     let driver = tokio::spawn(connection);
     let request = hyper::Request::builder()
         .method(method.clone())
@@ -152,10 +161,11 @@ async fn call(http: &str, method: hyper::Method, path: &str) -> anyhow::Result<(
         .header(hyper::header::ACCEPT, "application/json")
         .body(Empty::<Bytes>::new())
         .context("building the request")?;
-    let response = sender
-        .send_request(request)
-        .await
-        .with_context(|| format!("{method} {http}{path} failed"))?;
+    let response = match sender.send_request(request).await {
+        Ok(response) => response,
+        Err(e) if e.is_parse() || speaks_http2(http).await => return Err(not_http(&e)),
+        Err(e) => bail!("{method} {http}{path} failed: {e}"),
+    };
     let status = response.status().as_u16();
     let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
         .collect()
@@ -164,4 +174,52 @@ async fn call(http: &str, method: hyper::Method, path: &str) -> anyhow::Result<(
         .to_bytes();
     driver.abort();
     Ok((status, body))
+}
+
+/// Whether `address` answers a plain HTTP/1.1 request with an HTTP/2 frame (a SETTINGS or
+/// GOAWAY frame, as a gRPC server does to a request that is not HTTP/2): how the client tells
+/// that `--http` names the gateway's gRPC port, which hyper only reports as a cancelled request
+/// or an unexpected message. Bounded by two seconds; false on any failure.
+pub async fn speaks_http2(address: &str) -> bool {
+    matches!(first_bytes(address).await, Some(head) if head.len() >= 9 && matches!(head[3], 0x04 | 0x07))
+}
+
+/// Whether `address` answers a plain HTTP/1.1 request with an HTTP/1 response (any status), which
+/// a gRPC port never does: how the client tells, after a gRPC call failed, that `--gateway`
+/// names the gateway's HTTP port. Bounded by two seconds; false on any failure.
+pub async fn speaks_http1(address: &str) -> bool {
+    matches!(first_bytes(address).await, Some(head) if head.starts_with(b"HTTP/1."))
+}
+
+/// The first bytes (up to 9, an HTTP/2 frame header) `address` answers to a plain HTTP/1.1
+/// `GET /readyz`, within two seconds; `None` when it cannot be asked.
+async fn first_bytes(address: &str) -> Option<Vec<u8>> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let probe = async {
+        let base: hyper::Uri = address.trim_end_matches('/').parse().ok()?;
+        let authority = base.authority()?.clone();
+        let port = authority.port_u16().unwrap_or(80);
+        let mut stream = tokio::net::TcpStream::connect((authority.host(), port))
+            .await
+            .ok()?;
+        let request = format!(
+            "GET /readyz HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+            authority.as_str()
+        );
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut head = vec![0u8; 9];
+        let mut read = 0;
+        while read < head.len() {
+            match stream.read(&mut head[read..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+        head.truncate(read);
+        Some(head)
+    };
+    tokio::time::timeout(Duration::from_secs(2), probe)
+        .await
+        .ok()
+        .flatten()
 }

@@ -92,6 +92,11 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// is restored.
 const CALL_ATTEMPTS: u32 = 3;
 
+/// How long the client waits, once a view says the game has ended, for the event stream to tell
+/// the events that ended it (the stream can trail the view by a round trip): long enough for any
+/// live gateway, short enough that a broken stream does not hold the end up.
+const END_CATCH_UP: Duration = Duration::from_secs(3);
+
 /// Runs the client: the game given, or the lobby; until the player quits or input ends (or, with
 /// `--game` / `--watch`, until that game ends).
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
@@ -114,6 +119,7 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         ),
     };
     let client = connect(&args.gateway, &token).await?;
+    check_gateway(&client, &args.gateway).await?;
     if let Some(offset) = guest::server_clock_offset(&args.http).await {
         clock::set_server_offset(offset);
         if offset.abs() >= 2_000 {
@@ -165,6 +171,7 @@ pub async fn play_game(
         say("the game is over.")?;
         return Ok(Left::Ended);
     }
+    say("`legend` explains the board's symbols and the pieces.")?;
     say(if in_lobby {
         "type `help` for the commands (`lobby` to go back to the lobby)."
     } else {
@@ -210,6 +217,24 @@ pub async fn play_game(
             }
         }
         if game.ended() {
+            // The board may have been fetched ended before the stream told how: typically the
+            // computer's reply ended the game right after the player's own move. Tell that move,
+            // its fight and the end from the stream first, then draw the final board once.
+            if !game.told_end && feed_open {
+                let deadline = tokio::time::Instant::now() + END_CATCH_UP;
+                while !game.told_end {
+                    match tokio::time::timeout_at(deadline, feed_rx.recv()).await {
+                        Ok(Some(item)) => {
+                            game.take_item(item)?;
+                        }
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
+            if game.end_undrawn {
+                game.end_undrawn = false;
+                game.draw()?;
+            }
             if !game.told_end {
                 // The board fetched after an earlier event was already the ended one.
                 say(&format!(
@@ -241,13 +266,79 @@ async fn connect(gateway: &str, token: &str) -> anyhow::Result<Client> {
         .http2_keep_alive_interval(Duration::from_secs(20))
         .keep_alive_timeout(Duration::from_secs(10))
         .keep_alive_while_idle(true);
-    let channel = endpoint.connect().await.with_context(|| {
-        format!("cannot reach the gateway at {gateway} (is it running? see --gateway / HF_GATEWAY)")
-    })?;
+    let channel = match endpoint.connect().await {
+        Ok(channel) => channel,
+        Err(e) if guest::speaks_http1(gateway).await => bail!(http_not_grpc(gateway, &e)),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot reach the gateway at {gateway} (is it running? see --gateway / HF_GATEWAY)"
+            )));
+        }
+    };
     Ok(PlayerServiceClient::with_interceptor(
         channel,
         Bearer(header),
     ))
+}
+
+/// What to say when `--gateway` answers plain HTTP: the gateway's HTTP port (the page, guest
+/// sign-in) was given where its gRPC port belongs, a mistake tonic itself reports only as a
+/// protocol error ("invalid compression flag") that names neither port.
+fn http_not_grpc(gateway: &str, error: &dyn std::fmt::Display) -> String {
+    format!(
+        "{gateway} answers HTTP, not gRPC: it looks like the gateway's HTTP port (the page); \
+         use the gRPC port with --gateway / HF_GATEWAY, e.g. http://127.0.0.1:50051 (the \
+         one-box default; the HTTP port goes to --http) [{error}]"
+    )
+}
+
+/// Whether a refusal looks like no gRPC server answered at all (an answer without a
+/// `grpc-status`, undecodable frames, a broken HTTP/2 exchange) rather than a gateway's verdict.
+fn not_grpc_answer(status: &Status) -> bool {
+    let message = status.message();
+    message.contains("protocol error")
+        || message.contains("grpc-status header missing")
+        || message.contains("invalid compression flag")
+        || matches!(status.code(), Code::Unknown | Code::Internal)
+}
+
+/// The one cheap call at start that proves the address speaks the player API and accepts the
+/// token (`ListMyGames`, active games only), so a wrong port or a bad token is told now, in
+/// words, instead of at the first command, after the lobby or the board has opened. Every
+/// failure ends the client with a message naming what is wrong and what to pass instead.
+async fn check_gateway(client: &Client, gateway: &str) -> anyhow::Result<()> {
+    let mut client = client.clone();
+    let answer = within(client.list_my_games(pb::ListMyGamesRequest { active_only: true })).await;
+    let Err(status) = answer else {
+        return Ok(());
+    };
+    match status.code() {
+        Code::Unauthenticated => bail!(
+            "the token was refused by the gateway at {gateway}: {} (get a token with \
+             `hidden-front token --player NAME`, pass it with --token or HF_TOKEN, or play as a \
+             guest with --guest)",
+            board::printable(status.message())
+        ),
+        Code::PermissionDenied => bail!(
+            "the token was accepted but may not play at {gateway}: {}",
+            board::printable(status.message())
+        ),
+        // Whatever the refusal, an address that answers plain HTTP/1 is not a gRPC port (the
+        // gateway's gRPC port takes HTTP/2 only), so this probe cannot blame a real gateway.
+        _ if guest::speaks_http1(gateway).await => bail!(http_not_grpc(gateway, &status.message())),
+        Code::Unimplemented => bail!(
+            "{gateway} speaks gRPC but does not serve the player API (hiddenfront.v1.PlayerService): \
+             is it an internal port? use the gateway's public gRPC port, e.g. http://127.0.0.1:50051"
+        ),
+        _ if not_grpc_answer(&status) => bail!(
+            "{gateway} does not answer as a Hidden Front gateway ({}); --gateway takes the \
+             gateway's gRPC port, e.g. http://127.0.0.1:50051",
+            board::printable(status.message())
+        ),
+        // Busy or briefly unavailable: the address and the token are not shown wrong, and the
+        // reconnecting parts of the client handle a gateway that comes and goes.
+        _ => Ok(()),
+    }
 }
 
 /// One unary call, bounded by [`CALL_TIMEOUT`], answering its message.
@@ -376,6 +467,16 @@ enum Action {
     Resign,
 }
 
+/// What one stream item was, for the redraw that follows a batch.
+enum Took {
+    /// Nothing to draw again for.
+    Nothing,
+    /// An event the player had not been told.
+    News,
+    /// The connection is back: draw again from a fresh view.
+    Restored,
+}
+
 /// The client's state: the last view drawn and what the event stream told beyond it.
 struct Game {
     client: Client,
@@ -398,6 +499,9 @@ struct Game {
     spectate: bool,
     /// Whether the game's end was told as an event (else it is told from the view).
     told_end: bool,
+    /// Whether the ended view was fetched but not drawn, waiting for the stream to tell the
+    /// events that ended the game, so the final board shows the ending move, not the one before.
+    end_undrawn: bool,
     /// Whether the event stream has told that the connection is lost and not yet that it is
     /// back, so a command failing meanwhile is told as waiting for the reconnection.
     offline: bool,
@@ -408,6 +512,7 @@ impl Game {
         Game {
             spectate,
             told_end: false,
+            end_undrawn: false,
             offline: false,
             client,
             game_id,
@@ -425,22 +530,9 @@ impl Game {
         self.view.phase() == pb::Phase::Ended
     }
 
-    /// Prints the board and a hint of what to do next.
+    /// Prints the board; its status line says whose move it is and what to type.
     fn draw(&self) -> std::io::Result<()> {
-        let mut text = render(&self.view, self.last.as_ref());
-        if self.view.phase() == pb::Phase::Play {
-            match self.me {
-                Some(me) if self.view.to_move() == me => {
-                    text.push_str("your move (e.g. A6 A7; `moves` lists them)\n");
-                }
-                Some(_) => text.push_str(&format!(
-                    "waiting for {} to move\n",
-                    side_name(self.view.to_move())
-                )),
-                None => {}
-            }
-        }
-        say(&text)
+        say(&render(&self.view, self.last.as_ref()))
     }
 
     /// Takes one event in; true if it is news (the player has not been told about it yet).
@@ -464,7 +556,14 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
-        self.told_end |= matches!(event.event, Some(pb::game_event::Event::Ended(_)));
+        if let Some(pb::game_event::Event::Ended(ended)) = &event.event {
+            self.told_end = true;
+            // The final board names every piece of the last move from the end's reveal; a
+            // view fetched before the end carries none, so the event's is kept on it.
+            if self.view.reveal.is_none() {
+                self.view.reveal = ended.reveal.clone();
+            }
+        }
         say(&board::describe_event(event, self.me))?;
         Ok(true)
     }
@@ -476,24 +575,35 @@ impl Game {
         let mut news = false;
         let mut restored = false;
         for item in batch {
-            match item {
-                Feed::Event(event) => news |= self.absorb(&event)?,
-                Feed::Lost(line) => {
-                    self.offline = true;
-                    say(&line)?;
-                }
-                Feed::Restored(line) => {
-                    self.offline = false;
-                    restored = true;
-                    say(&line)?;
-                }
-                Feed::Fatal(message) => bail!("the gateway ended the game stream: {message}"),
+            match self.take_item(item)? {
+                Took::Nothing => {}
+                Took::News => news = true,
+                Took::Restored => restored = true,
             }
         }
         if news || restored {
             self.redraw(restored).await?;
         }
         Ok(())
+    }
+
+    /// Takes one stream item in, telling it; what it was, for the redraw.
+    fn take_item(&mut self, item: Feed) -> anyhow::Result<Took> {
+        Ok(match item {
+            Feed::Event(event) if self.absorb(&event)? => Took::News,
+            Feed::Event(_) => Took::Nothing,
+            Feed::Lost(line) => {
+                self.offline = true;
+                say(&line)?;
+                Took::Nothing
+            }
+            Feed::Restored(line) => {
+                self.offline = false;
+                say(&line)?;
+                Took::Restored
+            }
+            Feed::Fatal(message) => bail!("the gateway ended the game stream: {message}"),
+        })
     }
 
     /// Fetches the view again and draws it (unless `force` is off and it is the board already on
@@ -510,7 +620,16 @@ impl Game {
                 }
                 Ok(view) => {
                     let drawn = (view.version, self.last_seq);
+                    let reveal = self.view.reveal.take();
                     self.view = view;
+                    if self.view.reveal.is_none() {
+                        self.view.reveal = reveal;
+                    }
+                    if self.ended() && !self.told_end {
+                        // Drawn once the stream has told how it ended (see `play_game`).
+                        self.end_undrawn = true;
+                        return Ok(());
+                    }
                     if !force && self.drawn == Some(drawn) {
                         return Ok(()); // the same board as on screen
                     }
@@ -535,9 +654,18 @@ impl Game {
             Input::Board => return self.redraw(true).await,
             Input::Clock => return self.clock().await,
             Input::Legend => return say(&legend::legend(&self.view.rules, Some(&self.view))),
-            Input::Moves(from) => return self.list_moves(from).await,
-            Input::Move { from, to } => Action::Play { from, to },
-            Input::Swap { a, b } => Action::Swap { a, b },
+            Input::Moves(from) => {
+                let from = from.map(|f| commands::node_name(&self.view.rules, &f));
+                return self.list_moves(from).await;
+            }
+            Input::Move { from, to } => Action::Play {
+                from: commands::node_name(&self.view.rules, &from),
+                to: commands::node_name(&self.view.rules, &to),
+            },
+            Input::Swap { a, b } => Action::Swap {
+                a: commands::node_name(&self.view.rules, &a),
+                b: commands::node_name(&self.view.rules, &b),
+            },
             Input::Shuffle => Action::Shuffle,
             Input::Confirm => Action::Confirm,
             Input::Draw => Action::OfferDraw,
