@@ -67,6 +67,7 @@ pub async fn find_games_by_every_criterion(store: Arc<dyn GameStore>) {
             timers: &TimerChange::none(),
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await
         .expect("start play");

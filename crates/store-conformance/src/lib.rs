@@ -107,6 +107,7 @@ macro_rules! conformance_tests {
             timers_claims_are_exclusive_and_lapse,
             timers_complete_only_the_fired_timer,
             timers_concurrent_claimers_share_without_overlap,
+            a_fired_append_writes_only_while_its_timer_is_armed,
             ended_games_feed_in_order_once,
             lifecycle_facts_commit_with_their_events,
             lifecycle_watch_wakes_after_facts,

@@ -90,6 +90,7 @@ pub async fn lifecycle_facts_commit_with_their_events(store: Arc<dyn GameStore>)
         timers: &no_timers,
         trace_parent: None,
         facts,
+        fired: None,
     };
     store
         .append_armed(append(version, "k1", &appended))
@@ -148,6 +149,7 @@ pub async fn lifecycle_watch_wakes_after_facts(store: Arc<dyn GameStore>) {
             timers: &TimerChange::none(),
             trace_parent: None,
             facts: &facts,
+            fired: None,
         })
         .await
         .expect("append");
@@ -197,6 +199,7 @@ pub async fn lifecycle_followers_miss_nothing_under_concurrent_writers(store: Ar
                         timers: &TimerChange::none(),
                         trace_parent: None,
                         facts: &facts,
+                        fired: None,
                     })
                     .await
                     .expect("append");

@@ -70,6 +70,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
             },
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await;
     assert!(
@@ -103,6 +104,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
             },
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await
         .unwrap();
@@ -127,6 +129,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
             },
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await
         .unwrap();
@@ -172,6 +175,7 @@ pub async fn timers_arm_with_the_append_and_replace_by_slot(store: Arc<dyn GameS
             },
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await
         .unwrap();
@@ -329,4 +333,67 @@ pub async fn timers_concurrent_claimers_share_without_overlap(store: Arc<dyn Gam
     })
     .await;
     assert_eq!(seen, expected, "every due timer was claimed");
+}
+
+/// An append that carries out a fired timer writes only while the game's slot holds exactly
+/// that timer: a deadline moved, re-armed or cleared meanwhile refuses it with `TimerChanged`
+/// and writes nothing; a stale version is still reported first.
+pub async fn a_fired_append_writes_only_while_its_timer_is_armed(store: Arc<dyn GameStore>) {
+    let store = &*store;
+    let (meta, game) = create_game(store, 67, &player("fs"), &player("fn")).await;
+    let id = meta.game_id;
+    let version = must_load(store, id).await.version;
+    let armed = timer_at(
+        id,
+        TimerKind::Deployment,
+        Side::South,
+        version,
+        SystemTime::now() + Duration::from_secs(90),
+    );
+    store.arm_timer(&armed).await.expect("arm");
+    let (next, events) = reshuffle(&game, 5);
+    let no_timers = TimerChange::none();
+    let carrying = |fired| Append {
+        game_id: id,
+        expected_version: version,
+        events: &events,
+        game: &next,
+        command: None,
+        timers: &no_timers,
+        trace_parent: None,
+        facts: &[],
+        fired: Some(fired),
+    };
+    // A fire of a deadline the slot no longer holds (it moved by a second).
+    let moved = Timer {
+        fire_at: armed.fire_at + Duration::from_secs(1),
+        ..armed
+    };
+    match store.append_armed(carrying(&moved)).await {
+        Err(StoreError::TimerChanged(game_id)) => assert_eq!(game_id, id),
+        other => panic!("a fire of a moved deadline must be refused: {other:?}"),
+    }
+    assert_eq!(
+        must_load(store, id).await.version,
+        version,
+        "nothing written"
+    );
+    // A stale version is told first.
+    let stale = Append {
+        expected_version: version - 1,
+        ..carrying(&moved)
+    };
+    assert!(matches!(
+        store.append_armed(stale).await,
+        Err(StoreError::VersionConflict { .. })
+    ));
+    // The timer the slot holds: written.
+    assert_eq!(
+        store
+            .append_armed(carrying(&armed))
+            .await
+            .expect("the live timer's fire"),
+        version + events.len() as u64
+    );
+    assert_log_is_whole(store, id).await;
 }

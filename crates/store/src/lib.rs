@@ -20,7 +20,8 @@
 //!   never confused.
 //! - **Order of checks.** For an append: the game must exist, then a known command key answers
 //!   [`StoreError::DuplicateCommand`] (even when the retry carries a stale version), then the
-//!   version must match.
+//!   version must match, then a fired timer it carries must still be armed as it was
+//!   ([`StoreError::TimerChanged`]).
 
 /// The LISTEN/NOTIFY helper the Postgres store follows appends with (its own crate, which
 /// matchmaking uses too).
@@ -242,6 +243,11 @@ pub struct Append<'a> {
     /// The lifecycle facts the events cause, written to the outbox in the same transaction
     /// (after the outbox's earlier facts, in this order).
     pub facts: &'a [NewFact],
+    /// The timer whose fire this append carries out (a timeout, the deployment deadline, a lost
+    /// seat), if any: the append writes only if the game's slot still holds exactly this timer,
+    /// so a deadline that moved meanwhile (an outage accounted for, a presence report re-arming
+    /// a time to come back) makes the fire change nothing ([`StoreError::TimerChanged`]).
+    pub fired: Option<&'a Timer>,
 }
 
 /// Why a store operation failed.
@@ -273,6 +279,10 @@ pub enum StoreError {
     /// A game with this id exists already.
     #[error("game {0} already exists")]
     AlreadyExists(Uuid),
+    /// The fired timer an append carries out is no longer the one armed in its slot (it was
+    /// moved, re-armed or cleared); nothing was written.
+    #[error("the timer fired for game {0} is no longer armed as it was")]
+    TimerChanged(Uuid),
     /// Stored data that does not decode (a bug or a tampered database).
     #[error("stored data for game {game_id} is corrupt: {reason}")]
     Corrupt {
@@ -387,6 +397,7 @@ pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
             timers: &TimerChange::none(),
             trace_parent: None,
             facts: &[],
+            fired: None,
         })
         .await
     }

@@ -346,9 +346,16 @@ impl GameStore for MemoryStore {
             timers,
             trace_parent,
             facts,
+            fired,
         } = append;
         let (version, position) = {
             let mut state = self.state();
+            let timer_holds = fired.is_none_or(|fired| {
+                state
+                    .timers
+                    .get(&(game_id, fired.slot()))
+                    .is_some_and(|armed| armed.timer == *fired)
+            });
             let stored = state
                 .games
                 .get_mut(&game_id)
@@ -370,6 +377,9 @@ impl GameStore for MemoryStore {
                     expected: expected_version,
                     actual,
                 });
+            }
+            if !timer_holds {
+                return Err(StoreError::TimerChanged(game_id));
             }
             let newly_ended = stored.game.phase() != Phase::Ended && game.phase() == Phase::Ended;
             let now = stored.commit_time();

@@ -111,6 +111,7 @@ impl SessionService {
                     timers: &timer_change,
                     trace_parent: hidden_front_telemetry::current_traceparent().as_deref(),
                     facts: &facts,
+                    fired: ctx.fired.as_ref(),
                 })
                 .await
             {

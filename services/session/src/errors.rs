@@ -64,6 +64,13 @@ pub fn store_error_status(error: &StoreError) -> Status {
         StoreError::AlreadyExists(id) => {
             ApiError::new(Reason::GameExists, format!("game {id} exists")).into()
         }
+        // Only a timer's fire carries one: its deadline moved or was re-armed meanwhile, so the
+        // fire lost a race, as with a stale version.
+        StoreError::TimerChanged(id) => ApiError::new(
+            Reason::StaleVersion,
+            format!("the timer fired for game {id} was moved or re-armed meanwhile"),
+        )
+        .into(),
         StoreError::Database(_) => {
             tracing::error!(error = %error, "store unavailable");
             ApiError::new(

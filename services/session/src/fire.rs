@@ -183,13 +183,17 @@ impl SessionService {
                 request.deadline_unix_millis
             ),
             expected_version: Some(record.version),
+            // Applied only while the slot still holds this timer, checked in the append itself:
+            // a deadline moved or re-armed between the check above and the commit wins.
+            fired: Some(fired),
         };
         match self.execute(&ctx, |_| Ok(command.clone())).await {
             Ok(result) => Ok(pb::ApplyTimerResponse {
                 applied: !result.replayed,
                 version: result.version,
             }),
-            // Lost a race with a move: the timer is stale by definition.
+            // Lost a race with a move, or the timer was moved or re-armed meanwhile: the fire is
+            // stale by definition.
             Err(status) if status.code() == tonic::Code::Aborted => {
                 let version = self.load(game_id, true).await?.version;
                 Ok(pb::ApplyTimerResponse {

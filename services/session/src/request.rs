@@ -20,6 +20,9 @@ pub(crate) struct Context {
     pub(crate) actor: Actor,
     pub(crate) key: String,
     pub(crate) expected_version: Option<u64>,
+    /// The timer whose fire the command carries out, if it is one (`ApplyTimer`): its append
+    /// writes only while the slot still holds exactly that timer.
+    pub(crate) fired: Option<hidden_front_store::Timer>,
 }
 
 /// Who runs a command through the command path.
@@ -85,6 +88,7 @@ pub(crate) fn parse_context(
             actor: Actor::Seat(side),
             key: format!("{}:{}", side.name(), context.idempotency_key),
             expected_version: context.expected_version,
+            fired: None,
         },
         side,
     ))

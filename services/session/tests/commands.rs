@@ -806,3 +806,37 @@ async fn a_stall_while_a_fire_is_read_is_accounted_for_before_it_is_judged() {
     let view = get(&s, &game, pb::Viewer::Spectator).await;
     assert_eq!((view.south_timeouts, view.north_timeouts), (0, 0));
 }
+
+#[tokio::test]
+async fn a_fire_whose_slot_is_re_armed_before_its_append_changes_nothing() {
+    // North never came: its time to come back runs from the start of play. Just as the clock
+    // fires it, north's gateway reports it back, which re-arms the slot (here: between the
+    // fire's check and its append). The player who came back does not lose.
+    let store = Arc::new(support::HookedStore::new(MemoryStore::new()));
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let s = SessionService::new(
+        store.clone(),
+        SessionConfig {
+            clock: clock.wall_clock(),
+            ..SessionConfig::default()
+        },
+    );
+    let (game, _) = create(&s).await;
+    report(&s, &game, pb::Side::South, "gw", true, 3600).await;
+    start_play(&s, &game).await;
+    let away = armed(&store, &game, TimerSlot::Reconnect(Side::North))
+        .await
+        .expect("north's time to come back");
+    clock.advance(Duration::from_secs(61));
+    *store.rearm_after_timers_read.lock().unwrap() = Some(Timer {
+        fire_at: clock.now() + Duration::from_secs(60),
+        ..away
+    });
+    let answer = fire(&s, &away).await.unwrap();
+    assert!(
+        !answer.applied,
+        "the slot was re-armed before the fire's append"
+    );
+    let view = get(&s, &game, pb::Viewer::Spectator).await;
+    assert_eq!(view.phase, pb::Phase::Play as i32, "nobody lost: {view:?}");
+}

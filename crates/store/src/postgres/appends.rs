@@ -32,6 +32,7 @@ pub(super) async fn append_armed(
         timers,
         trace_parent,
         facts,
+        fired,
     } = append;
     let new_version = expected_version.saturating_add(events.len() as u64);
     let first_seq = expected_version.saturating_add(1);
@@ -74,6 +75,7 @@ pub(super) async fn append_armed(
             }
             _ => None,
         },
+        fired: fired.copied(),
     };
     let duplicate = |key: &str, response: Vec<u8>| StoreError::DuplicateCommand {
         game_id,
@@ -101,6 +103,10 @@ pub(super) async fn append_armed(
             }
             return Err(match version_of(&mut conn, game_id).await? {
                 None => StoreError::NotFound(game_id),
+                // At the version judged against: the fired timer is what failed the guard.
+                Some(actual) if actual == expected_version && fired.is_some() => {
+                    StoreError::TimerChanged(game_id)
+                }
                 Some(actual) => StoreError::VersionConflict {
                     game_id,
                     expected: expected_version,

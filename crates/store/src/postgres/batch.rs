@@ -87,6 +87,8 @@ pub(super) struct Encoded {
     pub(super) arms: Vec<Timer>,
     /// Re-fence the turn slot to this version.
     pub(super) retag: Option<i64>,
+    /// The timer whose fire this append carries out: written only while its slot holds it.
+    pub(super) fired: Option<Timer>,
 }
 
 /// What the statement did with one append (or creation): `Some(commit time)` if its guard
@@ -348,16 +350,17 @@ async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
 }
 
 /// Parameters of the appends' statement before its [`Tail`].
-const APPEND_OWN_PARAMS: usize = 18;
+const APPEND_OWN_PARAMS: usize = 22;
 
 /// The appends' statement ([`write_batch`]), made once.
 static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH input AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[], \
-                                $6::text[], $7::bytea[], $8::int[], $9::bigint[]) \
+                                $6::text[], $7::bytea[], $8::int[], $9::bigint[], \
+                                $19::text[], $20::text[], $21::bigint[], $22::timestamptz[]) \
              AS i (game_id, expected, version, snapshot, phase, command_key, response, \
-                   event_count, end_rank)), \
+                   event_count, end_rank, fired_slot, fired_kind, fired_version, fired_at)), \
          counter AS ( \
            UPDATE ended_games_counter SET last = last + $10 WHERE $10 > 0 \
            RETURNING last - $10 AS base), \
@@ -375,6 +378,11 @@ static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
              AND (i.command_key IS NULL OR NOT EXISTS ( \
                SELECT 1 FROM game_commands c \
                WHERE c.game_id = i.game_id AND c.idempotency_key = i.command_key)) \
+             AND (i.fired_slot IS NULL OR EXISTS ( \
+               SELECT 1 FROM game_timers t \
+               WHERE t.game_id = i.game_id AND t.slot = i.fired_slot AND t.kind = i.fired_kind \
+                 AND t.armed_version = i.fired_version AND t.fire_at = i.fired_at \
+               FOR SHARE)) \
            RETURNING g.game_id, i.version, i.event_count), \
          command AS ( \
            INSERT INTO game_commands (game_id, idempotency_key, response, version) \
@@ -465,6 +473,10 @@ async fn write_batch(
         cleared,
         retag_games,
         retag_versions,
+        fired_slots,
+        fired_kinds,
+        fired_versions,
+        fired_ats,
         tail,
     } = columns;
     let query = sqlx::query_as::<_, (Uuid, OffsetDateTime)>(APPEND_SQL.as_str())
@@ -485,7 +497,11 @@ async fn write_batch(
         .bind(cleared)
         .bind(retag_games)
         .bind(retag_versions)
-        .bind(CHANNEL);
+        .bind(CHANNEL)
+        .bind(fired_slots)
+        .bind(fired_kinds)
+        .bind(fired_versions)
+        .bind(fired_ats);
     let rows = tail.bind_to(query).fetch_all(pool).await?;
     Ok(commit_times(rows))
 }
@@ -519,6 +535,11 @@ struct Columns<'a> {
     cleared: Vec<Uuid>,
     retag_games: Vec<Uuid>,
     retag_versions: Vec<i64>,
+    /// Each append's fired timer (slot, kind, armed version, deadline), `NULL` for none.
+    fired_slots: Vec<Option<&'static str>>,
+    fired_kinds: Vec<Option<&'static str>>,
+    fired_versions: Vec<Option<i64>>,
+    fired_ats: Vec<Option<OffsetDateTime>>,
     /// Every append's timers and facts, in batch order (those of a game whose guard fails are
     /// skipped).
     tail: Tail,
@@ -562,6 +583,13 @@ impl<'a> Columns<'a> {
             self.retag_games.push(game_id);
             self.retag_versions.push(version);
         }
+        let fired = append.fired.as_ref();
+        self.fired_slots.push(fired.map(|t| t.slot().name()));
+        self.fired_kinds.push(fired.map(|t| t.kind.name()));
+        self.fired_versions
+            .push(fired.map(|t| super::codec::to_db(t.armed_version)));
+        self.fired_ats
+            .push(fired.map(|t| OffsetDateTime::from(t.fire_at)));
         self.tail.facts.push(&append.facts);
     }
 }

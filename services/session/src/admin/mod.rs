@@ -227,6 +227,7 @@ impl AdminService {
             }),
             key: format!("admin:{}", request.idempotency_key),
             expected_version: None,
+            fired: None,
         };
         let result = self
             .session

@@ -20,14 +20,16 @@ use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 
 /// A memory store with hooks: its appends wait until `open` says so (counting how many began),
-/// and `after_timers_read` runs after every read of a game's timers (a test moves its clock there
-/// to stand for a stall).
+/// `after_timers_read` runs after every read of a game's timers (a test moves its clock there
+/// to stand for a stall), and `rearm_after_timers_read` is armed once after the next such read
+/// (another process re-arming the slot between a fire's check and its append).
 pub struct HookedStore {
     pub inner: MemoryStore,
     pub open: watch::Sender<bool>,
     pub appends_started: AtomicUsize,
     pub append_started: Notify,
     pub after_timers_read: Mutex<Option<Box<dyn FnMut() + Send>>>,
+    pub rearm_after_timers_read: Mutex<Option<Timer>>,
 }
 
 impl HookedStore {
@@ -39,6 +41,7 @@ impl HookedStore {
             appends_started: AtomicUsize::new(0),
             append_started: Notify::new(),
             after_timers_read: Mutex::new(None),
+            rearm_after_timers_read: Mutex::new(None),
         }
     }
 }
@@ -188,6 +191,10 @@ impl TimerStore for HookedStore {
         let timers = self.inner.timers_of(game_id).await;
         if let Some(hook) = self.after_timers_read.lock().unwrap().as_mut() {
             hook();
+        }
+        let rearm = self.rearm_after_timers_read.lock().unwrap().take();
+        if let Some(timer) = rearm {
+            self.inner.arm_timer(&timer).await?;
         }
         timers
     }
