@@ -9,7 +9,7 @@ use hidden_front_proto::v1::session_service_server::SessionService as _;
 use hidden_front_rules::Side;
 use hidden_front_session::{PulseConfig, SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
-use hidden_front_store::{Timer, TimerKind, TimerSlot, TimerStore};
+use hidden_front_store::{GameStore, Timer, TimerKind, TimerSlot, TimerStore};
 use hidden_front_time::ManualClock;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -73,16 +73,26 @@ async fn start_play(s: &SessionService, game: &str) -> u64 {
     version
 }
 
-/// A session on a memory store with a hand-moved clock (and no pulse, the default: the clock's
-/// jumps are time passing, not outages; `tests/outages.rs` tests the pulse).
-fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
-    let store = Arc::new(MemoryStore::new());
+/// A session over `store` with a hand-moved clock and `pulse`.
+fn session_on<S: GameStore>(
+    store: Arc<S>,
+    pulse: Option<PulseConfig>,
+) -> (SessionService, ManualClock) {
     let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let config = SessionConfig {
         clock: clock.wall_clock(),
+        pulse,
         ..SessionConfig::default()
     };
-    (SessionService::new(store.clone(), config), store, clock)
+    (SessionService::new(store, config), clock)
+}
+
+/// A session on a memory store with a hand-moved clock (and no pulse, the default: the clock's
+/// jumps are time passing, not outages; the outage tests below turn it on).
+fn timed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
+    let store = Arc::new(MemoryStore::new());
+    let (s, clock) = session_on(store.clone(), None);
+    (s, store, clock)
 }
 
 /// The timer armed in `game`'s `slot`.
@@ -651,13 +661,8 @@ async fn retries_get_the_first_answer_and_refusals_have_the_right_codes() {
 /// loop, moving the clock and pulsing ([`serve_for`]), or leaving a gap (an outage).
 fn pulsed_service() -> (SessionService, Arc<MemoryStore>, ManualClock) {
     let store = Arc::new(MemoryStore::new());
-    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let config = SessionConfig {
-        clock: clock.wall_clock(),
-        pulse: Some(PulseConfig::default()),
-        ..SessionConfig::default()
-    };
-    (SessionService::new(store.clone(), config), store, clock)
+    let (s, clock) = session_on(store.clone(), Some(PulseConfig::default()));
+    (s, store, clock)
 }
 
 /// The service serving for `seconds`: the clock moves a second at a time, pulsing each time, as
@@ -768,15 +773,7 @@ async fn pulses_up_to_the_threshold_apart_move_no_deadline() {
 #[tokio::test]
 async fn a_stall_while_a_fire_is_read_is_accounted_for_before_it_is_judged() {
     let store = Arc::new(support::HookedStore::new(MemoryStore::new()));
-    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let s = SessionService::new(
-        store.clone(),
-        SessionConfig {
-            clock: clock.wall_clock(),
-            pulse: Some(PulseConfig::default()),
-            ..SessionConfig::default()
-        },
-    );
+    let (s, clock) = session_on(store.clone(), Some(PulseConfig::default()));
     let (game, _) = create(&s).await;
     start_play(&s, &game).await;
     serve_for(&s, &clock, 20).await;
@@ -813,14 +810,7 @@ async fn a_fire_whose_slot_is_re_armed_before_its_append_changes_nothing() {
     // fires it, north's gateway reports it back, which re-arms the slot (here: between the
     // fire's check and its append). The player who came back does not lose.
     let store = Arc::new(support::HookedStore::new(MemoryStore::new()));
-    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let s = SessionService::new(
-        store.clone(),
-        SessionConfig {
-            clock: clock.wall_clock(),
-            ..SessionConfig::default()
-        },
-    );
+    let (s, clock) = session_on(store.clone(), None);
     let (game, _) = create(&s).await;
     report(&s, &game, pb::Side::South, "gw", true, 3600).await;
     start_play(&s, &game).await;
