@@ -613,6 +613,34 @@ impl Outages {
         .unwrap_or_else(|_| panic!("the client did not try {n} times in a minute"))
         .unwrap();
     }
+
+    /// Lets `player`, which told the outage as `lost`, try `attempts` more times (a long outage
+    /// reaches its longest wait), brings the gateway back and waits for `restored`: asserts the
+    /// player was back within 4.5 s (its longest wait is 3 s) without telling the outage again.
+    /// Answers the output up to `restored`.
+    async fn back_within_seconds(
+        &mut self,
+        player: &mut Terminal,
+        attempts: usize,
+        lost: &str,
+        restored: &str,
+    ) -> String {
+        let tried = self.refused();
+        self.refused_at_least(tried + attempts).await;
+        let back = std::time::Instant::now();
+        self.up();
+        let output = player.wait_for(restored);
+        let took = back.elapsed();
+        assert!(
+            took <= Duration::from_millis(4500),
+            "back {took:?} after the gateway was (the longest wait is 3 s)"
+        );
+        assert!(
+            !output.contains("connection lost"),
+            "the outage is told once, not at every attempt:\n{lost}{output}"
+        );
+        output
+    }
 }
 
 /// The countdown of the board's status line (`your move: 28 s left`).
@@ -982,21 +1010,14 @@ async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
 
     // A long outage: the client has tried again and again, long enough to reach the longest wait
     // of its schedule (250 ms doubling: the sixth wait is at the cap).
-    let tried = gateway.refused();
-    gateway.refused_at_least(tried + 6).await;
-    let back = std::time::Instant::now();
-    gateway.up();
-    let restored = player.wait_for("connection restored: following the game again from #6");
-    let took = back.elapsed();
-    assert!(
-        took <= Duration::from_millis(4500),
-        "back {took:?} after the gateway was (the longest wait is 3 s)"
-    );
-    assert_eq!(
-        restored.matches("connection lost").count(),
-        0,
-        "the outage is told once, not at every attempt:\n{lost}{restored}"
-    );
+    gateway
+        .back_within_seconds(
+            &mut player,
+            6,
+            &lost,
+            "connection restored: following the game again from #6",
+        )
+        .await;
     // Then the board again, from a fresh view: the server's clock, not the stale one.
     let board = player.wait_for(" s left (`moves` lists them)");
     let left = seconds_left(&board)
@@ -1042,20 +1063,14 @@ async fn a_wait_in_the_lobby_survives_an_outage_and_says_so() {
     gateway.down();
     let lost = player.wait_for("reconnecting");
     assert!(lost.contains("connection lost: "), "{lost}");
-    let tried = gateway.refused();
-    gateway.refused_at_least(tried + 5).await;
-    let back = std::time::Instant::now();
-    gateway.up();
-    let restored = player.wait_for("connection restored: following the lobby again");
-    let took = back.elapsed();
-    assert!(
-        took <= Duration::from_millis(4500),
-        "back {took:?} after the gateway"
-    );
-    assert!(
-        !restored.contains("connection lost"),
-        "the outage is told once:\n{lost}{restored}"
-    );
+    gateway
+        .back_within_seconds(
+            &mut player,
+            5,
+            &lost,
+            "connection restored: following the lobby again",
+        )
+        .await;
 
     // The wait goes on: the match found after the outage takes the player into the game.
     tokio::time::timeout(deadline, watches.wait_for(|&n| n >= 2))
