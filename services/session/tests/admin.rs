@@ -1,7 +1,7 @@
 //! The admin API in process, on the in-memory store: who may call it (operator tokens, never a
 //! player's JWT, nobody when none is configured), the validation of every request, and an abort
 //! through the command path (the end everyone sees, timers cleared, retries, the audit log).
-//! The same over real gRPC and a real process is tests/e2e/tests/admin.rs.
+//! The same over real gRPC and a real process is tests/e2e/tests/e2e/admin.rs.
 
 use hidden_front_api_error::ErrorSummary;
 use hidden_front_proto::v1 as pb;

@@ -564,7 +564,7 @@ fn the_clock_counts_down_from_the_deadline_and_tells_presence() {
     assert!(clock_lines(&view, now).is_empty());
 }
 
-/// Prints a sample board (for the eye: `cargo test -p hidden-front --test play_board -- --nocapture sample`).
+/// Prints a sample board (for the eye: `cargo test -p hidden-front --test suite -- --nocapture play_board::sample`).
 #[test]
 fn sample() {
     let mut pieces = south_pieces();

@@ -8,9 +8,9 @@
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
-mod common;
 
-use common::Terminal;
+
+use crate::common::Terminal;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};

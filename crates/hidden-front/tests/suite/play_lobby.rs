@@ -16,9 +16,9 @@
 
 use hidden_front_e2e::gateway;
 use hidden_front_e2e::{Server, TestDatabase};
-mod common;
 
-use common::Terminal;
+
+use crate::common::Terminal;
 use std::process::Stdio;
 use std::time::Duration;
 
