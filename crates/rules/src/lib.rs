@@ -40,4 +40,6 @@ pub use rng::GameRng;
 pub use rules::{Family, GunjinBoard, Rules, RulesError};
 pub use side::Side;
 pub use topology::{Node, Nodes, Topology};
-pub use view::{GameView, Reveal, ViewCombat, ViewEvent, ViewPiece, Viewer, project, reveal, view};
+pub use view::{
+    GameView, Reveal, ViewCombat, ViewEvent, ViewMismatch, ViewPiece, Viewer, project, reveal, view,
+};

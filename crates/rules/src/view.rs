@@ -362,3 +362,179 @@ pub fn project(event: &Event, viewer: Viewer, end: Option<&Reveal>) -> Option<Vi
         },
     })
 }
+
+/// Why a [`ViewEvent`] does not follow from a [`GameView`]: the view and the event are not of
+/// the same game, or an event is missing in between. A client that meets this reads the view
+/// again from the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ViewMismatch {
+    /// The event needs a phase the view is not in.
+    #[error("a {event} event does not fit a view in the {} phase", phase.name())]
+    WrongPhase {
+        /// The event's name.
+        event: &'static str,
+        /// The view's phase.
+        phase: Phase,
+    },
+    /// A move from a square where the view has no piece of the mover.
+    #[error("the view has no piece of the mover on the move's start")]
+    NoMover,
+    /// A second `Created` event.
+    #[error("a view starts with the game's creation; it cannot be created again")]
+    Recreated,
+}
+
+impl GameView {
+    /// The view of a game just created, before any other event: what [`view`] shows of
+    /// `Game::create`'s first event. Start here and [`GameView::apply`] the rest of the projected
+    /// log to follow a game from its events alone.
+    pub fn created(viewer: Viewer, rules: Rules, first_mover: Side) -> GameView {
+        GameView {
+            viewer,
+            rules,
+            phase: Phase::Deployment,
+            first_mover,
+            to_move: None,
+            plies: 0,
+            plies_without_combat: 0,
+            timeouts: [0, 0],
+            draw_offer: None,
+            confirmed: [false, false],
+            own_deployment: None,
+            pieces: Vec::new(),
+            outcome: None,
+            reveal: None,
+        }
+    }
+
+    /// Follows the game by one event as this view's viewer was shown it ([`project`]): the view
+    /// afterwards is what [`view`] shows of the game after the event. Why this exists: clients
+    /// (the page, the terminal client) follow a game from its event stream and read the whole
+    /// view only when they open a game or missed events, not once per event. On a
+    /// [`ViewMismatch`] the view is left as it was.
+    pub fn apply(&mut self, event: &ViewEvent) -> Result<(), ViewMismatch> {
+        let need = |phase: Phase, event: &'static str| {
+            if self.phase == phase {
+                Ok(())
+            } else {
+                Err(ViewMismatch::WrongPhase {
+                    event,
+                    phase: self.phase,
+                })
+            }
+        };
+        match event {
+            ViewEvent::Created { .. } => return Err(ViewMismatch::Recreated),
+            ViewEvent::DeploymentDrafted { deployment } => {
+                need(Phase::Deployment, "deployment_drafted")?;
+                if self.viewer.side() == Some(deployment.side) {
+                    self.own_deployment = Some(deployment.clone());
+                }
+            }
+            ViewEvent::DeploymentConfirmed {
+                side, deployment, ..
+            } => {
+                need(Phase::Deployment, "deployment_confirmed")?;
+                self.confirmed[side.index()] = true;
+                if self.viewer.side() == Some(*side) && deployment.is_some() {
+                    self.own_deployment = deployment.clone();
+                }
+            }
+            ViewEvent::PlayStarted { pieces } => {
+                need(Phase::Deployment, "play_started")?;
+                self.phase = Phase::Play;
+                self.to_move = Some(self.first_mover);
+                self.own_deployment = None;
+                self.pieces = pieces.clone();
+                self.pieces.sort_by_key(|p| p.node);
+            }
+            ViewEvent::Moved {
+                side,
+                mv,
+                combat,
+                flag_reveal,
+                ..
+            } => {
+                need(Phase::Play, "moved")?;
+                let mover = self
+                    .pieces
+                    .iter()
+                    .position(|p| p.node == mv.from && p.side == *side)
+                    .ok_or(ViewMismatch::NoMover)?;
+                let mut moving = self.pieces.remove(mover);
+                let fought = combat.is_some();
+                if let Some(combat) = combat
+                    && !combat.defender_survives
+                {
+                    self.pieces.retain(|p| p.node != mv.to);
+                }
+                if combat.is_none_or(|c| c.attacker_survives) {
+                    moving.node = mv.to;
+                    self.pieces.push(moving);
+                    self.pieces.sort_by_key(|p| p.node);
+                }
+                if !flag_reveal.is_empty() {
+                    let flag = self.rules.parse_kind("F");
+                    for shown in flag_reveal {
+                        for (_, id) in &shown.flags {
+                            if let Some(piece) = self
+                                .pieces
+                                .iter_mut()
+                                .find(|p| p.side == shown.side && p.id == *id)
+                            {
+                                piece.kind = flag;
+                            }
+                        }
+                    }
+                }
+                self.after_ply(*side, fought);
+            }
+            ViewEvent::TimedOut { side, count } => {
+                need(Phase::Play, "timed_out")?;
+                self.timeouts[side.index()] = *count;
+                self.after_ply(*side, false);
+            }
+            ViewEvent::DrawOffered { side } => self.draw_offer = Some(*side),
+            ViewEvent::DrawDeclined { .. } | ViewEvent::DrawLapsed { .. } => {
+                self.draw_offer = None;
+            }
+            ViewEvent::Resigned { .. } | ViewEvent::SeatLost { .. } => {}
+            ViewEvent::Ended {
+                outcome,
+                pieces,
+                reveal,
+            } => {
+                if self.phase == Phase::Ended {
+                    return Err(ViewMismatch::WrongPhase {
+                        event: "ended",
+                        phase: self.phase,
+                    });
+                }
+                self.phase = Phase::Ended;
+                self.to_move = None;
+                self.draw_offer = None;
+                self.own_deployment = None;
+                self.outcome = Some(*outcome);
+                self.pieces = pieces.clone();
+                self.pieces.sort_by_key(|p| p.node);
+                self.reveal = reveal.clone();
+            }
+        }
+        Ok(())
+    }
+
+    /// What every ply does, a move or a lost turn: the turn passes, the counters move, and an
+    /// offer to the player who just finished a turn lapses (as `Game` does).
+    fn after_ply(&mut self, mover: Side, fought: bool) {
+        self.to_move = Some(mover.other());
+        self.plies += 1;
+        self.plies_without_combat = if fought {
+            0
+        } else {
+            self.plies_without_combat.saturating_add(1)
+        };
+        if self.draw_offer == Some(mover.other()) {
+            self.draw_offer = None;
+        }
+    }
+}

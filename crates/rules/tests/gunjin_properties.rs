@@ -14,6 +14,9 @@ use hidden_front_rules::{
     project, reveal, view,
 };
 use proptest::prelude::*;
+
+mod common;
+use common::check_following;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -357,6 +360,7 @@ fn play_random_game(rules: Rules, seed: u64, first: Side, timeouts: bool) -> Vec
     for event in &log {
         check_projections(event, &game);
     }
+    check_following(&log);
     assert_eq!(
         Game::replay(&log).expect("replays"),
         game,

@@ -26,6 +26,9 @@ use hidden_front_rules::{
     PieceId, PieceKind, Position, Rules, Side, ViewEvent, Viewer, project, reveal, view,
 };
 use proptest::prelude::*;
+
+mod common;
+use common::check_following;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::LazyLock;
@@ -1443,6 +1446,7 @@ fn play_random_game(
         run.step(style);
     }
     run.finish();
+    check_following(&run.log);
     (run.game, run.log)
 }
 
