@@ -2,8 +2,8 @@
 //! errors, the terminal client, the rules CLI and token minting. One binary rather than one per
 //! file, because each links the whole application: separate links cost minutes and disk.
 
-mod common;
 mod application;
+mod common;
 mod operator_errors;
 mod play_board;
 mod play_board_gunjin;

@@ -9,7 +9,6 @@
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
 
-
 use crate::common::Terminal;
 use std::pin::Pin;
 use std::process::{Command, Stdio};

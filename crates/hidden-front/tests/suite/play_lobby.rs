@@ -17,7 +17,6 @@
 use hidden_front_e2e::gateway;
 use hidden_front_e2e::{Server, TestDatabase};
 
-
 use crate::common::Terminal;
 use std::process::Stdio;
 use std::time::Duration;
