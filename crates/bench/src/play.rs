@@ -593,6 +593,7 @@ impl Seat {
                 game_id: self.game_id.clone(),
                 from_seq,
                 spectate: false,
+                with_status: false,
             },
         );
         Ok(self.client.subscribe(request).await?.into_inner())
@@ -720,7 +721,7 @@ impl Seat {
                     }
                     continue;
                 }
-                None => continue,
+                Some(pb::subscribe_response::Item::Status(_)) | None => continue,
             };
             let seen_at = Instant::now();
             if event.seq < next_seq {

@@ -152,6 +152,7 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
                     game_id,
                     from_seq: 1,
                     spectate: true,
+                    with_status: false,
                 },
             );
             let mut stream = match client.subscribe(request).await {

@@ -162,6 +162,7 @@ pub async fn fetch_replay(session: &SessionClient, game_id: Uuid) -> Result<Repl
         .watch_game(pb::WatchGameRequest {
             game_id: game_id.to_string(),
             from_seq: 1,
+            with_status: false,
         })
         .await
         .map_err(failed("WatchGame"))?
@@ -215,6 +216,7 @@ mod tests {
                     recorded_at: Some(wire::timestamp_to_proto(
                         std::time::UNIX_EPOCH + Duration::from_millis(1_764_600_000_000 + seq),
                     )),
+                    status: None,
                 }
             })
             .collect();

@@ -101,6 +101,7 @@ macro_rules! conformance_tests {
             concurrent_retries_of_one_command_have_one_winner,
             presence_leases,
             presence_reports_arm_their_timer,
+            status_wakes_on_presence_flips_and_outages,
             observe_reads_game_presence_and_timers,
             games_of_player_newest_first,
             timers_arm_with_the_append_and_replace_by_slot,

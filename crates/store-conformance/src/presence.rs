@@ -298,3 +298,75 @@ pub async fn observe_reads_game_presence_and_timers(store: Arc<dyn GameStore>) {
     assert_eq!(later.presence, Presence::default());
     assert_eq!(later.record, record);
 }
+
+/// Waits for `changes` to move past `seen` (the status wake-up of a game), failing the test if
+/// it does not within [`crate::RACE_DEADLINE`]; the count it reached.
+async fn woken(changes: &mut tokio::sync::watch::Receiver<u64>, seen: u64, what: &str) -> u64 {
+    tokio::time::timeout(
+        crate::RACE_DEADLINE,
+        changes.wait_for(|count| *count > seen),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no status wake-up for {what}"))
+    .map(|count| *count)
+    .expect("the status channel stays open while watched")
+}
+
+/// A game's status watchers are woken when a side's presence flips (away to connected and
+/// back, whichever gateway reports it), not by a renewal that changes nothing a viewer sees,
+/// and all of them at once when an outage is accounted for.
+pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore>) {
+    let store = &*store;
+    let (meta, _) = create_game(store, 40, &player("ws"), &player("wn")).await;
+    let (barrier, _) = create_game(store, 41, &player("bs"), &player("bn")).await;
+    let (id, other) = (meta.game_id, barrier.game_id);
+    // As the session's pump takes them: `watch` first (it starts listening), then the status.
+    let _versions = store.watch(id).await.expect("watch");
+    let mut changes = store.status_changes(id);
+    let mut barrier_changes = store.status_changes(other);
+    let now = whole_second_now();
+    let lease = now + Duration::from_secs(30);
+    let report = async |game: Uuid, gateway: &str, connected: bool, until: SystemTime| {
+        store
+            .report_presence(game, Side::South, gateway, connected, now, until, None)
+            .await
+            .expect("report");
+    };
+
+    report(id, "gw-1", true, lease).await;
+    let seen = woken(&mut changes, 0, "south connecting").await;
+
+    // A renewal, and a second gateway's report while south is connected: nothing flips. The
+    // other game's flip after them is a barrier: once it is heard, anything they announced
+    // has been heard too (one listener hears notifications in commit order).
+    report(id, "gw-1", true, lease + Duration::from_secs(10)).await;
+    report(id, "gw-2", true, lease).await;
+    report(other, "gw-1", true, lease).await;
+    woken(&mut barrier_changes, 0, "the barrier game").await;
+    assert_eq!(*changes.borrow(), seen, "a renewal wakes nobody");
+
+    // South's last gateway leaves: away.
+    report(id, "gw-1", false, now).await;
+    assert_eq!(*changes.borrow(), seen, "gw-2 still holds south connected");
+    report(id, "gw-2", false, now).await;
+    let seen = woken(&mut changes, seen, "south going away").await;
+
+    // An outage accounted for wakes every watched game.
+    let barrier_seen = *barrier_changes.borrow_and_update();
+    store
+        .pulse(now, &crate::pulse::RULE)
+        .await
+        .expect("first pulse");
+    let outage = store
+        .pulse(now + Duration::from_secs(60), &crate::pulse::RULE)
+        .await
+        .expect("pulse after the gap");
+    assert!(outage.is_some(), "a 60 s gap is an outage");
+    woken(&mut changes, seen, "the outage (watched game)").await;
+    woken(
+        &mut barrier_changes,
+        barrier_seen,
+        "the outage (other game)",
+    )
+    .await;
+}

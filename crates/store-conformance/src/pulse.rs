@@ -12,7 +12,7 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-const RULE: OutageRule = OutageRule {
+pub(crate) const RULE: OutageRule = OutageRule {
     outage_after: Duration::from_secs(3),
     reconnect_allowance: Duration::from_secs(5),
 };

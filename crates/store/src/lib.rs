@@ -437,6 +437,16 @@ pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
     /// one wake-up (read the log from your last seq up to the version shown).
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError>;
 
+    /// A receiver that changes when the game's status may have changed without an event: a
+    /// side's presence flipped (connected to away or back, by any process's report), or an
+    /// outage moved the deadlines. Its value only counts changes. Why: the session streams each
+    /// game's status (presence, deadlines) to its watchers and reads it again only on these
+    /// wake-ups and on events, not on every lease renewal. Take it after [`GameStore::watch`]
+    /// (which starts the cross-process listening) and before reading the status, so no change
+    /// after the read goes unnoticed. A lease that lapses by time changes nothing here: the
+    /// reader knows from the leases it read when that happens.
+    fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64>;
+
     /// Records a gateway's report of a player's connection, holding until `lease_until`, and
     /// returns the game's presence at `now` (the time of the report, by the caller's clock: the
     /// session's, which judges the leases). A gateway's report replaces its earlier one for the

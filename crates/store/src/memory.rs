@@ -30,6 +30,8 @@ use uuid::Uuid;
 pub struct MemoryStore {
     state: Mutex<State>,
     notifier: Notifier,
+    /// Wakes the watchers of a game's status ([`GameStore::status_changes`]).
+    status: Notifier,
     /// The outbox's last position, for [`LifecycleOutbox::watch_facts`].
     fact_position: FactPosition,
 }
@@ -452,6 +454,10 @@ impl GameStore for MemoryStore {
             .collect())
     }
 
+    fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64> {
+        self.status.subscribe(game_id)
+    }
+
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {
         // Subscribe first, then read: an append committing after the read notifies this channel.
         let mut receiver = self.notifier.subscribe(game_id);
@@ -481,12 +487,18 @@ impl GameStore for MemoryStore {
             .games
             .get_mut(&game_id)
             .ok_or(StoreError::NotFound(game_id))?;
+        let was_connected = stored.presence_at(now).connected()[side.index()];
         stored
             .presence
             .insert((side, gateway_id.to_owned()), (connected, lease_until));
         let presence = stored.presence_at(now);
+        let flipped = presence.connected()[side.index()] != was_connected;
         if let Some(arm) = arm {
             state.arm(arm(presence.connected_until[side.index()]));
+        }
+        drop(state);
+        if flipped {
+            self.status.bump(game_id);
         }
         Ok(presence)
     }
@@ -525,6 +537,9 @@ impl GameStore for MemoryStore {
             // Re-arming drops any claim: a clock that held the old deadline finds it stale.
             state.arm(*timer);
         }
+        drop(state);
+        // Every watched game's deadlines may have moved.
+        self.status.bump_all();
         Ok(Some(Outage {
             from,
             to: now,

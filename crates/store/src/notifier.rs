@@ -100,6 +100,25 @@ impl Notifier {
         });
     }
 
+    /// Wakes the receivers of `game_id` by raising its channel's value by one; does nothing if
+    /// nobody watches the game. For channels that count changes rather than carry a version:
+    /// the games' status (presence, deadlines), which changes without an event.
+    pub fn bump(&self, game_id: Uuid) {
+        if let Some(sender) = self.registry().senders.get(&game_id) {
+            sender.send_modify(|count| *count += 1);
+        }
+    }
+
+    /// [`Notifier::bump`] of every watched game: after a change that touches every game (an
+    /// outage accounted for), or after notifications may have been missed.
+    pub fn bump_all(&self) {
+        for sender in self.registry().senders.values() {
+            if sender.receiver_count() > 0 {
+                sender.send_modify(|count| *count += 1);
+            }
+        }
+    }
+
     /// The newest version known for `game_id` (its channel's value), or `None` if nobody
     /// watches the game: a reader that must not miss a commit can trust it only while watching.
     pub fn version(&self, game_id: Uuid) -> Option<u64> {
@@ -188,6 +207,26 @@ mod tests {
         // A new subscriber starts from scratch (the store tells it the current version).
         let c = notifier.subscribe(game);
         assert_eq!(*c.borrow(), 0);
+    }
+
+    #[test]
+    fn bumps_wake_the_watchers_of_one_game_or_of_all() {
+        let notifier = Notifier::new();
+        let (one, other) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut a = notifier.subscribe(one);
+        let b = notifier.subscribe(other);
+        notifier.bump(one);
+        assert!(a.has_changed().unwrap());
+        assert!(!b.has_changed().unwrap());
+        a.borrow_and_update();
+        notifier.bump_all();
+        assert!(a.has_changed().unwrap() && b.has_changed().unwrap());
+        notifier.bump(Uuid::new_v4());
+        assert_eq!(
+            notifier.len(),
+            2,
+            "a bump of an unwatched game creates nothing"
+        );
     }
 
     #[test]

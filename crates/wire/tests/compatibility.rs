@@ -136,6 +136,7 @@ fn record_this_release() {
                 trace_parent: trace_parent.clone(),
                 // The recorded fixtures predate commit times: absent, as an older session sent.
                 recorded_at: None,
+                status: None,
             }
             .encode_length_delimited(&mut bytes)
             .expect("a Vec grows");

@@ -37,6 +37,7 @@ fn every_event_of_random_games_survives_the_wire_unchanged() {
                     recorded_at: Some(hidden_front_wire::timestamp_to_proto(
                         std::time::UNIX_EPOCH + std::time::Duration::from_millis(seq * 1_234),
                     )),
+                    status: None,
                 };
                 let received = pb::WatchGameResponse::decode(sent.encode_to_vec().as_slice())
                     .expect("a message this release encoded decodes");

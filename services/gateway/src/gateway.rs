@@ -256,6 +256,8 @@ impl Gateway {
             let lag = metrics::histogram!(names::STREAM_LAG_EVENTS);
             let mut grown = hub.watch();
             let mut next = request.from_seq.max(1);
+            // The hub's count of statuses at the one this connection sent last.
+            let mut sent_status = 0;
             // Only events that arrived after this connection started count as it falling
             // behind; a resume from far back is a catch-up, not a lag.
             let started = std::time::Instant::now();
@@ -284,6 +286,22 @@ impl Gateway {
                 // A look after the end waits for the end to reach the hub: it reveals every
                 // event with what the end reveals.
                 if batch.is_empty() || (after_end && reveal.is_none()) {
+                    // Caught up: the game's status, when asked for, new, and not ahead of the
+                    // events this connection has sent.
+                    if request.with_status
+                        && let Some((status, count)) = hub.status()
+                        && count > sent_status
+                        && status.version < next
+                    {
+                        sent_status = count;
+                        let item = pb::SubscribeResponse {
+                            item: Some(pb::subscribe_response::Item::Status(status)),
+                        };
+                        if tx.send(Ok(item)).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     let (head, ended) = hub.head();
                     if ended && next > head {
                         return; // resumed past the end: nothing more will come

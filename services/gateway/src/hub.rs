@@ -65,6 +65,10 @@ struct HubState {
     reveal: Option<Arc<Reveal>>,
     /// Set when the upstream cannot follow the game at all (e.g. it does not exist).
     failed: Option<Status>,
+    /// The game's latest status from upstream, and how many the hub has received (a
+    /// connection compares it with the count of the one it sent last).
+    status: Option<pb::GameStatus>,
+    statuses: u64,
 }
 
 struct Shared {
@@ -111,7 +115,14 @@ impl GameHub {
         self.shared.state.lock().reveal.clone()
     }
 
-    /// A receiver that changes whenever the log grows (or the hub fails).
+    /// The game's latest status with the hub's count of statuses received so far, when it has
+    /// one. Public (the same for every viewer), so connections send it as it is.
+    pub(crate) fn status(&self) -> Option<(pb::GameStatus, u64)> {
+        let state = self.shared.state.lock();
+        state.status.map(|status| (status, state.statuses))
+    }
+
+    /// A receiver that changes whenever the log grows or the status changes (or the hub fails).
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.shared.head.subscribe()
     }
@@ -342,6 +353,8 @@ async fn follow(
         let request = pb::WatchGameRequest {
             game_id: game_id.to_string(),
             from_seq: next,
+            // Connections that asked for the status get it from here, not a read each.
+            with_status: true,
         };
         match session.watch_game(request).await {
             Ok(response) => {
@@ -389,9 +402,19 @@ fn fail(shared: &Shared, status: Status) {
     shared.head.send_modify(|_| {});
 }
 
-/// Adds one upstream event to the log and wakes the connections. `Ok(true)` when the game has
-/// ended.
+/// Adds one upstream event to the log, or takes the game's new status, and wakes the
+/// connections. `Ok(true)` when the game has ended.
 fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result<bool, Status> {
+    if let Some(status) = item.status {
+        let ended = {
+            let mut state = shared.state.lock();
+            state.status = Some(status);
+            state.statuses += 1;
+            state.ended
+        };
+        shared.head.send_modify(|_| {});
+        return Ok(ended);
+    }
     let upstream = item.event.as_ref().ok_or_else(|| {
         hidden_front_api_error::internal("the session sent a watch item without its event")
     })?;

@@ -82,6 +82,7 @@ async fn a_client_that_stops_reading_is_cut_off_with_a_resume_hint() {
         game_id: game.clone(),
         from_seq,
         spectate: false,
+        with_status: false,
     };
     let mut slow = gateway
         .subscribe(&player("sue"), subscribe(1))
@@ -162,6 +163,7 @@ async fn a_client_that_stops_reading_is_cut_off_with_a_resume_hint() {
         match item.item {
             Some(pb::subscribe_response::Item::Event(e)) => got.push(e.seq),
             Some(pb::subscribe_response::Item::Reconnect(r)) => break r,
+            Some(pb::subscribe_response::Item::Status(s)) => panic!("not asked for: {s:?}"),
             None => panic!("an empty item"),
         }
     };
@@ -230,6 +232,7 @@ async fn a_seated_players_stream_is_their_presence() {
         game_id: game.clone(),
         from_seq: 1,
         spectate: false,
+        with_status: false,
     };
     let first = gateway
         .subscribe(&player("ned"), request.clone())
@@ -256,4 +259,126 @@ async fn a_seated_players_stream_is_their_presence() {
     assert_eq!(presence(&mut session).await, (false, true));
     drop(second);
     until(|| presence(&mut session), (false, false)).await;
+}
+
+/// The next item of a gateway stream, within [`DEADLINE`].
+async fn next_item(
+    stream: &mut tokio_stream::wrappers::ReceiverStream<
+        Result<pb::SubscribeResponse, tonic::Status>,
+    >,
+) -> pb::subscribe_response::Item {
+    tokio::time::timeout(DEADLINE, stream.next())
+        .await
+        .expect("an item in time")
+        .expect("the stream stays open")
+        .expect("an item, not an error")
+        .item
+        .expect("a known item")
+}
+
+/// Events until a status item: their seqs and the status.
+async fn until_status(
+    stream: &mut tokio_stream::wrappers::ReceiverStream<
+        Result<pb::SubscribeResponse, tonic::Status>,
+    >,
+) -> (Vec<u64>, pb::GameStatus) {
+    let mut seqs = Vec::new();
+    loop {
+        match next_item(stream).await {
+            pb::subscribe_response::Item::Event(event) => seqs.push(event.seq),
+            pb::subscribe_response::Item::Status(status) => return (seqs, status),
+            pb::subscribe_response::Item::Reconnect(hint) => panic!("a reconnect: {hint:?}"),
+        }
+    }
+}
+
+/// A subscription that asks for the status gets the game's status from the game's one upstream
+/// (no read per connection): once caught up, after the events that change it and never ahead of
+/// the events it has sent, and when the opponent connects (its own presence report). A
+/// subscription that does not ask gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_that_ask_get_the_status_with_the_events() {
+    let (mut session, gateway, game) = setup(GatewayConfig::default()).await;
+    let request = |spectate, with_status| pb::SubscribeRequest {
+        game_id: game.clone(),
+        from_seq: 1,
+        spectate,
+        with_status,
+    };
+    let mut spectator = gateway
+        .subscribe(&player("sam"), request(true, true))
+        .await
+        .unwrap();
+    let (seqs, status) = until_status(&mut spectator).await;
+    // Caught up first: every event up to the status's version was sent (a spectator is shown
+    // the creation, not the drafts).
+    assert_eq!(seqs, [1]);
+    assert_eq!(status.version, 3, "the game's version after the two drafts");
+    assert!(!status.south_connected && !status.north_connected);
+
+    // Sue opens the game (without asking for the status): her presence report flips south to
+    // connected, and the spectator is told.
+    let mut sue = gateway
+        .subscribe(&player("sue"), request(false, false))
+        .await
+        .unwrap();
+    let (seqs, status) = until_status(&mut spectator).await;
+    assert!(seqs.is_empty() && status.south_connected && !status.north_connected);
+
+    // Both confirm: the events, then the status with the move clock of the first mover.
+    let mut version = 0;
+    for side in [pb::Side::South, pb::Side::North] {
+        version = session
+            .confirm_deployment(pb::ConfirmDeploymentRequest {
+                context: Some(pb::CommandContext {
+                    game_id: game.clone(),
+                    side: side as i32,
+                    idempotency_key: "confirm".into(),
+                    expected_version: None,
+                }),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap()
+            .version;
+    }
+    let (mut seqs, mut status) = until_status(&mut spectator).await;
+    while status.version < version {
+        // The first confirmation's status may come before the second's events.
+        let (more, next) = until_status(&mut spectator).await;
+        seqs.extend(more);
+        status = next;
+    }
+    assert_eq!(
+        seqs.last(),
+        Some(&version),
+        "the events before their status"
+    );
+    assert_eq!(status.version, version);
+    let view = session
+        .get_game(pb::GetGameRequest {
+            game_id: game.clone(),
+            viewer: pb::Viewer::Spectator as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(
+        status.turn_deadline_unix_millis, view.turn_deadline_unix_millis,
+        "the stream's status is GetGame's"
+    );
+    assert_ne!(status.turn_deadline_unix_millis, 0);
+
+    // Sue's own stream asked for no status: events only, up to play's start.
+    let mut told = Vec::new();
+    while told.last() != Some(&version) {
+        match next_item(&mut sue).await {
+            pb::subscribe_response::Item::Event(event) => told.push(event.seq),
+            other => panic!("sue did not ask for {other:?}"),
+        }
+    }
 }

@@ -119,6 +119,7 @@ async fn play(
         .watch_game(pb::WatchGameRequest {
             game_id: game_id.clone(),
             from_seq: 1,
+            with_status: false,
         })
         .await?
         .into_inner();

@@ -680,6 +680,7 @@ async fn start_computer_game(
         .watch_game(pb::WatchGameRequest {
             game_id: game.clone(),
             from_seq: 1,
+            with_status: false,
         })
         .await
         .unwrap()

@@ -39,6 +39,7 @@ mod pulse;
 mod queries;
 mod request;
 mod service;
+mod status;
 mod timers;
 mod watch;
 

@@ -113,6 +113,10 @@ impl GameStore for MeteredStore {
         counted("watch", self.inner.watch(game_id).await)
     }
 
+    fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64> {
+        self.inner.status_changes(game_id)
+    }
+
     async fn report_presence(
         &self,
         game_id: Uuid,

@@ -5,9 +5,9 @@
 use crate::errors::{invalid_field, store_error_status, wire_status};
 use crate::request::{parse_game_id, time_control_to_proto, validate_player};
 use crate::service::SessionService;
+use crate::status::game_status;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Phase, Side, view};
-use hidden_front_store::TimerSlot;
 use hidden_front_wire as wire;
 use tonic::Status;
 
@@ -21,7 +21,6 @@ impl SessionService {
         let viewer = wire::viewer_from_proto("viewer", request.viewer).map_err(wire_status)?;
         let observed = self.observe(game_id).await?;
         let record = &observed.record;
-        let connected = observed.presence.connected();
         let id = game_id.to_string();
         let mut game_view = wire::game_view(
             &view(&record.game, viewer),
@@ -33,24 +32,13 @@ impl SessionService {
             record.version,
             time_control_to_proto(&record.meta.time_control),
         );
-        game_view.south_connected = connected[0];
-        game_view.north_connected = connected[1];
-        // The deadlines are public: both players see both clocks.
-        for timer in &observed.timers {
-            let millis = timer.fire_at_unix_millis();
-            match timer.slot() {
-                TimerSlot::Turn => game_view.turn_deadline_unix_millis = millis,
-                TimerSlot::Reconnect(side) => {
-                    let away = record.game.phase() == Phase::Play && !connected[side.index()];
-                    if away {
-                        match side {
-                            Side::South => game_view.south_away_deadline_unix_millis = millis,
-                            Side::North => game_view.north_away_deadline_unix_millis = millis,
-                        }
-                    }
-                }
-            }
-        }
+        // The status inside the view is the one the streams send (`status.rs`).
+        let status = game_status(&observed);
+        game_view.south_connected = status.south_connected;
+        game_view.north_connected = status.north_connected;
+        game_view.turn_deadline_unix_millis = status.turn_deadline_unix_millis;
+        game_view.south_away_deadline_unix_millis = status.south_away_deadline_unix_millis;
+        game_view.north_away_deadline_unix_millis = status.north_away_deadline_unix_millis;
         Ok(pb::GetGameResponse {
             game: Some(game_view),
         })

@@ -1,20 +1,53 @@
 //! The `WatchGame` pump: the one full-information stream, for internal consumers (the gateway
 //! and the computer seat's driver project it per viewer). No gaps, no duplicates: it reads the
-//! log in pages from the last seq sent, and waits for the store's version to pass it.
+//! log in pages from the last seq sent, and waits for the store's version to pass it. Asked
+//! (`with_status`), it also sends the game's status once caught up and whenever it changed:
+//! after events, on the store's status wake-ups (presence flips, an outage's accounting), and
+//! when a connected side's leases lapse by time.
 
 use crate::errors::store_error_status;
 use crate::request::parse_game_id;
 use crate::service::SessionService;
+use crate::status::{game_status, next_lapse};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Event, Phase, Reveal, reveal};
+use hidden_front_time::WallClock;
 use hidden_front_wire as wire;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
 use tokio_stream::Stream;
 use tonic::Status;
 
 /// Events fetched per store read while streaming (also the stream's buffer).
 const WATCH_PAGE: usize = 256;
+
+/// How long after a lease's end its lapse is read: past the instant, so the read sees it ended.
+const LAPSE_MARGIN: Duration = Duration::from_millis(20);
+
+/// Returns when the game's status changes without an event
+/// ([`hidden_front_store::GameStore::status_changes`]);
+/// never, for a watch that did not ask for the status.
+async fn status_changed(changes: &mut Option<watch::Receiver<u64>>) {
+    if let Some(changes) = changes
+        && changes.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
+}
+
+/// Returns just after `lapse` by the session's clock; never without one.
+async fn lapsed(lapse: Option<SystemTime>, clock: &WallClock) {
+    match lapse {
+        Some(at) => {
+            let wait = at.duration_since(clock.now()).unwrap_or_default();
+            tokio::time::sleep(wait + LAPSE_MARGIN).await;
+        }
+        None => std::future::pending().await,
+    }
+}
 
 /// The stream `WatchGame` answers with.
 pub(crate) type EventStream =
@@ -39,10 +72,19 @@ impl SessionService {
             .watch(game_id)
             .await
             .map_err(|e| store_error_status(&e))?;
+        // Taken after `watch` (which starts listening across processes) and before the first
+        // status read, so no change after that read goes unnoticed.
+        let mut status_changes = request.with_status.then(|| store.status_changes(game_id));
+        let clock = self.config.clock.clone();
         let (tx, rx) = tokio::sync::mpsc::channel(WATCH_PAGE);
         let id = game_id.to_string();
         let mut next = request.from_seq.max(1);
         tokio::spawn(async move {
+            // The status last sent, and whether it must be read again once the events caught up.
+            let mut sent_status: Option<pb::GameStatus> = None;
+            let mut status_due = request.with_status;
+            // When a connected side's leases end, if nothing is heard before.
+            let mut lapse: Option<SystemTime> = None;
             loop {
                 let page = match store.events(game_id, next, WATCH_PAGE).await {
                     Ok(page) => page,
@@ -76,6 +118,7 @@ impl SessionService {
                             event: Some(event),
                             trace_parent: stored.trace_parent.clone().unwrap_or_default(),
                             recorded_at: Some(wire::timestamp_to_proto(stored.recorded_at)),
+                            status: None,
                         }))
                         .await
                         .is_err()
@@ -84,19 +127,58 @@ impl SessionService {
                     }
                     next = stored.seq + 1;
                 }
-                if ended {
-                    return;
-                }
+                status_due |= request.with_status && !page.is_empty();
                 if page.len() == WATCH_PAGE {
                     continue;
                 }
-                // Wait until the log grows past what was sent (or the client goes away).
+                // Caught up: the status, if it may have changed. Sent only once every event up to
+                // its version was sent; a read that finds newer events sends those first.
+                if status_due {
+                    let observed = match store.observe(game_id, clock.now()).await {
+                        Ok(Some(observed)) => observed,
+                        Ok(None) => return,
+                        Err(e) => {
+                            let _ = tx.send(Err(store_error_status(&e))).await;
+                            return;
+                        }
+                    };
+                    if observed.record.version >= next && !ended {
+                        continue;
+                    }
+                    status_due = false;
+                    lapse = next_lapse(&observed);
+                    let status = game_status(&observed);
+                    if sent_status.as_ref() != Some(&status) {
+                        let item = pb::WatchGameResponse {
+                            status: Some(status),
+                            ..pb::WatchGameResponse::default()
+                        };
+                        if tx.send(Ok(item)).await.is_err() {
+                            return;
+                        }
+                        sent_status = Some(status);
+                    }
+                }
+                if ended {
+                    return;
+                }
+                // Wait until the log grows past what was sent, the status changes, a connected
+                // side's leases lapse, or the client goes away.
                 loop {
                     if *changes.borrow_and_update() >= next {
                         break;
                     }
                     tokio::select! {
                         changed = changes.changed() => if changed.is_err() { return },
+                        () = status_changed(&mut status_changes) => {
+                            status_due = true;
+                            break;
+                        }
+                        () = lapsed(lapse, &clock) => {
+                            status_due = true;
+                            lapse = None;
+                            break;
+                        }
                         () = tx.closed() => return,
                     }
                 }

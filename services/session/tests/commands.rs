@@ -830,3 +830,110 @@ async fn a_fire_whose_slot_is_re_armed_before_its_append_changes_nothing() {
     let view = get(&s, &game, pb::Viewer::Spectator).await;
     assert_eq!(view.phase, pb::Phase::Play as i32, "nobody lost: {view:?}");
 }
+
+/// The next item of a `WatchGame` stream, within a few seconds.
+async fn next_watched(
+    stream: &mut (
+             impl tokio_stream::Stream<Item = Result<pb::WatchGameResponse, tonic::Status>> + Unpin
+         ),
+) -> pb::WatchGameResponse {
+    use tokio_stream::StreamExt as _;
+    tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("an item within 10 s")
+        .expect("the stream goes on")
+        .expect("an item, not an error")
+}
+
+/// Reads events until a status item; the events' seqs and the status.
+async fn until_status(
+    stream: &mut (
+             impl tokio_stream::Stream<Item = Result<pb::WatchGameResponse, tonic::Status>> + Unpin
+         ),
+) -> (Vec<u64>, pb::GameStatus) {
+    let mut seqs = Vec::new();
+    loop {
+        let item = next_watched(stream).await;
+        match (item.event, item.status) {
+            (Some(event), None) => seqs.push(event.seq),
+            (None, Some(status)) => return (seqs, status),
+            other => panic!("an item is an event or a status, not {other:?}"),
+        }
+    }
+}
+
+/// A watch that asks for the status gets it once caught up, after the events that change it
+/// (never ahead of them), when a side's presence flips, and when a connected side's lease lapses
+/// with nobody renewing it; a watch that does not ask gets events only.
+#[tokio::test]
+async fn a_watch_with_status_follows_events_presence_flips_and_lapsed_leases() {
+    let (s, _store, clock) = timed_service();
+    let (game, _) = create(&s).await;
+    let watch = |with_status| pb::WatchGameRequest {
+        game_id: game.clone(),
+        from_seq: 1,
+        with_status,
+    };
+    let mut stream = s
+        .watch_game(Request::new(watch(true)))
+        .await
+        .unwrap()
+        .into_inner();
+    let (seqs, status) = until_status(&mut stream).await;
+    assert_eq!(status.version, *seqs.last().unwrap(), "caught up: {seqs:?}");
+    assert!(!status.south_connected && !status.north_connected);
+    assert_ne!(
+        status.turn_deadline_unix_millis, 0,
+        "the deployment deadline"
+    );
+
+    // South connects with a short lease: a flip, told at once.
+    s.report_presence(Request::new(pb::ReportPresenceRequest {
+        game_id: game.clone(),
+        side: pb::Side::South as i32,
+        connected: true,
+        gateway_id: "gw-1".into(),
+        lease_seconds: 1,
+    }))
+    .await
+    .unwrap();
+    let (seqs, status) = until_status(&mut stream).await;
+    assert!(seqs.is_empty() && status.south_connected && !status.north_connected);
+
+    // Play starts: its events first, then the status they made (the move clock).
+    let version = start_play(&s, &game).await;
+    let (seqs, status) = until_status(&mut stream).await;
+    assert_eq!(seqs.last(), Some(&version));
+    assert_eq!(status.version, version);
+    let view = get(&s, &game, pb::Viewer::Spectator).await;
+    assert_eq!(
+        status.turn_deadline_unix_millis, view.turn_deadline_unix_millis,
+        "the stream's status is GetGame's"
+    );
+
+    // Nobody renews south's lease: once it has ended, south is away, with the time to come back.
+    clock.advance(Duration::from_secs(2));
+    let (seqs, status) = until_status(&mut stream).await;
+    assert!(seqs.is_empty() && !status.south_connected);
+    assert_ne!(status.south_away_deadline_unix_millis, 0);
+    assert_eq!(
+        status.south_away_deadline_unix_millis,
+        get(&s, &game, pb::Viewer::South)
+            .await
+            .south_away_deadline_unix_millis
+    );
+
+    // Without asking: events only.
+    let plain = s
+        .watch_game(Request::new(watch(false)))
+        .await
+        .unwrap()
+        .into_inner();
+    use tokio_stream::StreamExt as _;
+    let items: Vec<_> = plain.take(version as usize).collect().await;
+    assert!(
+        items
+            .iter()
+            .all(|item| item.as_ref().unwrap().status.is_none())
+    );
+}

@@ -297,6 +297,7 @@ pub async fn open_watch(
         .watch_game(pb::WatchGameRequest {
             game_id: game_id.to_string(),
             from_seq,
+            with_status: false,
         })
         .await
         .unwrap_or_else(|s| panic!("WatchGame({game_id}, {from_seq}) failed: {s:?}"))

@@ -135,15 +135,22 @@ impl PlayerClient {
         from_seq: u64,
         spectate: bool,
     ) -> Result<Streaming<pb::SubscribeResponse>, Status> {
+        self.subscribe_request(pb::SubscribeRequest {
+            game_id: game_id.to_string(),
+            from_seq,
+            spectate,
+            with_status: false,
+        })
+        .await
+    }
+
+    /// `Subscribe` with `request` as it is (e.g. asking for `status` items).
+    pub async fn subscribe_request(
+        &mut self,
+        request: pb::SubscribeRequest,
+    ) -> Result<Streaming<pb::SubscribeResponse>, Status> {
         // A stream has no overall deadline; [`next_item`] bounds each wait instead.
-        let request = authed(
-            &self.token,
-            pb::SubscribeRequest {
-                game_id: game_id.to_string(),
-                from_seq,
-                spectate,
-            },
-        );
+        let request = authed(&self.token, request);
         Ok(self.client.subscribe(request).await?.into_inner())
     }
 
@@ -357,6 +364,8 @@ pub struct Followed {
     pub events: Vec<pb::GameEvent>,
     /// `Reconnect` hints received (each was followed by a new `Subscribe`).
     pub reconnects: Vec<pb::Reconnect>,
+    /// `status` items received (on a subscription that asked for them), in order.
+    pub statuses: Vec<pb::GameStatus>,
 }
 
 /// Reads `stream` until `GameEnded`, re-subscribing from the hinted sequence number on a
@@ -394,6 +403,7 @@ pub async fn follow_to_end(
                     .unwrap_or_else(|s| panic!("{what}: resuming from {hint:?} failed: {s:?}"));
                 out.reconnects.push(hint);
             }
+            Some(pb::subscribe_response::Item::Status(status)) => out.statuses.push(status),
             None => panic!("{what} sent an empty item"),
         }
     }

@@ -61,6 +61,7 @@ pub async fn follow(
             game_id: game_id.clone(),
             from_seq: next_seq,
             spectate,
+            with_status: false,
         };
         // Why the stream stopped, and whether that is a lost connection (rather than the gateway
         // asking this client to come back, which a working resubscription answers quietly).
@@ -109,7 +110,10 @@ pub async fn follow(
                             };
                             break (format!("the gateway asked to reconnect ({reason})"), false);
                         }
-                        Ok(Some(pb::SubscribeResponse { item: None })) => {} // unknown item
+                        // Not asked for; an unknown item of a newer gateway is skipped alike.
+                        Ok(Some(pb::SubscribeResponse {
+                            item: Some(pb::subscribe_response::Item::Status(_)) | None,
+                        })) => {}
                         Ok(None) => break ("the event stream closed".to_string(), true),
                         Err(status) if is_permanent(status.code()) => {
                             let _ = tx.send(Feed::Fatal(explain(&status))).await;

@@ -64,6 +64,11 @@ pub const CHANNEL: &str = "hf_game_events";
 
 pub use outbox::LIFECYCLE_CHANNEL;
 
+/// The NOTIFY channel announcing that a game's status changed without an event (a side's
+/// presence flipped; payload `<game_id>`) or that every game's did (an outage was accounted
+/// for; payload `*`). See [`GameStore::status_changes`].
+pub const STATUS_CHANNEL: &str = "hf_game_status";
+
 /// Default pool size of [`PostgresStore::connect`]: enough for a busy session replica, small
 /// enough that a handful of replicas fit under Postgres' default 100 connections. Every replica
 /// has its own pool, so a deployment sizes it with `--database-max-connections`
@@ -101,6 +106,8 @@ struct Inner {
     /// from (or is recycled by) the main pool.
     listen_pool: PgPool,
     notifier: Arc<Notifier>,
+    /// Wakes the watchers of a game's status, fed by the LISTEN task ([`STATUS_CHANNEL`]).
+    status: Arc<Notifier>,
     /// The LISTEN task, started by the first [`GameStore::watch`].
     listener: OnceCell<ListenerTask>,
     /// The queue that writes appends of many games in one statement (`batch.rs`).
@@ -156,6 +163,7 @@ impl PostgresStore {
                 pool,
                 listen_pool,
                 notifier: Arc::new(Notifier::new()),
+                status: Arc::new(Notifier::new()),
                 listener: OnceCell::new(),
                 group_commit,
                 fact_position: Arc::new(watch_channel::channel(0).0),
@@ -285,6 +293,10 @@ impl GameStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         appends::events(self, game_id, from_seq, limit).await
+    }
+
+    fn status_changes(&self, game_id: Uuid) -> watch_channel::Receiver<u64> {
+        self.inner.status.subscribe(game_id)
     }
 
     async fn watch(&self, game_id: Uuid) -> Result<watch_channel::Receiver<u64>, StoreError> {

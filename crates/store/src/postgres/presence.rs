@@ -45,6 +45,15 @@ macro_rules! other_leases {
     };
 }
 
+/// The column `was_connected`: whether side `$2` of game `$1` counted as connected at `$6`
+/// before this statement's report (the statement reads the table as it was before its write).
+macro_rules! was_connected {
+    () => {
+        ", EXISTS (SELECT 1 FROM presence p WHERE p.game_id = $1 AND p.side = $2 \
+           AND p.connected AND p.lease_until > $6) AS was_connected"
+    };
+}
+
 /// The CTE `reported`: writes the report of game `$1`, side `$2`, gateway `$3` (connected `$4`,
 /// lease until `$5`), replacing that gateway's earlier report of the side.
 macro_rules! report_cte {
@@ -117,7 +126,9 @@ pub(super) async fn report_presence(
                     report_cte!(),
                     " SELECT ",
                     other_leases!("r.game_id", "$6"),
-                    ", false AS armed FROM reported r"
+                    ", false AS armed",
+                    was_connected!(),
+                    " FROM reported r"
                 )),
                 &report,
             )
@@ -140,7 +151,9 @@ pub(super) async fn report_presence(
                       OR (CASE $2 WHEN 'south' THEN o.south ELSE o.north END) <= $7 ",
                     rearm_slot!(),
                     " RETURNING 1) \
-                 SELECT o.south, o.north, EXISTS (SELECT 1 FROM armed) AS armed FROM others o"
+                 SELECT o.south, o.north, EXISTS (SELECT 1 FROM armed) AS armed",
+                    was_connected!(),
+                    " FROM others o"
                 )),
                 &report,
             )
@@ -163,6 +176,15 @@ pub(super) async fn report_presence(
     };
     let mut presence = presence_of(&row)?;
     presence.count(side, report.connected, report.lease_until, report.now);
+    let was_connected: bool = row.try_get("was_connected")?;
+    if was_connected != presence.connected()[side.index()] {
+        // Renewals change nothing a viewer sees; a flip does: wake every process's watchers.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(super::STATUS_CHANNEL)
+            .bind(game_id.to_string())
+            .execute(&mut *conn)
+            .await?;
+    }
     if let Some(arm) = arm {
         let armed: bool = row.try_get("armed")?;
         if !armed {

@@ -64,6 +64,12 @@ pub(super) async fn pulse(
             .bind(i64::try_from(moved).unwrap_or(i64::MAX))
             .execute(&mut *tx)
             .await?;
+            // Every process's status watchers read again: the deadlines they show have moved.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(super::STATUS_CHANNEL)
+                .bind(super::watch::EVERY_GAME)
+                .execute(&mut *tx)
+                .await?;
             Some(Outage {
                 from,
                 to: now,

@@ -6,7 +6,7 @@
 use super::codec::from_db;
 use super::games::version_of;
 use super::recent::RecentEvents;
-use super::{CHANNEL, LIFECYCLE_CHANNEL, PostgresStore};
+use super::{CHANNEL, LIFECYCLE_CHANNEL, PostgresStore, STATUS_CHANNEL};
 use crate::StoreError;
 use crate::listen::{Heard, Listen};
 use crate::notifier::Notifier;
@@ -17,6 +17,9 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
+
+/// The [`STATUS_CHANNEL`] payload for "every game".
+pub(super) const EVERY_GAME: &str = "*";
 
 /// Aborts the LISTEN task when the store goes away.
 #[derive(Debug)]
@@ -36,12 +39,16 @@ pub(super) async fn ensure_listening(store: &PostgresStore) -> Result<(), StoreE
         .inner
         .listener
         .get_or_try_init(|| async {
-            let listen =
-                Listen::connect(&store.inner.listen_pool, &[CHANNEL, LIFECYCLE_CHANNEL]).await?;
+            let listen = Listen::connect(
+                &store.inner.listen_pool,
+                &[CHANNEL, LIFECYCLE_CHANNEL, STATUS_CHANNEL],
+            )
+            .await?;
             let task = tokio::spawn(run_listener(
                 listen,
                 store.inner.pool.clone(),
                 Arc::clone(&store.inner.notifier),
+                Arc::clone(&store.inner.status),
                 Arc::clone(&store.inner.recent),
                 Arc::clone(&store.inner.fact_position),
             ));
@@ -77,11 +84,22 @@ async fn run_listener(
     mut listen: Listen,
     pool: PgPool,
     notifier: Arc<Notifier>,
+    status: Arc<Notifier>,
     recent: Arc<RecentEvents>,
     fact_position: Arc<watch::Sender<u64>>,
 ) {
     loop {
         match listen.next().await {
+            Heard::Notification(notification) if notification.channel() == STATUS_CHANNEL => {
+                match notification.payload() {
+                    EVERY_GAME => status.bump_all(),
+                    payload => {
+                        if let Ok(game_id) = payload.parse() {
+                            status.bump(game_id);
+                        }
+                    }
+                }
+            }
             Heard::Notification(notification) if notification.channel() == LIFECYCLE_CHANNEL => {
                 if let Ok(position) = notification.payload().parse() {
                     advance_position(&fact_position, position);
@@ -97,6 +115,8 @@ async fn run_listener(
                 }
             }
             Heard::MayHaveMissed => {
+                // A status change may have gone unheard too: every watcher reads again.
+                status.bump_all();
                 let resynced = match resync(&pool, &notifier).await {
                     Ok(()) => resync_facts(&pool, &fact_position).await,
                     Err(error) => Err(error),

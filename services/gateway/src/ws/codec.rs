@@ -513,6 +513,7 @@ mod tests {
                     "game_id",
                     "fromSeq",
                     "spectate",
+                    "withStatus",
                     "context",
                     "idempotencyKey",
                     "expectedVersion",
@@ -681,6 +682,7 @@ mod tests {
                     game_id: "g".into(),
                     from_seq: u64::MAX,
                     spectate: false,
+                    with_status: false,
                 })
             );
             let bad = decode_message(

@@ -1,6 +1,6 @@
 //! The server's messages as JSON text: `result`, `error` (gRPC code name, stable `reason`,
-//! bounded `message`, `fieldViolations`), and the subscription items `event`, `lobby`,
-//! `reconnect` and `end`.
+//! bounded `message`, `fieldViolations`), and the subscription items `event`, `status`,
+//! `lobby`, `reconnect` and `end`.
 
 use hidden_front_api_error::{ErrorSummary, MAX_MESSAGE_BYTES};
 use hidden_front_proto::v1 as pb;
@@ -106,6 +106,25 @@ impl<'a> EventMessage<'a> {
             r#type: "event",
             subscription,
             event,
+        }
+    }
+}
+
+/// `{"type": "status", "subscription", "status"}`: the game's status, on a subscription that
+/// asked for it (`withStatus`).
+#[derive(Serialize)]
+pub(super) struct StatusMessage<'a> {
+    pub(super) r#type: &'static str,
+    pub(super) subscription: &'a Value,
+    pub(super) status: &'a pb::GameStatus,
+}
+
+impl<'a> StatusMessage<'a> {
+    pub(super) fn new(subscription: &'a Value, status: &'a pb::GameStatus) -> Self {
+        StatusMessage {
+            r#type: "status",
+            subscription,
+            status,
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::codec::UnsubscribeRequest;
 use super::connection::{Conn, Outbound, Sub, SubCell};
 use super::messages::{
-    EndMessage, EventMessage, LobbyMessage, ReconnectMessage, result_text, to_text,
+    EndMessage, EventMessage, LobbyMessage, ReconnectMessage, StatusMessage, result_text, to_text,
 };
 use futures_util::StreamExt;
 use hidden_front_api_error::{ApiError, Reason, quote};
@@ -224,6 +224,9 @@ impl Conn {
                         text,
                         event: Some((Arc::clone(&cell), seq)),
                     }
+                }
+                pb::subscribe_response::Item::Status(status) => {
+                    Outbound::plain(to_text(&StatusMessage::new(&id, &status)))
                 }
                 pb::subscribe_response::Item::Reconnect(reconnect) => {
                     reconnected = true;

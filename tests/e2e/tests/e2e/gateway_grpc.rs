@@ -889,7 +889,8 @@ async fn every_call(
         pb::SubscribeRequest {
             game_id: game_id.into(),
             from_seq: 1,
-            spectate: false
+            spectate: false,
+            with_status: false,
         }
     );
     call!(
@@ -1577,6 +1578,7 @@ async fn two_authorization_entries_are_refused_in_either_order() {
                     game_id: game.game_id.clone(),
                     from_seq: 1,
                     spectate: false,
+                    with_status: false,
                 },
             ))
             .await

@@ -178,6 +178,8 @@ async fn watch(
         game_id: game_id.to_string(),
         from_seq,
         spectate,
+        // The status items are part of what a viewer receives: searched like everything else.
+        with_status: true,
     };
     let mut stream = client
         .subscribe(request(1))
@@ -201,6 +203,7 @@ async fn watch(
                         game_id: game_id.clone(),
                         from_seq: hint.resume_from_seq,
                         spectate,
+                        with_status: true,
                     })
                     .await
                     .unwrap_or_else(|s| panic!("{what}: resuming after {hint:?}: {s:?}"));
@@ -1367,7 +1370,9 @@ fn check_game(report: &Report) {
             match &record.got {
                 Got::Item(item) => match item.item.as_ref().expect("an item") {
                     Item::Event(e) => event(e),
-                    Item::Reconnect(_) => {}
+                    // No field of a status can name a piece; its bytes are searched below
+                    // with everything else.
+                    Item::Reconnect(_) | Item::Status(_) => {}
                 },
                 // An answer shows its events as the stream does: only the end reveals.
                 Got::Result(result) => result.events.iter().for_each(event),

@@ -170,6 +170,7 @@ async fn the_session_api_is_not_on_the_public_port() {
         .watch_game(pb::WatchGameRequest {
             game_id: created.game_id.clone(),
             from_seq: 1,
+            with_status: true,
         })
         .await
         .expect_err("the public port answered the full-information WatchGame");

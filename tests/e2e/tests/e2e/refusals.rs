@@ -110,6 +110,7 @@ async fn refusals() {
             .watch_game(pb::WatchGameRequest {
                 game_id: unknown.clone(),
                 from_seq: 1,
+                with_status: true,
             })
             .await
             .map(|_| ()),
