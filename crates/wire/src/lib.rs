@@ -16,7 +16,7 @@ use hidden_front_proto::v1 as pb;
 use hidden_front_proto::well_known::Timestamp;
 use hidden_front_rules::{
     Combat, Deployment, EndReason, Event, FlagReveal, GameView, Move, Node, Outcome, Phase, Piece,
-    PieceId, PieceKind, Reveal, Rules, Side, ViewEvent, ViewPiece, Viewer, project,
+    PieceId, PieceKind, Reveal, Rules, Side, ViewCombat, ViewEvent, ViewPiece, Viewer, project,
 };
 use std::time::{SystemTime, UNIX_EPOCH};
 use thiserror::Error;
@@ -554,13 +554,90 @@ pub fn engine_event_to_proto(
 
 /// Rebuilds the engine's event from its full-information proto form ([`engine_event_to_proto`]),
 /// for a game played under `rules` (squares and piece codes are read on its board; a `Created`
-/// event carries its own rules). Every field is checked: a bad one is an error naming it
+/// event carries its own rules): [`view_event_from_proto`], then every kind the engine's event
+/// holds required. Every field is checked: a bad one is an error naming it
 /// (`event.moved.combat.defender_piece`). Fields this release does not know (a newer session's
-/// additions) are ignored, and so are derived ones (a revealed flag's code).
+/// additions) are ignored, and so are derived ones (a revealed flag's code, the end's reveal).
 ///
 /// The defender of a fight is always an enemy piece (the engine refuses a move onto an own
 /// piece), so its side is the mover's opponent and is not on the wire.
 pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<Event, FieldError> {
+    let required = |field: &str| {
+        invalid(
+            field,
+            "is required (the full-information form names every kind)",
+        )
+    };
+    Ok(match view_event_from_proto(rules, event)? {
+        ViewEvent::Created { rules, first_mover } => Event::Created { rules, first_mover },
+        ViewEvent::DeploymentDrafted { deployment } => Event::DeploymentDrafted { deployment },
+        ViewEvent::DeploymentConfirmed {
+            side,
+            deployment,
+            by_deadline,
+        } => Event::DeploymentConfirmed {
+            side,
+            deployment: deployment
+                .ok_or_else(|| invalid("event.deployment_confirmed.deployment", "is required"))?,
+            by_deadline,
+        },
+        ViewEvent::PlayStarted { pieces } => Event::PlayStarted {
+            pieces: full_pieces("event.play_started.pieces", &pieces)?,
+        },
+        ViewEvent::Moved {
+            side,
+            mv,
+            piece,
+            kind,
+            combat,
+            flag_reveal,
+        } => Event::Moved {
+            mv,
+            piece: Piece {
+                side,
+                kind: kind.ok_or_else(|| required("event.moved.piece"))?,
+                id: piece,
+            },
+            combat: match combat {
+                None => None,
+                Some(c) => Some(Combat {
+                    defender: Piece {
+                        side: side.other(),
+                        kind: c
+                            .defender_kind
+                            .ok_or_else(|| required("event.moved.combat.defender_piece"))?,
+                        id: c.defender,
+                    },
+                    attacker_survives: c.attacker_survives,
+                    defender_survives: c.defender_survives,
+                    flag_captured: c.flag_captured,
+                }),
+            },
+            flag_reveal,
+        },
+        ViewEvent::TimedOut { side, count } => Event::TimedOut { side, count },
+        ViewEvent::DrawOffered { side } => Event::DrawOffered { side },
+        ViewEvent::DrawDeclined { side } => Event::DrawDeclined { side },
+        ViewEvent::DrawLapsed { side } => Event::DrawLapsed { side },
+        ViewEvent::Resigned { side } => Event::Resigned { side },
+        ViewEvent::SeatLost { side } => Event::SeatLost { side },
+        ViewEvent::Ended {
+            outcome, pieces, ..
+        } => Event::Ended {
+            outcome,
+            pieces: full_pieces("event.ended.pieces", &pieces)?,
+        },
+    })
+}
+
+/// Reads one event as a viewer was shown it ([`game_event`]'s inverse): kinds are `None` where
+/// the code is empty (the viewer may not know them). Every field is checked as
+/// [`engine_event_from_proto`] says. Why: clients follow a game by applying each event to
+/// their view (`GameView::apply`) rather than reading the view again per event.
+pub fn view_event_from_proto(
+    rules: &Rules,
+    event: &pb::GameEvent,
+) -> Result<ViewEvent, FieldError> {
     use pb::game_event::Event as E;
     let Some(body) = &event.event else {
         return Err(invalid(
@@ -570,11 +647,11 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
     };
     let side = |field: &str, value: i32| side_from_proto(field, value);
     Ok(match body {
-        E::Created(e) => Event::Created {
+        E::Created(e) => ViewEvent::Created {
             rules: rules_from_proto("event.created.rules", &e.rules)?,
             first_mover: side("event.created.first_mover", e.first_mover)?,
         },
-        E::DeploymentDrafted(e) => Event::DeploymentDrafted {
+        E::DeploymentDrafted(e) => ViewEvent::DeploymentDrafted {
             deployment: deployment_at(
                 rules,
                 "event.deployment_drafted.deployment",
@@ -583,12 +660,17 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
         },
         E::DeploymentConfirmed(e) => {
             let confirmed_side = side("event.deployment_confirmed.side", e.side)?;
-            let deployment = deployment_at(
-                rules,
-                "event.deployment_confirmed.deployment",
-                e.deployment.as_ref(),
-            )?;
-            if deployment.side != confirmed_side {
+            let deployment = match &e.deployment {
+                None => None,
+                Some(d) => Some(deployment_at(
+                    rules,
+                    "event.deployment_confirmed.deployment",
+                    Some(d),
+                )?),
+            };
+            if let Some(deployment) = &deployment
+                && deployment.side != confirmed_side
+            {
                 return Err(invalid(
                     "event.deployment_confirmed.deployment.side",
                     format!(
@@ -597,38 +679,29 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
                     ),
                 ));
             }
-            Event::DeploymentConfirmed {
+            ViewEvent::DeploymentConfirmed {
                 side: confirmed_side,
                 deployment,
                 by_deadline: e.by_deadline,
             }
         }
-        E::PlayStarted(e) => Event::PlayStarted {
-            pieces: pieces_at(rules, "event.play_started.pieces", &e.pieces)?,
+        E::PlayStarted(e) => ViewEvent::PlayStarted {
+            pieces: view_pieces_at(rules, "event.play_started.pieces", &e.pieces)?,
         },
         E::Moved(e) => {
-            let mover = side("event.moved.side", e.side)?;
             let mv = e
                 .r#move
                 .as_ref()
                 .ok_or_else(|| invalid("event.moved.move", "is required"))?;
-            let piece = Piece {
-                side: mover,
-                kind: kind_from_proto(rules, "event.moved.piece", &e.piece)?,
-                id: piece_id_from_proto("event.moved.piece_id", e.piece_id)?,
-            };
             let combat = match &e.combat {
                 None => None,
-                Some(c) => Some(Combat {
-                    defender: Piece {
-                        side: mover.other(),
-                        kind: kind_from_proto(
-                            rules,
-                            "event.moved.combat.defender_piece",
-                            &c.defender_piece,
-                        )?,
-                        id: piece_id_from_proto("event.moved.combat.defender_id", c.defender_id)?,
-                    },
+                Some(c) => Some(ViewCombat {
+                    defender: piece_id_from_proto("event.moved.combat.defender_id", c.defender_id)?,
+                    defender_kind: known_kind(
+                        rules,
+                        "event.moved.combat.defender_piece",
+                        &c.defender_piece,
+                    )?,
                     attacker_survives: c.attacker_survives,
                     defender_survives: c.defender_survives,
                     flag_captured: c.flag_captured,
@@ -642,14 +715,16 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
                     flag_reveal_from_proto(rules, &format!("event.moved.flag_reveals[{i}]"), r)
                 })
                 .collect::<Result<_, _>>()?;
-            Event::Moved {
+            ViewEvent::Moved {
+                side: side("event.moved.side", e.side)?,
                 mv: move_at(rules, "event.moved.move", mv)?,
-                piece,
+                piece: piece_id_from_proto("event.moved.piece_id", e.piece_id)?,
+                kind: known_kind(rules, "event.moved.piece", &e.piece)?,
                 combat,
                 flag_reveal,
             }
         }
-        E::TimedOut(e) => Event::TimedOut {
+        E::TimedOut(e) => ViewEvent::TimedOut {
             side: side("event.timed_out.side", e.side)?,
             count: u8::try_from(e.count).map_err(|_| {
                 invalid(
@@ -661,26 +736,146 @@ pub fn engine_event_from_proto(rules: &Rules, event: &pb::GameEvent) -> Result<E
                 )
             })?,
         },
-        E::DrawOffered(e) => Event::DrawOffered {
+        E::DrawOffered(e) => ViewEvent::DrawOffered {
             side: side("event.draw_offered.side", e.side)?,
         },
-        E::DrawDeclined(e) => Event::DrawDeclined {
+        E::DrawDeclined(e) => ViewEvent::DrawDeclined {
             side: side("event.draw_declined.side", e.side)?,
         },
-        E::DrawLapsed(e) => Event::DrawLapsed {
+        E::DrawLapsed(e) => ViewEvent::DrawLapsed {
             side: side("event.draw_lapsed.side", e.side)?,
         },
-        E::Resigned(e) => Event::Resigned {
+        E::Resigned(e) => ViewEvent::Resigned {
             side: side("event.resigned.side", e.side)?,
         },
-        E::SeatLost(e) => Event::SeatLost {
+        E::SeatLost(e) => ViewEvent::SeatLost {
             side: side("event.seat_lost.side", e.side)?,
         },
-        E::Ended(e) => Event::Ended {
+        E::Ended(e) => ViewEvent::Ended {
             outcome: outcome_from_proto("event.ended.outcome", e.outcome.as_ref())?,
-            pieces: pieces_at(rules, "event.ended.pieces", &e.pieces)?,
+            pieces: view_pieces_at(rules, "event.ended.pieces", &e.pieces)?,
+            reveal: e
+                .reveal
+                .as_ref()
+                .map(|r| reveal_from_proto(rules, "event.ended.reveal", r))
+                .transpose()?,
         },
     })
+}
+
+/// Reads a game's view as its viewer was shown it ([`game_view`]'s inverse; what the session
+/// fills in beside the engine's view, the players and their presence and clocks, is not part of
+/// it). With [`view_event_from_proto`] and `GameView::apply`, a client follows the game from
+/// the events after it.
+pub fn game_view_from_proto(view: &pb::GameView) -> Result<GameView, FieldError> {
+    let rules = rules_from_proto("game.rules", &view.rules)?;
+    let count = |field: &str, value: u32| {
+        u8::try_from(value).map_err(|_| invalid(field, format!("{value} is more than 255")))
+    };
+    let phase = phase_from_proto("game.phase", view.phase)?;
+    Ok(GameView {
+        viewer: viewer_from_proto("game.viewer", view.viewer)?,
+        rules,
+        phase,
+        first_mover: side_from_proto("game.first_mover", view.first_mover)?,
+        to_move: match phase {
+            Phase::Play => Some(side_from_proto("game.to_move", view.to_move)?),
+            _ => None,
+        },
+        plies: view.plies,
+        plies_without_combat: u16::try_from(view.plies_without_combat)
+            .map_err(|_| invalid("game.plies_without_combat", "is more than a game can have"))?,
+        timeouts: [
+            count("game.south_timeouts", view.south_timeouts)?,
+            count("game.north_timeouts", view.north_timeouts)?,
+        ],
+        draw_offer: optional_side("game.draw_offer", view.draw_offer)?,
+        confirmed: [view.south_confirmed, view.north_confirmed],
+        own_deployment: view
+            .own_deployment
+            .as_ref()
+            .map(|d| deployment_at(&rules, "game.own_deployment", Some(d)))
+            .transpose()?,
+        pieces: view_pieces_at(&rules, "game.pieces", &view.pieces)?,
+        outcome: view
+            .outcome
+            .as_ref()
+            .map(|o| outcome_from_proto("game.outcome", Some(o)))
+            .transpose()?,
+        reveal: view
+            .reveal
+            .as_ref()
+            .map(|r| reveal_from_proto(&rules, "game.reveal", r))
+            .transpose()?,
+    })
+}
+
+/// A side that may be unspecified (nobody).
+fn optional_side(field: &str, value: i32) -> Result<Option<Side>, FieldError> {
+    if value == pb::Side::Unspecified as i32 {
+        Ok(None)
+    } else {
+        side_from_proto(field, value).map(Some)
+    }
+}
+
+/// A kind where the viewer may know it: `None` for an empty code.
+fn known_kind(rules: &Rules, field: &str, code: &str) -> Result<Option<PieceKind>, FieldError> {
+    if code.is_empty() {
+        Ok(None)
+    } else {
+        kind_from_proto(rules, field, code).map(Some)
+    }
+}
+
+/// Reads what an ended game reveals.
+fn reveal_from_proto(
+    rules: &Rules,
+    field: &str,
+    reveal: &pb::EndReveal,
+) -> Result<Reveal, FieldError> {
+    if reveal.deployments.len() > 2 {
+        return Err(invalid(
+            format!("{field}.deployments"),
+            "holds more than the two sides' deployments",
+        ));
+    }
+    Ok(Reveal {
+        deployments: reveal
+            .deployments
+            .iter()
+            .enumerate()
+            .map(|(i, d)| deployment_at(rules, &format!("{field}.deployments[{i}]"), Some(d)))
+            .collect::<Result<_, _>>()?,
+        pieces: view_pieces_at(
+            rules,
+            &format!("{field}.starting_pieces"),
+            &reveal.starting_pieces,
+        )?,
+    })
+}
+
+/// The pieces of a full-information event: every kind required.
+fn full_pieces(field: &str, pieces: &[ViewPiece]) -> Result<Vec<(Node, Piece)>, FieldError> {
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            Ok((
+                p.node,
+                Piece {
+                    side: p.side,
+                    kind: p.kind.ok_or_else(|| {
+                        invalid(
+                            format!("{field}[{i}].piece"),
+                            "is required (the full-information form names every kind)",
+                        )
+                    })?,
+                    id: p.id,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Reads a piece id (a `uint32` on the wire, a byte in the engine).
@@ -701,12 +896,12 @@ fn deployment_at(
     placements_at(rules, &format!("{field}."), side, &deployment.placements)
 }
 
-/// Reads a list of pieces with full information (every kind filled).
-fn pieces_at(
+/// Reads a list of pieces as a viewer sees them (a kind where its code is not empty).
+fn view_pieces_at(
     rules: &Rules,
     field: &str,
     pieces: &[pb::VisiblePiece],
-) -> Result<Vec<(Node, Piece)>, FieldError> {
+) -> Result<Vec<ViewPiece>, FieldError> {
     let max = 2 * rules.pieces_per_side();
     if pieces.len() > max {
         return Err(invalid(
@@ -719,15 +914,13 @@ fn pieces_at(
         .enumerate()
         .map(|(i, p)| {
             let at = |part: &str| format!("{field}[{i}].{part}");
-            Ok((
-                square_from_proto(rules, "", &p.square).map_err(|e| e.in_field(|| at("square")))?,
-                Piece {
-                    side: side_from_proto("", p.side).map_err(|e| e.in_field(|| at("side")))?,
-                    kind: kind_from_proto(rules, "", &p.piece)
-                        .map_err(|e| e.in_field(|| at("piece")))?,
-                    id: piece_id_from_proto("", p.id).map_err(|e| e.in_field(|| at("id")))?,
-                },
-            ))
+            Ok(ViewPiece {
+                node: square_from_proto(rules, "", &p.square)
+                    .map_err(|e| e.in_field(|| at("square")))?,
+                side: side_from_proto("", p.side).map_err(|e| e.in_field(|| at("side")))?,
+                kind: known_kind(rules, "", &p.piece).map_err(|e| e.in_field(|| at("piece")))?,
+                id: piece_id_from_proto("", p.id).map_err(|e| e.in_field(|| at("id")))?,
+            })
         })
         .collect()
 }

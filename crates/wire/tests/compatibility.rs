@@ -179,8 +179,8 @@ fn with_unknown_fields(original: &pb::GameEvent, body_tag: u32, body: Vec<u8>) -
     length_delimited(1, &event, &mut response);
     length_delimited(2, br#"{"type":"resigned","side":"south"}"#, &mut response);
     length_delimited(3, TRACE_PARENT.as_bytes(), &mut response);
-    // Field 4 is `recorded_at` now; a later release's field comes after it.
-    varint(5, 7, &mut response);
+    // Field 4 is `recorded_at` now and 5 `status`; a later release's field comes after them.
+    varint(6, 7, &mut response);
     response
 }
 

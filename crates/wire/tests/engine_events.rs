@@ -94,3 +94,59 @@ fn every_event_of_random_games_survives_the_wire_unchanged() {
         "no Gunjin Shogi game had {gunjin_missing:?}"
     );
 }
+
+/// What clients follow a game by converts both ways: for every event of random games of both
+/// families and every viewer, the event as the live stream projects it, and as a look after the
+/// end does, comes back from its proto form unchanged; so does every viewer's view after every
+/// event.
+#[test]
+fn every_projected_event_and_view_survives_the_wire_unchanged() {
+    use hidden_front_rules::{Game, Viewer, project, reveal, view};
+    use hidden_front_wire::{
+        Seats, game_event, game_view, game_view_from_proto, view_event_from_proto,
+    };
+    let mut checked = 0usize;
+    for (r, name) in common::RULE_SETS.iter().enumerate() {
+        let rules = common::rules(name);
+        for game_no in 0..4 {
+            let log = common::random_game(rules, (r as u64) << 32 | game_no);
+            let ended = Game::replay(&log).expect("the log replays");
+            let end = reveal(&ended);
+            let mut game = Game::replay(&log[..1]).expect("the creation replays");
+            for (i, event) in log.iter().enumerate() {
+                if i > 0 {
+                    game.apply(event).expect("the log replays");
+                }
+                let seq = i as u64 + 1;
+                for viewer in Viewer::ALL {
+                    let live = reveal(&game);
+                    for shown in [
+                        project(event, viewer, live.as_ref()),
+                        project(event, viewer, end.as_ref()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        let proto = game_event(&rules, "g", seq, &shown);
+                        let back = view_event_from_proto(&rules, &proto).unwrap_or_else(|e| {
+                            panic!("{name} event {seq} for {viewer:?} does not decode: {e}")
+                        });
+                        assert_eq!(back, shown, "{name} event {seq} for {viewer:?}");
+                        checked += 1;
+                    }
+                    let seen = view(&game, viewer);
+                    let seats = Seats {
+                        game_id: "g",
+                        south_player: "s",
+                        north_player: "n",
+                    };
+                    let proto = game_view(&seen, seats, seq, pb::TimeControl::default());
+                    let back = game_view_from_proto(&proto)
+                        .unwrap_or_else(|e| panic!("{name} view at {seq} for {viewer:?}: {e}"));
+                    assert_eq!(back, seen, "{name} view at {seq} for {viewer:?}");
+                }
+            }
+        }
+    }
+    assert!(checked > 5_000, "only {checked} events were checked");
+}
