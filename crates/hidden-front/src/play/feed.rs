@@ -22,6 +22,9 @@ use tonic::Code;
 pub enum Feed {
     /// A new event, in order, each sequence number at most once.
     Event(pb::GameEvent),
+    /// The game's status now (presence, clocks, timeouts, draw offer), after every event up to
+    /// its version.
+    Status(pb::GameStatus),
     /// The connection is lost and the follower is reconnecting: the line to show. Sent once per
     /// outage, however many attempts it takes.
     Lost(String),
@@ -61,7 +64,8 @@ pub async fn follow(
             game_id: game_id.clone(),
             from_seq: next_seq,
             spectate,
-            with_status: false,
+            // Presence and clocks come with the events: no view read per event.
+            with_status: true,
         };
         // Why the stream stopped, and whether that is a lost connection (rather than the gateway
         // asking this client to come back, which a working resubscription answers quietly).
@@ -110,10 +114,14 @@ pub async fn follow(
                             };
                             break (format!("the gateway asked to reconnect ({reason})"), false);
                         }
-                        // Not asked for; an unknown item of a newer gateway is skipped alike.
                         Ok(Some(pb::SubscribeResponse {
-                            item: Some(pb::subscribe_response::Item::Status(_)) | None,
-                        })) => {}
+                            item: Some(pb::subscribe_response::Item::Status(status)),
+                        })) => {
+                            if tx.send(Feed::Status(status)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(Some(pb::SubscribeResponse { item: None })) => {} // unknown item
                         Ok(None) => break ("the event stream closed".to_string(), true),
                         Err(status) if is_permanent(status.code()) => {
                             let _ = tx.send(Feed::Fatal(explain(&status))).await;

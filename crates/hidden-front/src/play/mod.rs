@@ -1,10 +1,13 @@
 //! `hidden-front play`: a plain-text terminal client, so a person can play a real game through the
 //! gateway's public `PlayerService`, e.g. one tmux pane per player.
 //!
-//! The client holds no game logic. The board it draws is always the gateway's own `GetGame` view,
-//! fetched again after each batch of new events, so it can never drift from the referee; the event
-//! stream (`Subscribe`) only says *when* to redraw and *what happened* (the last move and its
-//! fight, which a view does not carry). Typed commands and stream events are read concurrently and
+//! The client holds no game logic of its own. The board it draws is the gateway's `GetGame` view
+//! when the game opens (and again after the connection came back, or on `board`), followed from
+//! there by the stream's events with the rules engine's `GameView::apply` (the same function the
+//! engine's tests hold to `view` after every event), and by the stream's status items for presence
+//! and clocks; so it reads the view once, not per event. An event that does not follow from the
+//! view on screen (which the referee never sends) makes the next redraw fetch the view again. The
+//! stream also says *what happened* (the last move and its fight, which a view does not carry). Typed commands and stream events are read concurrently and
 //! handled one at a time on one task, so output never interleaves mid-board.
 //!
 //! Output is plain lines on stdout (no full-screen UI), so it works in tmux, in a pipe and in
@@ -505,6 +508,11 @@ struct Game {
     /// Whether the event stream has told that the connection is lost and not yet that it is
     /// back, so a command failing meanwhile is told as waiting for the reconnection.
     offline: bool,
+    /// The engine's view of the game, followed by the events after the view last read; `None`
+    /// when it could not be (then `stale`).
+    followed: Option<hidden_front_rules::GameView>,
+    /// Whether the next redraw must read the view from the gateway: an event did not follow.
+    stale: bool,
 }
 
 impl Game {
@@ -522,8 +530,88 @@ impl Game {
             seen: view.version,
             opened_at: view.version,
             drawn: Some((view.version, 0)),
+            followed: hidden_front_wire::game_view_from_proto(&view).ok(),
+            stale: false,
             view,
         }
+    }
+
+    /// Follows the view by one new event: the engine applies it to the view on screen, and what
+    /// the engine's view does not hold (the players, the time control, presence and clocks, which
+    /// status items bring) is kept. An event that does not follow leaves the view for the next
+    /// redraw to read again.
+    fn follow(&mut self, event: &pb::GameEvent) {
+        let Some(followed) = &mut self.followed else {
+            self.stale = true;
+            return;
+        };
+        let applied = hidden_front_wire::view_event_from_proto(&followed.rules, event)
+            .ok()
+            .and_then(|shown| followed.apply(&shown).ok());
+        if applied.is_none() {
+            self.followed = None;
+            self.stale = true;
+            return;
+        }
+        let old = &self.view;
+        let mut next = hidden_front_wire::game_view(
+            followed,
+            hidden_front_wire::Seats {
+                game_id: &old.game_id,
+                south_player: &old.south_player,
+                north_player: &old.north_player,
+            },
+            event.seq,
+            old.time_control.clone().unwrap_or_default(),
+        );
+        next.south_connected = old.south_connected;
+        next.north_connected = old.north_connected;
+        if next.phase() != pb::Phase::Ended {
+            next.turn_deadline_unix_millis = old.turn_deadline_unix_millis;
+            next.south_away_deadline_unix_millis = old.south_away_deadline_unix_millis;
+            next.north_away_deadline_unix_millis = old.north_away_deadline_unix_millis;
+        }
+        self.view = next;
+    }
+
+    /// Takes a status item in: presence and clocks for the view on screen (not one older than
+    /// it, which a command's answer may have moved past), telling when the other seat leaves or
+    /// comes back.
+    fn take_status(&mut self, status: &pb::GameStatus) -> std::io::Result<()> {
+        if status.version < self.view.version || self.ended() {
+            return Ok(());
+        }
+        let view = &mut self.view;
+        let was = [view.south_connected, view.north_connected];
+        view.south_connected = status.south_connected;
+        view.north_connected = status.north_connected;
+        view.turn_deadline_unix_millis = status.turn_deadline_unix_millis;
+        view.south_away_deadline_unix_millis = status.south_away_deadline_unix_millis;
+        view.north_away_deadline_unix_millis = status.north_away_deadline_unix_millis;
+        view.south_timeouts = status.south_timeouts;
+        view.north_timeouts = status.north_timeouts;
+        view.draw_offer = status.draw_offer;
+        let now = [status.south_connected, status.north_connected];
+        for (i, side) in [pb::Side::South, pb::Side::North].into_iter().enumerate() {
+            if Some(side) == self.me || was[i] == now[i] {
+                continue;
+            }
+            let away = [
+                status.south_away_deadline_unix_millis,
+                status.north_away_deadline_unix_millis,
+            ][i];
+            let line = match (now[i], away) {
+                (true, _) => format!("{} is back", side_name(side)),
+                (false, 0) => format!("{} is away", side_name(side)),
+                (false, until) => format!(
+                    "{} is away: back within {} s or loses",
+                    side_name(side),
+                    clock::seconds_left(until, clock::server_now_unix_millis())
+                ),
+            };
+            say(&line)?;
+        }
+        Ok(())
     }
 
     fn ended(&self) -> bool {
@@ -556,6 +644,7 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
+        self.follow(event);
         if let Some(pb::game_event::Event::Ended(ended)) = &event.event {
             self.told_end = true;
             // The final board names every piece of the last move from the end's reveal; a
@@ -592,6 +681,10 @@ impl Game {
         Ok(match item {
             Feed::Event(event) if self.absorb(&event)? => Took::News,
             Feed::Event(_) => Took::Nothing,
+            Feed::Status(status) => {
+                self.take_status(&status)?;
+                Took::Nothing
+            }
             Feed::Lost(line) => {
                 self.offline = true;
                 say(&line)?;
@@ -606,11 +699,25 @@ impl Game {
         })
     }
 
-    /// Fetches the view again and draws it (unless `force` is off and it is the board already on
-    /// screen, e.g. when the view was ahead of the stream). A view behind the events already told
-    /// (a lagging replica) is asked for again a few times; a failure is told and the old board
-    /// kept.
-    async fn redraw(&mut self, force: bool) -> std::io::Result<()> {
+    /// Draws the board: the followed view, unless `fetch` (after a gap, on `board`, after a
+    /// refusal for a stale board) or an event did not follow, when it reads the view from the
+    /// gateway first. A read view behind the events already told (a lagging replica) is asked
+    /// for again a few times; a failure is told and the old board kept. A followed board that is
+    /// the one on screen is not drawn again.
+    async fn redraw(&mut self, fetch: bool) -> std::io::Result<()> {
+        if !fetch && !self.stale {
+            if self.ended() && !self.told_end {
+                self.end_undrawn = true;
+                return Ok(());
+            }
+            let drawn = (self.view.version, self.last_seq);
+            if self.drawn == Some(drawn) {
+                return Ok(());
+            }
+            self.drawn = Some(drawn);
+            return self.draw();
+        }
+        let force = fetch;
         let mut attempt = 0;
         loop {
             match get_game(&mut self.client, &self.game_id, self.spectate).await {
@@ -621,6 +728,8 @@ impl Game {
                 Ok(view) => {
                     let drawn = (view.version, self.last_seq);
                     let reveal = self.view.reveal.take();
+                    self.followed = hidden_front_wire::game_view_from_proto(&view).ok();
+                    self.stale = self.followed.is_none();
                     self.view = view;
                     if self.view.reveal.is_none() {
                         self.view.reveal = reveal;
@@ -652,7 +761,7 @@ impl Game {
             Input::Nothing | Input::Quit | Input::Lobby => return Ok(()),
             Input::Help => return say(commands::HELP),
             Input::Board => return self.redraw(true).await,
-            Input::Clock => return self.clock().await,
+            Input::Clock => return self.clock(),
             Input::Legend => return say(&legend::legend(&self.view.rules, Some(&self.view))),
             Input::Moves(from) => {
                 let from = from.map(|f| commands::node_name(&self.view.rules, &f));
@@ -778,21 +887,19 @@ impl Game {
         }
     }
 
-    /// Prints the clock lines now, from a fresh view (the deadline moves with every turn).
-    async fn clock(&mut self) -> std::io::Result<()> {
-        // Not kept as the board's view: a move pins the version of the board on screen.
-        let fresh = get_game(&mut self.client, &self.game_id, self.spectate).await;
-        let view = fresh.as_ref().unwrap_or(&self.view);
-        let mut lines = clock::clock_lines(view, clock::server_now_unix_millis());
+    /// Prints the clock lines now, from the status the stream last brought (it comes with every
+    /// change, so no read is needed).
+    fn clock(&self) -> std::io::Result<()> {
+        let mut lines = clock::clock_lines(&self.view, clock::server_now_unix_millis());
         if lines.is_empty() {
             return say("no clock runs: the game is over");
         }
-        if let Err(status) = &fresh {
+        if self.offline {
             // Not the server's clocks now (while it is down they stand still): say so.
-            lines.push(format!(
-                "(the clocks of the last board: the gateway did not answer: {})",
-                explain(status)
-            ));
+            lines.push(
+                "(the clocks as last heard: the connection is lost; the server's clocks stand still while it is down)"
+                    .to_string(),
+            );
         }
         say(&lines.join("\n"))
     }
