@@ -107,12 +107,17 @@ export function renderBoard(o: BoardOptions): HTMLElement {
     }
   }
 
-  const root = h("div", { class: `board board-${board.family}`, role: "group", "aria-label": o.label, "data-board": board.rules });
+  const root = h("div", {
+    class: `board board-${board.family}`,
+    role: "group",
+    "aria-label": o.label,
+    "data-board": board.rules,
+    onkeydown: (e: Event) => moveFocus(e, board, g, byName),
+  });
   root.style.aspectRatio = `${g.width} / ${g.height * (board.family === "junqi" ? 0.72 : 1)}`;
   root.appendChild(svg);
   const cellW = 100 / g.width;
   const cellH = 100 / g.height;
-  let dragFrom: string | null = null;
   for (const n of board.nodes) {
     const p = g.pos(n);
     const c = o.content.get(n.name);
@@ -122,6 +127,7 @@ export function renderBoard(o: BoardOptions): HTMLElement {
     if (n.rail) classes.push("on-rail");
     if (c) classes.push("has-piece", `side-${c.side}`, c.faceUp ? "face-up" : "face-down");
     if (c?.marked) classes.push("marked");
+    const canDrag = !!o.onDrop && !!o.draggable?.has(n.name);
     const btn = h(
       "button",
       {
@@ -137,6 +143,25 @@ export function renderBoard(o: BoardOptions): HTMLElement {
         "data-last-move": o.lastMove ? o.lastMove.from === n.name || o.lastMove.to === n.name : false,
         draggable: o.draggable?.has(n.name) ? "true" : undefined,
         onclick: () => o.onSquare?.(n.name),
+        ondragstart: canDrag
+          ? (e: Event) => {
+              dragFrom = n.name;
+              (e as DragEvent).dataTransfer?.setData("text/plain", n.name);
+            }
+          : undefined,
+        ondragover: o.onDrop
+          ? (e: Event) => {
+              if (dragFrom) e.preventDefault();
+            }
+          : undefined,
+        ondrop: o.onDrop
+          ? (e: Event) => {
+              e.preventDefault();
+              const from = dragFrom ?? (e as DragEvent).dataTransfer?.getData("text/plain");
+              dragFrom = null;
+              if (from && from !== n.name) o.onDrop?.(from, n.name);
+            }
+          : undefined,
       },
       c ? h("span", { class: "piece-label" }, c.label) : null,
       c?.badge ? h("span", { class: "piece-badge" }, c.badge) : null,
@@ -147,39 +172,30 @@ export function renderBoard(o: BoardOptions): HTMLElement {
     btn.style.top = `${p.y * cellH}%`;
     btn.style.width = `${w * cellW}%`;
     if (!n.camp) btn.style.height = `${hh * cellH}%`;
-    if (o.onDrop && o.draggable?.has(n.name)) {
-      btn.addEventListener("dragstart", (e) => {
-        dragFrom = n.name;
-        e.dataTransfer?.setData("text/plain", n.name);
-      });
-    }
-    if (o.onDrop) {
-      btn.addEventListener("dragover", (e) => {
-        if (dragFrom) e.preventDefault();
-      });
-      btn.addEventListener("drop", (e) => {
-        e.preventDefault();
-        const from = dragFrom ?? e.dataTransfer?.getData("text/plain");
-        dragFrom = null;
-        if (from && from !== n.name) o.onDrop?.(from, n.name);
-      });
-    }
     root.appendChild(btn);
   }
-  // Arrow keys move the focus to the nearest square in that direction, as drawn.
-  root.addEventListener("keydown", (e) => {
-    const dir = ({ ArrowUp: [0, -1], ArrowDown: [0, 1], ArrowLeft: [-1, 0], ArrowRight: [1, 0] } as Record<string, [number, number]>)[e.key];
-    const from = (e.target as HTMLElement | null)?.getAttribute?.("data-square");
-    if (!dir || !from) return;
-    const here = byName.get(from);
-    if (!here) return;
-    const next = nearestInDirection(board.nodes, g, here, dir);
-    if (next) {
-      e.preventDefault();
-      root.querySelector<HTMLElement>(`[data-square="${next.name}"]`)?.focus();
-    }
-  });
   return root;
+}
+
+/**
+ * The square a drag started on. Module-wide rather than per drawing: a redraw during the drag
+ * (an answer, the 4-second poll) keeps the squares but gives them the new drawing's listeners.
+ */
+let dragFrom: string | null = null;
+
+/** Arrow keys move the focus to the nearest square in that direction, as drawn. */
+function moveFocus(e: Event, board: Board, g: Geometry, byName: Map<string, BoardNode>): void {
+  const key = (e as KeyboardEvent).key;
+  const dir = ({ ArrowUp: [0, -1], ArrowDown: [0, 1], ArrowLeft: [-1, 0], ArrowRight: [1, 0] } as Record<string, [number, number]>)[key];
+  const from = (e.target as HTMLElement | null)?.getAttribute?.("data-square");
+  if (!dir || !from) return;
+  const here = byName.get(from);
+  if (!here) return;
+  const next = nearestInDirection(board.nodes, g, here, dir);
+  if (next) {
+    e.preventDefault();
+    (e.currentTarget as HTMLElement).querySelector<HTMLElement>(`[data-square="${next.name}"]`)?.focus();
+  }
 }
 
 /** The node drawn nearest to `from` in screen direction `dir`, preferring ones straight along it. */
