@@ -1,0 +1,188 @@
+// The game screen's state transitions, in Node: no DOM, no socket, no storage.
+import { describe, expect, it } from "vitest";
+import type { GameEventJson, GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
+import {
+  awaySeconds,
+  clickSquare,
+  dropPiece,
+  initialState,
+  legalTargets,
+  moveShown,
+  piecesShown,
+  statusOf,
+  stepReplay,
+  submitMoveText,
+  turnSecondsLeft,
+  withEvents,
+  withGetGame,
+  withMoveText,
+  withResignAsk,
+  withStatus,
+  withView,
+  type GameState,
+} from "../src/state/game-screen.js";
+import { fakeEngine } from "./fakes.js";
+
+const engine = fakeEngine();
+const NOW = 1_000_000;
+
+const play: GameViewJson = {
+  gameId: "g1", version: "9", viewer: "VIEWER_SOUTH", rules: "hidden-front", phase: "PHASE_PLAY", toMove: "SIDE_SOUTH",
+  southConnected: true, northConnected: false, southTimeouts: 1, northTimeouts: 2, drawOffer: "SIDE_NORTH",
+  northAwayDeadlineUnixMillis: String(NOW + 42_000), turnDeadlineUnixMillis: String(NOW + 30_000),
+  pieces: [
+    { square: "A1", side: "SIDE_SOUTH", id: 1, piece: "9" },
+    { square: "B1", side: "SIDE_SOUTH", id: 2, piece: "F" },
+    { square: "A3", side: "SIDE_NORTH", id: 7 },
+  ],
+};
+
+const deploy: GameViewJson = {
+  gameId: "g1", version: "3", viewer: "VIEWER_SOUTH", rules: "hidden-front", phase: "PHASE_DEPLOYMENT",
+  ownDeployment: { side: "SIDE_SOUTH", placements: [{ square: "A1", piece: "9" }, { square: "B1", piece: "F" }, { square: "C1", piece: "1" }] },
+};
+
+const start = (view: GameViewJson): GameState => withGetGame(initialState({ gameId: "g1", spectate: false }), view, engine);
+
+const moved = (seq: number, from: string, to: string): GameEventJson => ({
+  gameId: "g1", seq: String(seq), moved: { side: "SIDE_SOUTH", move: { from, to }, pieceId: 1, piece: "9" },
+});
+
+describe("the game's status", () => {
+  it("comes in whole through withStatus, and only the status changes", () => {
+    const s = start(play);
+    expect(s.status).toEqual(statusOf(play));
+    expect(awaySeconds(s, 0, NOW)).toEqual([{ side: "north", seconds: 42 }]);
+    expect(turnSecondsLeft(s.status, 0, NOW)).toBe(30);
+    // As a stream message carrying the status would: the opponent is back, the clock moved on.
+    const back = withStatus(s, { ...s.status, northConnected: true, northAwayDeadlineUnixMillis: "0", turnDeadlineUnixMillis: String(NOW + 5_000) });
+    expect(back.view).toBe(s.view);
+    expect(back.legal).toBe(s.legal);
+    expect(awaySeconds(back, 0, NOW), "the away banner reads the status, not the view").toEqual([]);
+    expect(turnSecondsLeft(back.status, 0, NOW)).toBe(5);
+    expect(s.status.northConnected, "the state before is unchanged").toBe(false);
+  });
+
+  it("of an answer older than the view shown is dropped with it", () => {
+    const s = start(play);
+    const older = withGetGame(s, { ...play, version: "8", northConnected: true, drawOffer: undefined }, engine);
+    expect(older).toBe(s);
+    const newer = withGetGame(s, { ...play, version: "10", northConnected: true, drawOffer: undefined }, engine);
+    expect(newer.status.northConnected).toBe(true);
+    expect(newer.status.drawOffer).toBeUndefined();
+  });
+
+  it("shows nobody away outside of play, and never the viewer's own seat", () => {
+    const s = start({ ...play, southAwayDeadlineUnixMillis: String(NOW + 10_000) });
+    expect(awaySeconds(s, 0, NOW).map((a) => a.side)).toEqual(["north"]);
+    const watcher = withGetGame(initialState({ gameId: "g1", spectate: true }), { ...play, viewer: "VIEWER_SPECTATOR", southAwayDeadlineUnixMillis: String(NOW + 10_000) }, engine);
+    expect(awaySeconds(watcher, 0, NOW).map((a) => a.side)).toEqual(["south", "north"]);
+    expect(awaySeconds(start({ ...play, phase: "PHASE_ENDED" }), 0, NOW)).toEqual([]);
+  });
+});
+
+describe("playing by clicks and by typing", () => {
+  it("picks an own piece, shows its legal destinations, and plays a clicked one", () => {
+    const s = start(play);
+    const [picked, none] = clickSquare(s, "A1", engine);
+    expect(none).toBeNull();
+    expect(picked.selected).toBe("A1");
+    expect([...legalTargets(picked)]).toEqual(["A2"]);
+    const [sent, command] = clickSquare(withMoveText(picked, "A1 A"), "A2", engine);
+    expect(command).toEqual({ kind: "play", move: { from: "A1", to: "A2" } });
+    expect(sent.selected).toBeNull();
+    expect(sent.moveText).toBe("");
+    expect(s.selected, "transitions leave the state they were given alone").toBeNull();
+  });
+
+  it("opens the mark panel for an opponent piece, and drops the pick on an empty square", () => {
+    const s = clickSquare(start(play), "A1", engine)[0];
+    const [marking] = clickSquare(s, "A3", engine);
+    expect(marking.markTarget).toBe(7);
+    expect(marking.selected).toBeNull();
+    expect(clickSquare(s, "C2", engine)[0].selected).toBeNull();
+  });
+
+  it("lets a spectator click nothing", () => {
+    const watcher = withGetGame(initialState({ gameId: "g1", spectate: true }), { ...play, viewer: "VIEWER_SPECTATOR" }, engine);
+    const [next, command] = clickSquare(watcher, "A1", engine);
+    expect(next).toBe(watcher);
+    expect(command).toBeNull();
+  });
+
+  it("refuses an unreadable or illegal typed move with the page's own reason, and plays a legal one", () => {
+    const s = start(play);
+    const [bad, none] = submitMoveText(withMoveText(s, "hello"), engine);
+    expect(none).toBeNull();
+    expect(bad.error).toMatchObject({ reason: "MOVE_UNREADABLE", key: "game.move.bad" });
+    const [illegal] = submitMoveText(withMoveText(s, "A1 C4"), engine);
+    expect(illegal.error).toMatchObject({ reason: "MOVE_NOT_LEGAL", params: { move: "A1 C4" } });
+    const [sent, command] = submitMoveText(withMoveText(s, " a1-a2 "), engine);
+    expect(command).toEqual({ kind: "play", move: { from: "A1", to: "A2" } });
+    expect(sent.moveText).toBe("");
+  });
+
+  it("drops a pick whose piece has no move in the next view, and the resignation question out of play", () => {
+    const s = withResignAsk(clickSquare(start(play), "A1", engine)[0], true);
+    const blocked = withView(s, { ...play, version: "10", pieces: [{ square: "A1", side: "SIDE_SOUTH", id: 1, piece: "F" }] }, engine);
+    expect(blocked.selected).toBeNull();
+    expect(blocked.resignAsk).toBe(true);
+    expect(withView(s, { ...play, version: "11", phase: "PHASE_ENDED" }, engine).resignAsk).toBe(false);
+  });
+});
+
+describe("deployment", () => {
+  it("swaps two own squares when the engine allows it, shown at once, and refuses with its reason otherwise", () => {
+    const s = start(deploy);
+    const picked = clickSquare(s, "B1", engine)[0];
+    expect(picked.selected).toBe("B1");
+    const [refused, none] = clickSquare(picked, "C1", engine);
+    expect(none).toBeNull();
+    expect(refused.error).toMatchObject({ reason: "FLAG_NOT_IN_HQ", key: "problem.FLAG_NOT_IN_HQ" });
+    expect(refused.selected).toBeNull();
+    const [swapped, command] = dropPiece(s, "A1", "C1", engine);
+    expect(command).toEqual({ kind: "swap", a: "A1", b: "C1" });
+    expect(swapped.view?.ownDeployment?.placements).toContainEqual({ square: "C1", piece: "9" });
+    expect(s.view?.ownDeployment?.placements, "the view before is unchanged").toContainEqual({ square: "A1", piece: "9" });
+  });
+
+  it("ignores clicks once confirmed and on squares without an own piece", () => {
+    const s = start(deploy);
+    expect(clickSquare(s, "C4", engine)[0]).toBe(s);
+    const confirmed = start({ ...deploy, southConfirmed: true });
+    expect(clickSquare(confirmed, "A1", engine)[0]).toBe(confirmed);
+  });
+});
+
+describe("the end's replay", () => {
+  const ended: GameViewJson = {
+    ...play, version: "12", phase: "PHASE_ENDED", outcome: { winner: "SIDE_SOUTH", reason: "END_REASON_FLAG_CAPTURED" },
+    reveal: { startingPieces: play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" })) },
+  };
+
+  it("follows events that come after the ended view while the reader is at the end, and keeps a reader's step", () => {
+    let s = start(ended);
+    expect(s.replay?.steps.length).toBe(1);
+    s = withEvents(s, [moved(11, "A1", "A2")], engine);
+    s = withEvents(s, [moved(11, "A1", "A2"), moved(12, "A2", "A3")], engine);
+    expect(s.replay?.index).toBe(2);
+    expect(moveShown(s)).toEqual({ from: "A2", to: "A3" });
+    s = stepReplay(s, -1);
+    expect(s.replay?.index).toBe(1);
+    expect(moveShown(s)).toEqual({ from: "A1", to: "A2" });
+    expect(piecesShown(s)).toBe(s.replay?.steps[1]?.pieces);
+    s = withEvents(s, [moved(11, "A1", "A2"), moved(12, "A2", "A3"), moved(13, "A3", "A4")], engine);
+    expect(s.replay?.index, "the reader's step is kept").toBe(1);
+    expect(stepReplay(stepReplay(s, -5), -1).replay?.index).toBe(0);
+    const last = stepReplay(s, 10);
+    expect(last.replay?.index).toBe(3);
+    expect(stepReplay(last, 1)).toBe(last);
+  });
+
+  it("is none before the end: the board shows the view and the last move played", () => {
+    const s = withEvents(start(play), [moved(11, "A1", "A2")], engine);
+    expect(s.replay).toBeNull();
+    expect(piecesShown(s)).toBe(play.pieces);
+    expect(moveShown(s)).toEqual({ from: "A1", to: "A2" });
+  });
+});
