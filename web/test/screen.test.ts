@@ -15,7 +15,14 @@ beforeEach(() => {
 });
 afterEach(() => vi.unstubAllGlobals());
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
+/**
+ * Lets the page's answers arrive (a task), then waits for the screen's next drawing: it draws at
+ * most once per animation frame, never at the moment its state changes.
+ */
+const flush = async () => {
+  await new Promise((r) => setTimeout(r, 0));
+  await new Promise((r) => requestAnimationFrame(() => r(undefined)));
+};
 
 async function open(view: GameViewJson, spectate = false) {
   const conn = new Connection("ws://x/v1/ws", () => "tok");
@@ -71,6 +78,7 @@ describe("the game screen", () => {
   it("highlights the engine's legal destinations and plays a clicked one", async () => {
     const { root, ws } = await open(play);
     (root.querySelector('[data-square="A1"]') as HTMLButtonElement).click();
+    await flush();
     expect(root.querySelector('[data-square="A1"]')!.hasAttribute("data-selected")).toBe(true);
     const legal = [...root.querySelectorAll("[data-legal]")].map((e) => e.getAttribute("data-square"));
     expect(legal.sort()).toEqual(["A2"]);
@@ -85,6 +93,7 @@ describe("the game screen", () => {
     input.value = "A1 C4";
     input.dispatchEvent(new Event("input"));
     input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    await flush();
     expect(ws.last("play")).toBeUndefined();
     expect(root.querySelector('[data-field="error"]')!.getAttribute("data-reason")).toBe("MOVE_NOT_LEGAL");
   });
@@ -92,7 +101,9 @@ describe("the game screen", () => {
   it("marks an opponent piece in local storage only, and keeps no opponent kind anywhere", async () => {
     const { root, ws } = await open(play);
     (root.querySelector('[data-square="A3"]') as HTMLButtonElement).click();
+    await flush();
     (root.querySelector('[data-mark="9"]') as HTMLButtonElement).click();
+    await flush();
     expect(JSON.parse(localStorage.getItem("hf.marks.g1")!)).toEqual({ "7": "9" });
     expect(root.querySelector('[data-square="A3"]')!.getAttribute("aria-label")).toContain("marked commander-in-chief");
     expect(ws.sent.some((m) => JSON.stringify(m).includes('"9"'))).toBe(false);
@@ -110,6 +121,7 @@ describe("the game screen", () => {
     expect(root.querySelector('[data-field="opponent-confirmed"]')!.getAttribute("data-confirmed")).toBe("true");
     (root.querySelector('[data-square="B1"]') as HTMLButtonElement).click();
     (root.querySelector('[data-square="C1"]') as HTMLButtonElement).click();
+    await flush();
     expect(ws.last("swap")).toBeUndefined();
     const err = root.querySelector('[data-field="error"]')!;
     expect(err.getAttribute("data-reason")).toBe("FLAG_NOT_IN_HQ");
@@ -149,8 +161,10 @@ describe("the game screen", () => {
     const sub = ws.last("subscribe")!;
     ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "11", moved: { side: "SIDE_SOUTH", move: { from: "A1", to: "A2" }, pieceId: 1, piece: "9" } } });
     ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "12", moved: { side: "SIDE_SOUTH", move: { from: "A2", to: "A3" }, pieceId: 1, piece: "9", combat: { defenderId: 7, defenderPiece: "F", attackerSurvives: true, flagCaptured: true } } } });
+    await flush();
     expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 3 of 3");
     (root.querySelector('[data-action="replay-prev"]') as HTMLButtonElement).click();
+    await flush();
     expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 2 of 3");
     expect(root.querySelector('[data-square="A1"]')!.hasAttribute("data-last-move")).toBe(true);
   });
@@ -171,7 +185,7 @@ describe("the game screen", () => {
       expect(get, "the view is read again after reconnecting").toBeDefined();
       // The server stood still while it was down: its deadline is not the one shown before.
       ws2.push({ id: get!.id, type: "result", response: { game: { ...play, turnDeadlineUnixMillis: String(Date.now() + 300_000) } } });
-      await vi.advanceTimersByTimeAsync(0);
+      await vi.advanceTimersByTimeAsync(20); // the next frame
       expect(root.querySelector('[data-field="clock"]')!.textContent).toMatch(/(5:00|4:59)/);
     } finally {
       vi.useRealTimers();
@@ -296,6 +310,7 @@ describe("the move list", () => {
       expect(list(root).scrollTop, "the second render still shows the newest move").toBe(120);
       await wait(60);
       screen.rerender();
+      await flush();
       expect(list(root).scrollTop).toBe(120);
     } finally {
       restore();
@@ -395,6 +410,7 @@ describe("a spectator", () => {
       for (const lang of ["en", "ko", "zh", "ja"] as const) {
         setLanguage(lang);
         screen.rerender();
+        await flush();
         const s = root.querySelector('[data-field="south-confirmed"]')!.textContent!;
         const n = root.querySelector('[data-field="north-confirmed"]')!.textContent!;
         expect(s, lang).toContain("alice");
@@ -406,6 +422,7 @@ describe("a spectator", () => {
       setLanguage("en");
     }
     screen.rerender();
+    await flush();
     expect(root.querySelector('[data-field="south-confirmed"]')!.textContent).toBe("South · alice: deployment confirmed");
   });
 
