@@ -102,7 +102,7 @@ export function drawGame(s: GameState, cx: DrawContext): Drawing {
       drawError(s.error, cx),
       h(
         "div",
-        { class: "game-main" },
+        { class: "game-main", "data-key": "main" },
         h("div", { class: "board-wrap" }, drawBoard(s, view, cx)),
         h(
           "aside",
@@ -184,7 +184,7 @@ function drawHead(s: GameState, view: GameViewJson, cx: DrawContext): HTMLElemen
   const clock = clockText(s, cx.offset, cx.now);
   return h(
     "div",
-    { class: "game-head" },
+    { class: "game-head", "data-key": "head" },
     // The separator goes with the second player (one unbreakable group), so a line that wraps
     // never ends with a lone "·"; at phone width the players stack and it is not shown.
     h("div", { class: "players" }, player(top), h("div", { class: "vs-pair" }, h("span", { class: "vs", "aria-hidden": "true" }, "·"), player(other(top)))),
@@ -299,7 +299,7 @@ function drawControls(s: GameState, view: GameViewJson, cx: DrawContext): HTMLEl
   const seat = seatOf(view);
   const phase = phaseOf(view);
   const send = cx.actions.send;
-  const box = h("div", { class: "card controls" });
+  const box = h("div", { class: "card controls", "data-key": "controls" });
   if (phase === "deployment") {
     if (seat === "spectator") {
       box.append(h("h2", {}, t("phase.deployment")));
@@ -544,7 +544,7 @@ function drawMoves(s: GameState, cx: DrawContext): HTMLElement {
     );
   });
   const list = h("ol", { class: "moves", "data-field": "moves", "data-follow": cx.follow ? "true" : "false" }, rows);
-  return h("div", { class: "card" }, h("h2", {}, t("game.moves")), list, rec.length ? null : h("p", { class: "help" }, t("game.moves.none")));
+  return h("div", { class: "card", "data-key": "moves" }, h("h2", {}, t("game.moves")), list, rec.length ? null : h("p", { class: "help" }, t("game.moves.none")));
 }
 
 function drawLegend(s: GameState, view: GameViewJson, cx: DrawContext): Child {
@@ -555,6 +555,7 @@ function drawLegend(s: GameState, view: GameViewJson, cx: DrawContext): Child {
     "details",
     {
       class: "card legend",
+      "data-key": "legend",
       open,
       ontoggle: (e: Event) => {
         // Only the player's own toggles count (setting `open` when drawing fires one too).
