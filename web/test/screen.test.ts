@@ -317,6 +317,22 @@ describe("the move list", () => {
     }
   });
 
+  it("is the same element after an event and its view, and so is the focused square", async () => {
+    const { root, ws } = await open(play);
+    const a1 = root.querySelector<HTMLButtonElement>('[data-square="A1"]')!;
+    a1.focus();
+    const before = list(root);
+    const sub = ws.last("subscribe")!;
+    ws.push({ type: "event", subscription: sub.id, event: moved(10, "SIDE_NORTH") });
+    await flush();
+    answerAll(ws, { ...play, version: "10" });
+    await flush();
+    expect(root.getAttribute("data-version")).toBe("10");
+    expect(list(root).querySelector('li[data-seq="10"]')).not.toBeNull();
+    expect(list(root), "the list is kept").toBe(before);
+    expect(document.activeElement, "the focused square is kept").toBe(a1);
+  });
+
   it("keeps the reader's place when they scrolled up to read, and follows again at the bottom", async () => {
     const restore = fakeListLayout();
     try {
