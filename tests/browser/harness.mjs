@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { createServer } from "node:net";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -185,6 +186,23 @@ export async function launchBrowser() {
 }
 
 /**
+ * The server and Chromium of one test file: started before its tests, stopped after them. The
+ * answer's `server` and `browser` are set once the file's `before` ran.
+ */
+export function serverAndBrowser(extraArgs = []) {
+  const shared = { server: null, browser: null };
+  before(async () => {
+    shared.server = await startServer(extraArgs);
+    shared.browser = await launchBrowser();
+  });
+  after(async () => {
+    await shared.browser?.close();
+    await shared.server?.stop();
+  });
+  return shared;
+}
+
+/**
  * A person at a browser: one context (its own storage), one page, every WebSocket frame it
  * received, and every console error or page error it showed.
  */
@@ -295,10 +313,11 @@ export function rng(seed) {
 /**
  * Plays one move for `person` by clicking, as a person would: picks an own piece, waits for the
  * page to highlight its legal destinations (computed in the browser by the engine), and clicks
- * one, preferring attacks so that random games end in a reasonable number of plies. Returns the
+ * one, preferring attacks so that random games end in a reasonable number of plies, or, with
+ * `quiet`, moves onto empty squares where the piece has one, so that a game lasts. Returns the
  * move played, or null when no piece had a destination.
  */
-export async function clickAMove(person, random) {
+export async function clickAMove(person, random, { quiet = false } = {}) {
   const page = person.page;
   const version = await person.attribute("data-version");
   const seat = await person.attribute("data-seat");
@@ -327,7 +346,8 @@ export async function clickAMove(person, random) {
     );
     if (targets.length === 0) continue;
     const attacks = targets.filter((t) => t.attack);
-    const pool = attacks.length > 0 && random() < 0.8 ? attacks : targets;
+    const calm = targets.filter((t) => !t.attack);
+    const pool = quiet ? (calm.length > 0 ? calm : targets) : attacks.length > 0 && random() < 0.8 ? attacks : targets;
     const to = pool[Math.floor(random() * pool.length)].square;
     await page.locator(`[data-game] [data-square="${to}"][data-legal]`).click();
     // The move is played once the page's view moves past the version it had.
@@ -346,6 +366,49 @@ export async function clickAMove(person, random) {
     return { from, to };
   }
   return null;
+}
+
+/** Whether the newest row of the move list is inside the list's visible box, with its measures. */
+export async function newestMoveInView(person) {
+  return person.page.evaluate(() => {
+    const list = document.querySelector('[data-field="moves"]');
+    const last = list?.lastElementChild;
+    if (!list || !last) return { ok: false, why: "no list" };
+    const box = list.getBoundingClientRect();
+    const row = last.getBoundingClientRect();
+    return {
+      ok: row.bottom <= box.bottom + 1 && row.top >= box.top - 1,
+      overflow: list.scrollHeight > list.clientHeight,
+      rows: list.childElementCount,
+      scrollTop: list.scrollTop,
+      max: list.scrollHeight - list.clientHeight,
+    };
+  });
+}
+
+/**
+ * Waits for the computer's reply to be shown: the move list has grown by two rows past `rows`
+ * (the player's move and the reply), its last row is `side`'s, and it is the player's turn again
+ * (or the game ended). Answers whether it came in time.
+ */
+export async function waitForReply(person, rows, side, timeout = 30_000) {
+  return person.page
+    .waitForFunction(
+      ([n, bot]) => {
+        const root = document.querySelector("[data-game]");
+        if (root?.getAttribute("data-phase") === "ended") return true;
+        const items = document.querySelectorAll('[data-field="moves"] li');
+        return root?.getAttribute("data-turn") === "mine" && items.length >= n + 2 && items[items.length - 1].classList.contains(`side-${bot}`);
+      },
+      [rows, side],
+      { timeout },
+    )
+    .then(() => true, () => false);
+}
+
+/** Waits until the page has drawn two more animation frames (a redraw requested now is done). */
+export async function nextFrames(person) {
+  await person.page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done()))));
 }
 
 /**

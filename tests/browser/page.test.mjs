@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { Person, clickAMove, launchBrowser, rng, startServer } from "./harness.mjs";
+import { Person, clickAMove, launchBrowser, newestMoveInView, rng, startServer, waitForReply } from "./harness.mjs";
 
 const seed = Number(process.env.HF_BROWSER_SEED ?? Date.now() % 100_000);
 
@@ -29,24 +29,6 @@ after(async () => {
   await browser?.close();
   await server?.stop();
 });
-
-/** Whether the newest row of the move list is inside the list's visible box. */
-async function newestMoveInView(person) {
-  return person.page.evaluate(() => {
-    const list = document.querySelector('[data-field="moves"]');
-    const last = list?.lastElementChild;
-    if (!list || !last) return { ok: false, why: "no list" };
-    const box = list.getBoundingClientRect();
-    const row = last.getBoundingClientRect();
-    return {
-      ok: row.bottom <= box.bottom + 1 && row.top >= box.top - 1,
-      overflow: list.scrollHeight > list.clientHeight,
-      rows: list.childElementCount,
-      scrollTop: list.scrollTop,
-      max: list.scrollHeight - list.clientHeight,
-    };
-  });
-}
 
 /** Layout facts of the ended game's panel and head. */
 async function layout(person) {
@@ -128,18 +110,7 @@ test("after every reply of the computer the newest move is in view in the move l
     const move = await clickAMove(dana, random);
     if (!move) break;
     // The reply: the computer's move is in the list and it is this player's turn again.
-    const replied = await dana.page
-      .waitForFunction(
-        ([n, side]) => {
-          const root = document.querySelector("[data-game]");
-          if (root?.getAttribute("data-phase") === "ended") return true;
-          const items = document.querySelectorAll('[data-field="moves"] li');
-          return root?.getAttribute("data-turn") === "mine" && items.length >= n + 2 && items[items.length - 1].classList.contains(`side-${side}`);
-        },
-        [rows, game.bot],
-        { timeout: 30_000 },
-      )
-      .then(() => true, () => false);
+    const replied = await waitForReply(dana, rows, game.bot);
     if (!replied || (await dana.attribute("data-phase")) !== "play") break;
     replies++;
     // At once, and after the page's next answers (a second get_game with the same rows).
