@@ -43,8 +43,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tonic::Status;
 use tonic::transport::Channel;
 
@@ -263,8 +263,8 @@ struct GameClock {
 
 struct GameShared {
     clock: Mutex<GameClock>,
-    /// Set when one seat gives up: the other stops too.
-    abandon: watch::Sender<bool>,
+    /// Cancelled when one seat gives up: the other stops too.
+    abandon: CancellationToken,
 }
 
 impl GameShared {
@@ -485,10 +485,9 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
             }
         };
         run.record(|r| r.games_started += 1);
-        let (abandon, _) = watch::channel(false);
         let game = Arc::new(GameShared {
             clock: Mutex::new(GameClock::default()),
-            abandon,
+            abandon: CancellationToken::new(),
         });
         let first = pb::Side::try_from(created.first_mover).unwrap_or(pb::Side::South);
         let seed = run.config.seed ^ ((slot as u64) << 32) ^ number.wrapping_mul(0x9e37);
@@ -601,15 +600,15 @@ impl Seat {
 
     /// Plays the seat until the game ends, the run ends or something fails.
     async fn run(mut self) -> SeatEnd {
-        let mut abandon = self.game.abandon.subscribe();
-        let outcome = self.play(&mut abandon).await;
+        let abandon = self.game.abandon.clone();
+        let outcome = self.play(&abandon).await;
         if outcome == SeatEnd::Failed {
-            let _ = self.game.abandon.send(true);
+            abandon.cancel();
         }
         outcome
     }
 
-    async fn play(&mut self, abandon: &mut watch::Receiver<bool>) -> SeatEnd {
+    async fn play(&mut self, abandon: &CancellationToken) -> SeatEnd {
         let run = Arc::clone(&self.run);
         let mut stream = match self.subscribe(1).await {
             Ok(stream) => stream,
@@ -684,7 +683,7 @@ impl Seat {
             };
             let item = tokio::select! {
                 () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
-                _ = abandon.changed() => return SeatEnd::Failed,
+                () = abandon.cancelled() => return SeatEnd::Failed,
                 item = tokio::time::timeout(wait, stream.message()) => item,
             };
             let item = match item {
@@ -914,10 +913,9 @@ mod tests {
 
     #[test]
     fn a_turn_start_is_only_replaced_by_a_later_version() {
-        let (abandon, _) = watch::channel(false);
         let game = GameShared {
             clock: Mutex::new(GameClock::default()),
-            abandon,
+            abandon: CancellationToken::new(),
         };
         let first = Instant::now();
         game.turn_started(5, first);

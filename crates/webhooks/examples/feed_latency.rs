@@ -25,7 +25,8 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -163,10 +164,10 @@ async fn main() {
     for seed in 0..backlog {
         write_game(&*games_store, 1_000_000 + seed).await;
     }
-    let (stop, stopped) = watch::channel(false);
+    let stop = CancellationToken::new();
     let deliveries = Deliveries::new(games_store.clone(), webhook_store, config, "bench".into());
     let started = Instant::now();
-    let handles = deliveries.spawn(stopped);
+    let handles = deliveries.spawn(stop.child_token());
     receiver.wait_for(backlog as usize * 2).await;
     let drained = started.elapsed();
     let rate = (backlog * 2) as f64 / drained.as_secs_f64();
@@ -202,7 +203,7 @@ async fn main() {
         latencies.last().unwrap().as_secs_f64() * 1e3
     );
     println!("unverified deliveries: {unverified}");
-    let _ = stop.send(true);
+    stop.cancel();
     for handle in handles {
         let _ = handle.await;
     }

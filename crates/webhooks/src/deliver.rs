@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Everything the deliverers of one process share.
 #[derive(Clone)]
@@ -115,9 +116,9 @@ impl Deliveries {
         self.poke.notify_waiters();
     }
 
-    /// Starts one deliverer per endpoint; each runs until `stop` says true (or its sender is
-    /// dropped), then gives its lease up.
-    pub fn spawn(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    /// Starts one deliverer per endpoint; each runs until `stop` is cancelled, then gives its
+    /// lease up.
+    pub fn spawn(&self, stop: CancellationToken) -> Vec<JoinHandle<()>> {
         self.config
             .endpoints
             .iter()
@@ -135,13 +136,13 @@ struct Deliverer {
     endpoint: Endpoint,
     timing: DeliveryTiming,
     sender: Sender,
-    stop: watch::Receiver<bool>,
+    stop: CancellationToken,
     cursor: u64,
     renewed_at: Instant,
 }
 
 impl Deliverer {
-    fn new(shared: Deliveries, endpoint: Endpoint, stop: watch::Receiver<bool>) -> Deliverer {
+    fn new(shared: Deliveries, endpoint: Endpoint, stop: CancellationToken) -> Deliverer {
         let timing = shared.config.delivery.clone();
         Deliverer {
             sender: Sender::new(endpoint.clone(), timing.timeout),
@@ -159,7 +160,7 @@ impl Deliverer {
     }
 
     fn stopped(&self) -> bool {
-        *self.stop.borrow() || self.stop.has_changed().is_err()
+        self.stop.is_cancelled()
     }
 
     /// How often a standby looks whether the lease lapsed, and a holder renews it.
@@ -205,7 +206,6 @@ impl Deliverer {
     async fn idle(&mut self, limit: Duration, outbox: Option<&mut watch::Receiver<u64>>) {
         let poke = self.shared.poke.clone();
         let poked = poke.notified();
-        let mut stop = self.stop.clone();
         let moved = async {
             match outbox {
                 Some(outbox) => {
@@ -217,7 +217,7 @@ impl Deliverer {
         tokio::select! {
             _ = tokio::time::sleep(limit) => {}
             _ = poked => {}
-            _ = stop.changed() => {}
+            () = self.stop.cancelled() => {}
             _ = moved => {}
         }
     }
@@ -460,7 +460,6 @@ impl Deliverer {
     /// Waits `wait` between attempts, renewing the lease meanwhile; `Some` when the turn ends.
     async fn pause(&mut self, wait: Duration) -> Result<Option<Ended>, WebhookStoreError> {
         let until = Instant::now() + wait;
-        let mut stop = self.stop.clone();
         loop {
             let now = Instant::now();
             if now >= until {
@@ -469,7 +468,7 @@ impl Deliverer {
             let step = (until - now).min(self.renew_every());
             tokio::select! {
                 _ = tokio::time::sleep(step) => {}
-                _ = stop.changed() => {}
+                () = self.stop.cancelled() => {}
             }
             if self.stopped() {
                 return Ok(Some(Ended::Stopped));

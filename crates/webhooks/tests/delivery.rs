@@ -13,13 +13,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{Answer, DEADLINE, Receiver, all_facts, config, write_game};
-use tokio::sync::watch;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 struct Running {
     games: Arc<dyn GameStore>,
     store: Arc<dyn WebhookStore>,
     deliveries: Vec<Deliveries>,
-    stop: watch::Sender<bool>,
+    /// Stops the deliverers, when dropped too.
+    stop: DropGuard,
     handles: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -27,7 +28,7 @@ struct Running {
 fn start(config: hidden_front_webhooks::WebhooksConfig, replicas: usize) -> Running {
     let games: Arc<dyn GameStore> = Arc::new(MemoryStore::new());
     let store: Arc<dyn WebhookStore> = Arc::new(MemoryWebhookStore::new());
-    let (stop, stopped) = watch::channel(false);
+    let stop = CancellationToken::new();
     let mut deliveries = Vec::new();
     let mut handles = Vec::new();
     for replica in 0..replicas {
@@ -37,21 +38,21 @@ fn start(config: hidden_front_webhooks::WebhooksConfig, replicas: usize) -> Runn
             config.clone(),
             format!("replica-{replica}"),
         );
-        handles.extend(d.spawn(stopped.clone()));
+        handles.extend(d.spawn(stop.child_token()));
         deliveries.push(d);
     }
     Running {
         games,
         store,
         deliveries,
-        stop,
+        stop: stop.drop_guard(),
         handles,
     }
 }
 
 impl Running {
     async fn stop(self) {
-        let _ = self.stop.send(true);
+        self.stop.disarm().cancel();
         for handle in self.handles {
             tokio::time::timeout(DEADLINE, handle)
                 .await

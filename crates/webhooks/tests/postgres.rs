@@ -17,7 +17,7 @@ use hidden_front_webhooks::store::WebhookStore;
 use std::collections::HashMap;
 use std::sync::Arc;
 use support::{Answer, DEADLINE, Receiver, all_facts, config, write_game};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// A migrated database and a game store on it (a "replica").
 async fn migrated(db: &TestDatabase) -> PostgresStore {
@@ -40,7 +40,7 @@ async fn two_replicas_deliver_each_fact_once_while_both_write() {
     let db = TestDatabase::create().await;
     let receiver = Receiver::start(Answer::Ok).await;
     let config = config(&receiver.url(), 60_000, "");
-    let (stop, stopped) = watch::channel(false);
+    let stop = CancellationToken::new();
     let mut replicas: Vec<Arc<dyn GameStore>> = Vec::new();
     let mut handles = Vec::new();
     for replica in 0..2 {
@@ -53,7 +53,7 @@ async fn two_replicas_deliver_each_fact_once_while_both_write() {
             config.clone(),
             format!("replica-{replica}"),
         );
-        handles.extend(deliveries.spawn(stopped.clone()));
+        handles.extend(deliveries.spawn(stop.child_token()));
         replicas.push(games);
     }
     // Both replicas write games at once.
@@ -87,7 +87,7 @@ async fn two_replicas_deliver_each_fact_once_while_both_write() {
         facts.iter().map(|f| f.position).collect::<Vec<_>>(),
         "in outbox order"
     );
-    let _ = stop.send(true);
+    stop.cancel();
     for handle in handles {
         tokio::time::timeout(DEADLINE, handle)
             .await

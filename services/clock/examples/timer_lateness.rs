@@ -157,17 +157,15 @@ async fn main() {
     let recorder = Arc::new(Recorder {
         lateness_us: Mutex::new(Vec::with_capacity(count)),
     });
-    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
     let timers: Arc<dyn TimerStore> = store.clone();
     let clock = Clock::new(timers, recorder.clone(), ClockConfig::default());
-    let running = tokio::spawn(clock.run(async move {
-        let _ = stopped.wait_for(|s| *s).await;
-    }));
+    let running = tokio::spawn(clock.run(stop.clone().cancelled_owned()));
     let deadline = Instant::now() + lead + spread + Duration::from_secs(60);
     while recorder.lateness_us.lock().unwrap().len() < count && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    stop.send(true).unwrap();
+    stop.cancel();
     let _ = running.await;
     let mut lateness = recorder.lateness_us.lock().unwrap().clone();
     lateness.sort_unstable();

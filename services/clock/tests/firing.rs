@@ -14,7 +14,8 @@ use hidden_front_store_conformance::{create_game, player};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// Records every fire; the first fire of a timer is "applied", repeats are "stale" (as the
 /// session's fences make them). Optionally fails the first `fail_first` fires of each timer.
@@ -102,14 +103,12 @@ async fn arm(store: &dyn GameStore, count: u64, spread: Duration) -> Vec<Timer> 
     timers
 }
 
-fn start(store: Arc<dyn GameStore>, target: Arc<Recorder>, owner: &str) -> watch::Sender<bool> {
-    let (stop, stopped) = watch::channel(false);
+/// Runs a clock until the returned token is cancelled.
+fn start(store: Arc<dyn GameStore>, target: Arc<Recorder>, owner: &str) -> CancellationToken {
+    let stop = CancellationToken::new();
     let timers: Arc<dyn TimerStore> = store;
     let clock = Clock::new(timers, target, config(owner));
-    tokio::spawn(clock.run(async move {
-        let mut stopped = stopped;
-        let _ = stopped.wait_for(|s| *s).await;
-    }));
+    tokio::spawn(clock.run(stop.clone().cancelled_owned()));
     stop
 }
 
@@ -123,7 +122,7 @@ async fn fires_on_time_once_each(store: Arc<dyn GameStore>) {
         let at = fires[timer][0];
         assert!(at >= timer.fire_at, "{timer:?} fired before its deadline");
     }
-    stop.send(true).unwrap();
+    stop.cancel();
     // Fired timers are deleted.
     tokio::time::timeout(Duration::from_secs(30), async {
         while store.armed_timer_count().await.unwrap() > 0 {
@@ -141,9 +140,9 @@ async fn two_clocks_share_and_a_stopped_clock_loses_nothing(store: Arc<dyn GameS
     let b = start(store.clone(), recorder.clone(), "b");
     // Stop one clock part-way, with timers claimed: its timers go to the other.
     recorder.wait_applied(&timers[..10]).await;
-    a.send(true).unwrap();
+    a.cancel();
     recorder.wait_applied(&timers).await;
-    b.send(true).unwrap();
+    b.cancel();
     let fires = recorder.fires.lock().unwrap();
     for timer in &timers {
         assert!(!fires[timer].is_empty(), "{timer:?} was lost");
@@ -158,7 +157,7 @@ async fn a_failed_fire_is_retried(store: Arc<dyn GameStore>) {
     let timers = arm(&*store, 5, Duration::from_millis(100)).await;
     let stop = start(store.clone(), recorder.clone(), "retry");
     recorder.wait_applied(&timers).await;
-    stop.send(true).unwrap();
+    stop.cancel();
     let fires = recorder.fires.lock().unwrap();
     for timer in &timers {
         assert!(

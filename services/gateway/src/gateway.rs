@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 use uuid::Uuid;
 
@@ -67,8 +68,8 @@ pub struct Gateway {
 
 struct Inner {
     config: GatewayConfig,
-    /// Flips to `true` when the process is shutting down: every stream is told to reconnect.
-    stopping: tokio::sync::watch::Sender<bool>,
+    /// Cancelled when the process is shutting down: every stream is told to reconnect.
+    stopping: CancellationToken,
     auth: Authenticator,
     session: SessionClient,
     hubs: Hubs,
@@ -154,7 +155,7 @@ impl Gateway {
                 streams: StreamCap::new(config.max_streams),
                 session,
                 config,
-                stopping: tokio::sync::watch::channel(false).0,
+                stopping: CancellationToken::new(),
             }),
         }
     }
@@ -184,7 +185,7 @@ impl Gateway {
     /// Ends every open stream with a `Reconnect` item (resume hint included) so clients move to
     /// another gateway; used on graceful shutdown. New subscriptions are refused from now on.
     pub fn shutdown(&self) {
-        self.inner.stopping.send_replace(true);
+        self.inner.stopping.cancel();
     }
 
     /// Streams open on this gateway now.
@@ -223,7 +224,7 @@ impl Gateway {
         request: pb::SubscribeRequest,
     ) -> Result<ReceiverStream<Result<pb::SubscribeResponse, Status>>, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
-        if *self.inner.stopping.borrow() {
+        if self.inner.stopping.is_cancelled() {
             return Err(ApiError::new(
                 Reason::ShuttingDown,
                 "this gateway is shutting down; connect to another one",
@@ -249,7 +250,7 @@ impl Gateway {
         let id = game_id.to_string();
         let max_behind = self.inner.config.stream_buffer.max(1) as u64;
         let max_lag = self.inner.config.max_lag;
-        let mut stopping = self.inner.stopping.subscribe();
+        let stopping = self.inner.stopping.clone();
         tokio::spawn(async move {
             // Held for the stream's life: the stream slot and the presence report.
             let _keep = (permit, presence, StreamGauge::open());
@@ -268,7 +269,7 @@ impl Gateway {
                 })),
             };
             loop {
-                if *stopping.borrow_and_update() {
+                if stopping.is_cancelled() {
                     let _ = tx
                         .send(Ok(reconnect(next, "this gateway is shutting down")))
                         .await;
@@ -310,7 +311,7 @@ impl Gateway {
                         changed = grown.changed() => if changed.is_err() { return },
                         // The client went away: release the slot and the presence now.
                         () = tx.closed() => return,
-                        _ = stopping.changed() => {}
+                        () = stopping.cancelled() => {}
                     }
                     continue;
                 }

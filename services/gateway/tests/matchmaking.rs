@@ -42,7 +42,8 @@ async fn bind() -> (TcpListener, SocketAddr) {
 struct Setup {
     grpc: SocketAddr,
     ws: SocketAddr,
-    _stop: tokio::sync::watch::Sender<bool>,
+    /// Stops matchmaking's loops when the setup is dropped.
+    _stop: tokio_util::sync::DropGuard,
 }
 
 /// A session, a matchmaking service (with its loops) and a gateway on both faces; `with_mm`
@@ -64,8 +65,8 @@ async fn setup(with_mm: bool) -> Setup {
             ..MatchmakingConfig::default()
         },
     );
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    mm.spawn_background(stopped);
+    let stop = tokio_util::sync::CancellationToken::new();
+    mm.spawn_background(stop.child_token());
     let (listener, mm_addr) = bind().await;
     tokio::spawn(
         tonic::transport::Server::builder()
@@ -96,7 +97,7 @@ async fn setup(with_mm: bool) -> Setup {
     Setup {
         grpc,
         ws: ws_addr,
-        _stop: stop,
+        _stop: stop.drop_guard(),
     }
 }
 

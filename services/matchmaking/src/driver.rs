@@ -19,6 +19,7 @@ use hidden_front_wire as wire;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
 /// Counters of what this process's driver did, for tests and logs.
@@ -32,7 +33,7 @@ pub struct DriverStats {
     pub games_finished: AtomicU64,
 }
 
-/// Drives `game` until it ends, the lease is lost or `shutdown` turns true (the lease is then
+/// Drives `game` until it ends, the lease is lost or `shutdown` is cancelled (the lease is then
 /// given up at once, so another process takes the game over without waiting for it to lapse).
 pub async fn drive(
     store: Arc<dyn MatchStore>,
@@ -41,7 +42,7 @@ pub async fn drive(
     owner: String,
     lease: Duration,
     stats: Arc<DriverStats>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: CancellationToken,
 ) {
     let game_id = game.game_id;
     let mut presence = session.clone();
@@ -70,7 +71,7 @@ pub async fn drive(
             Err(status) => tracing::warn!(%game_id, %status, "driving a computer game stopped; another attempt follows the lease"),
         },
         why = renew => tracing::info!(%game_id, why, "stopped driving a computer game"),
-        _ = async move { shutdown.wait_for(|stop| *stop).await.is_ok() } => {
+        () = shutdown.cancelled() => {
             if let Err(error) = store.renew_computer_lease(game_id, &owner, now_ms()).await {
                 tracing::warn!(%game_id, %error, "could not give up a computer game's lease");
             }

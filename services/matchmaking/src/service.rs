@@ -22,9 +22,10 @@ use hidden_front_rules::{Rules, Side};
 use hidden_front_wire as wire;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::sync::{Notify, broadcast, mpsc, watch};
+use tokio::sync::{Notify, broadcast, mpsc};
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
@@ -303,8 +304,8 @@ impl MatchmakingService {
     }
 
     /// Starts the three background loops (pairing and expiry, the ended-games feed, the computer
-    /// seats' driver); each stops when `shutdown` turns true (or its sender is dropped).
-    pub fn spawn_background(&self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    /// seats' driver); each stops when `shutdown` is cancelled.
+    pub fn spawn_background(&self, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
         vec![
             tokio::spawn(self.clone().run_pairing(shutdown.clone())),
             tokio::spawn(self.clone().run_feed(shutdown.clone())),
@@ -386,15 +387,15 @@ impl MatchmakingService {
         Ok(made)
     }
 
-    async fn run_pairing(self, mut shutdown: watch::Receiver<bool>) {
+    async fn run_pairing(self, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(self.inner.config.pairing_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
-                _ = shutdown.changed() => {}
+                () = shutdown.cancelled() => {}
             }
-            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+            if shutdown.is_cancelled() {
                 return;
             }
             if let Err(error) = self.pairing_round().await {
@@ -442,7 +443,7 @@ impl MatchmakingService {
         Ok(games.len())
     }
 
-    async fn run_feed(self, mut shutdown: watch::Receiver<bool>) {
+    async fn run_feed(self, shutdown: CancellationToken) {
         loop {
             let read = match self.feed_round().await {
                 Ok(read) => read,
@@ -456,15 +457,15 @@ impl MatchmakingService {
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.inner.config.feed_interval) => {}
-                _ = shutdown.changed() => {}
+                () = shutdown.cancelled() => {}
             }
-            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+            if shutdown.is_cancelled() {
                 return;
             }
         }
     }
 
-    async fn run_computer_driver(self, mut shutdown: watch::Receiver<bool>) {
+    async fn run_computer_driver(self, shutdown: CancellationToken) {
         let config = &self.inner.config;
         loop {
             let now = now_ms();
@@ -482,7 +483,8 @@ impl MatchmakingService {
                         config.process_id.clone(),
                         config.computer_lease,
                         self.inner.stats.clone(),
-                        shutdown.clone(),
+                        // Each game's driver stops with the loop that claimed it.
+                        shutdown.child_token(),
                     ));
                     continue;
                 }
@@ -492,9 +494,9 @@ impl MatchmakingService {
             tokio::select! {
                 _ = tokio::time::sleep(config.computer_scan_interval) => {}
                 _ = self.inner.computer_added.notified() => {}
-                _ = shutdown.changed() => {}
+                () = shutdown.cancelled() => {}
             }
-            if *shutdown.borrow() || shutdown.has_changed().is_err() {
+            if shutdown.is_cancelled() {
                 return;
             }
         }

@@ -764,7 +764,7 @@ async fn another_process_takes_a_computer_game_over_when_its_driver_stops() {
         "the game should last past the computer's second move"
     );
     // The first process stops (its driver gives the lease up); a second one takes over.
-    first.stop.send(true).unwrap();
+    first.stop.cancel();
     let second = matchmaking(&db, session.clone(), fast_config()).await;
     let (ended, _) =
         play_south_randomly(&mut session, &mut events, &game, &mut rng, || false).await;

@@ -34,6 +34,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The addresses an application's listeners are bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,17 +58,13 @@ type Serving = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
 /// A built application: bound, configured, not yet serving.
 pub struct Application {
     ports: Ports,
-    stop: watch::Sender<bool>,
+    /// Cancelled when the shutdown starts; dropped unrun, it stops whatever it started.
+    stop: DropGuard,
     /// What the HTTP readiness probe answers: set by the health checks, and to draining here
     /// when a shutdown starts.
     readiness: Arc<watch::Sender<Readiness>>,
     gateway: Option<Gateway>,
     serving: Serving,
-}
-
-/// Completes once `stop` says stopped (or its sender is gone).
-async fn stopped(mut stop: watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
 /// Binds `addr`, naming the flag in the error.
@@ -177,8 +174,8 @@ impl Application {
         };
 
         // One signal stops the public ports; the internal one stops after they have drained.
-        let (stop, stop_rx) = watch::channel(false);
-        let (internal_stop, internal_stop_rx) = watch::channel(false);
+        let stop = CancellationToken::new();
+        let internal_stop = CancellationToken::new();
         let (mut public_names, mut internal_names) = roles.port_services();
         if deliveries.is_some() {
             match roles.internal_port() {
@@ -189,11 +186,11 @@ impl Application {
         }
         let (public_health, public_grpc) =
             Port::new("the gRPC port", public_listener, public_names, public)
-                .serve(stopped(stop_rx.clone()))?;
+                .serve(stop.clone().cancelled_owned())?;
         let (internal_health, internal_grpc) = internal_listener
             .map(|listener| {
                 Port::new("the internal gRPC port", listener, internal_names, internal)
-                    .serve(stopped(internal_stop_rx))
+                    .serve(internal_stop.clone().cancelled_owned())
             })
             .transpose()?
             .unzip();
@@ -214,7 +211,7 @@ impl Application {
         let http = {
             let gateway = gateway.clone();
             let config = gateway::ws_config(&args);
-            let stop = stop_rx.clone();
+            let stopped = stop.clone().cancelled_owned();
             let probes = hidden_front_gateway::http::probes::routes(readiness.subscribe());
             async move {
                 let (Some(listener), Some(gateway), Some(routes)) =
@@ -224,20 +221,16 @@ impl Application {
                 };
                 let routes =
                     hidden_front_gateway::http::routes(routes, gateway.clone()).merge(probes);
-                hidden_front_gateway::ws::serve_with(
-                    listener,
-                    gateway,
-                    config,
-                    routes,
-                    stopped(stop),
-                )
-                .await
-                .context("serving HTTP (the WebSocket API and the page)")
+                hidden_front_gateway::ws::serve_with(listener, gateway, config, routes, stopped)
+                    .await
+                    .context("serving HTTP (the WebSocket API and the page)")
             }
         };
+        // Cancelled however the public side ends (drained, failed or dropped).
+        let internal_stop = internal_stop.drop_guard();
         let public = async move {
             let result = tokio::try_join!(public_grpc, http);
-            let _ = internal_stop.send(true);
+            drop(internal_stop);
             result.map(|_| ())
         };
         let internal = async move {
@@ -246,42 +239,48 @@ impl Application {
                 None => Ok(()),
             }
         };
-        let metrics =
-            crate::metrics_endpoint::serve(metrics_listener, metrics, stopped(stop_rx.clone()));
+        let metrics = crate::metrics_endpoint::serve(
+            metrics_listener,
+            metrics,
+            stop.clone().cancelled_owned(),
+        );
         let clock = {
-            let stop = stop_rx.clone();
+            let stopped = stop.clone().cancelled_owned();
             async move {
                 if let Some(clock) = clock {
-                    clock.run(stopped(stop)).await;
+                    clock.run(stopped).await;
                 }
                 Ok::<(), anyhow::Error>(())
             }
         };
-        let serving = async move {
-            // Matchmaking's loops (pairing, the ended-games feed, computer seats) start with
-            // the serving and stop with the rest.
-            let mut loops = deliveries
-                .map(|deliveries| deliveries.spawn(stop_rx.clone()))
-                .unwrap_or_default();
-            // The session's pulse (docs/clock.md): how the service knows its own outages.
-            loops.extend(
-                referee.map(|referee| tokio::spawn(referee.run_pulse(stopped(stop_rx.clone())))),
-            );
-            loops.extend(
-                matchmaking
-                    .map(|service| service.spawn_background(stop_rx))
-                    .unwrap_or_default(),
-            );
-            let result = tokio::try_join!(public, internal, metrics, clock);
-            for handle in loops {
-                let _ = handle.await;
+        let serving = {
+            let stop = stop.clone();
+            async move {
+                // Matchmaking's loops (pairing, the ended-games feed, computer seats) start with
+                // the serving and stop with the rest.
+                let mut loops = deliveries
+                    .map(|deliveries| deliveries.spawn(stop.child_token()))
+                    .unwrap_or_default();
+                // The session's pulse (docs/clock.md): how the service knows its own outages.
+                loops.extend(referee.map(|referee| {
+                    tokio::spawn(referee.run_pulse(stop.clone().cancelled_owned()))
+                }));
+                loops.extend(
+                    matchmaking
+                        .map(|service| service.spawn_background(stop.child_token()))
+                        .unwrap_or_default(),
+                );
+                let result = tokio::try_join!(public, internal, metrics, clock);
+                for handle in loops {
+                    let _ = handle.await;
+                }
+                health.abort();
+                result.map(|_| ())
             }
-            health.abort();
-            result.map(|_| ())
         };
         Ok(Application {
             ports,
-            stop,
+            stop: stop.drop_guard(),
             readiness,
             gateway,
             serving: Box::pin(serving),
@@ -314,7 +313,8 @@ impl Application {
             if let Some(gateway) = gateway {
                 gateway.shutdown();
             }
-            let _ = stop.send(true);
+            let stop = stop.disarm();
+            stop.cancel();
             stop
         };
         tokio::select! {

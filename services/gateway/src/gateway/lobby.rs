@@ -210,7 +210,7 @@ impl Gateway {
         request: pb::WatchLobbyRequest,
     ) -> Result<ReceiverStream<Result<pb::WatchLobbyResponse, Status>>, Status> {
         let mut mm = self.matchmaking()?;
-        if *self.inner.stopping.borrow() {
+        if self.inner.stopping.is_cancelled() {
             return Err(ApiError::new(
                 Reason::ShuttingDown,
                 "this gateway is shutting down; connect to another one",
@@ -227,7 +227,7 @@ impl Gateway {
             .map_err(upstream_status)?
             .into_inner();
         let (tx, rx) = mpsc::channel(32);
-        let mut stopping = self.inner.stopping.subscribe();
+        let stopping = self.inner.stopping.clone();
         tokio::spawn(async move {
             let _keep = (permit, StreamGauge::open());
             loop {
@@ -245,7 +245,7 @@ impl Gateway {
                         }
                         None => return,
                     },
-                    _ = stopping.changed() => {
+                    () = stopping.cancelled() => {
                         let _ = tx
                             .send(Err(ApiError::new(
                                 Reason::ShuttingDown,

@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 /// How long [`serve`] waits for open connections to say goodbye after the shutdown signal.
@@ -61,7 +62,7 @@ pub async fn serve_with<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let stop = CancellationToken::new();
     let max_connections = config
         .max_connections
         .min(Semaphore::MAX_PERMITS)
@@ -71,7 +72,7 @@ where
         connections: Arc::new(Semaphore::new(max_connections)),
         max_connections,
         config,
-        stop: stop_rx,
+        stop: stop.clone(),
     });
     let app = Router::new()
         .route(WS_PATH, get(upgrade))
@@ -87,7 +88,7 @@ where
     )
     .with_graceful_shutdown(async move {
         shutdown.await;
-        let _ = stop_tx.send(true);
+        stop.cancel();
     })
     .await?;
     // Upgraded connections live outside axum's bookkeeping: wait until each has closed (every
@@ -105,8 +106,8 @@ struct WsState {
     pub(super) config: WsConfig,
     pub(super) connections: Arc<Semaphore>,
     pub(super) max_connections: usize,
-    /// Becomes `true` when the server shuts down.
-    pub(super) stop: watch::Receiver<bool>,
+    /// Cancelled when the server shuts down.
+    pub(super) stop: CancellationToken,
 }
 
 /// `GET /v1/ws`: checks the connection cap and the optional `Authorization` header, then
@@ -116,7 +117,7 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if *state.stop.borrow() {
+    if state.stop.is_cancelled() {
         return unavailable("the server is shutting down; connect to another gateway");
     }
     let Ok(permit) = Arc::clone(&state.connections).try_acquire_owned() else {
@@ -159,14 +160,13 @@ async fn connection(
     header_auth: Option<Result<Player, Status>>,
     _permit: OwnedSemaphorePermit,
 ) {
-    let mut stop = state.stop.clone();
     let player = match header_auth {
         Some(Ok(player)) => player,
         Some(Err(status)) => {
             refuse(&mut socket, &Value::Null, &status).await;
             return;
         }
-        None => match authenticate(&state, &mut socket, &mut stop).await {
+        None => match authenticate(&state, &mut socket).await {
             Some(player) => player,
             None => return,
         },
@@ -187,7 +187,7 @@ async fn connection(
         tokio::select! {
             biased;
             () = until_closing(&mut closing) => break,
-            () = until_stopped(&mut stop) => conn.close(Closing::Shutdown),
+            () = state.stop.cancelled() => conn.close(Closing::Shutdown),
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             frame = stream.next() => {
                 conn.heard();
@@ -239,17 +239,8 @@ async fn until_closing(closing: &mut watch::Receiver<Option<Closing>>) {
     let _ = closing.wait_for(Option::is_some).await;
 }
 
-/// Resolves once the server shuts down (or the signal is gone, which means the same).
-async fn until_stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stopped| *stopped).await;
-}
-
 /// Waits for the `auth` message of a connection that sent no `Authorization` header.
-async fn authenticate(
-    state: &WsState,
-    socket: &mut WebSocket,
-    stop: &mut watch::Receiver<bool>,
-) -> Option<Player> {
+async fn authenticate(state: &WsState, socket: &mut WebSocket) -> Option<Player> {
     let deadline = tokio::time::sleep(state.config.auth_timeout);
     tokio::pin!(deadline);
     loop {
@@ -267,7 +258,7 @@ async fn authenticate(
                 refuse(socket, &Value::Null, &status).await;
                 return None;
             }
-            () = until_stopped(stop) => {
+            () = state.stop.cancelled() => {
                 let frame = close_frame(close_code::AWAY, "the server is shutting down; reconnect");
                 let _ = socket.send(Message::Close(Some(frame))).await;
                 return None;

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
@@ -141,14 +142,20 @@ pub fn fast_config() -> MatchmakingConfig {
 }
 
 /// One matchmaking process: a service on its own pool of `db`, served on loopback, with its
-/// background loops running (until the returned sender is dropped).
+/// background loops running (until `stop` is cancelled or the process dropped).
 pub struct Process {
     /// The service itself.
     pub service: MatchmakingService,
     /// A gRPC client of it.
     pub client: MatchmakingServiceClient<Channel>,
-    /// Dropping it stops the loops.
-    pub stop: tokio::sync::watch::Sender<bool>,
+    /// Stops the loops; cancelled when the process is dropped.
+    pub stop: CancellationToken,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// Starts a matchmaking process with its background loops.
@@ -158,7 +165,7 @@ pub async fn matchmaking(
     config: MatchmakingConfig,
 ) -> Process {
     let process = matchmaking_idle(db, session, config).await;
-    process.service.spawn_background(process.stop.subscribe());
+    process.service.spawn_background(process.stop.child_token());
     process
 }
 
@@ -177,10 +184,9 @@ pub async fn matchmaking_idle(
             .add_service(service.server())
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
     );
-    let (stop, _) = tokio::sync::watch::channel(false);
     Process {
         client: MatchmakingServiceClient::new(channel(addr)),
         service,
-        stop,
+        stop: CancellationToken::new(),
     }
 }
