@@ -4,7 +4,10 @@
 //!
 //! Needs a reachable Postgres whose URL (a role allowed to create databases) is in
 //! `DATABASE_URL`, e.g. `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres`. Without one
-//! every test here fails with a message saying so; none is skipped.
+//! every test here fails with a message saying so; none is skipped. A test on one store alone
+//! is a `#[sqlx::test]`; the conformance checks (a runner's `#[tokio::test]`s) and the tests of
+//! two stores standing for two processes, on a multi-threaded runtime, create their database
+//! with `TestDatabase`.
 
 use hidden_front_rules::{Command, Phase, Side};
 use hidden_front_store::postgres::PostgresStore;
@@ -13,89 +16,17 @@ use hidden_front_store_conformance::{
     Check, WAKE_DEADLINE, assert_log_is_whole, create_game, judge, must_load, player,
     race_appends_across, reshuffle, within,
 };
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
-use std::str::FromStr;
+use hidden_front_test_database::TestDatabase;
+use sqlx::{Connection, PgConnection, PgPool};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
-/// What to do when there is no database to test against.
-const HOW_TO: &str = "the Postgres store tests need a Postgres server: set DATABASE_URL to the \
-URL of a role that may create databases, e.g. \
-`DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test -p hidden-front-store` \
-(each test creates, migrates and drops its own database)";
-
-/// How long to wait for the server before declaring it unreachable.
-const CONNECT_DEADLINE: Duration = Duration::from_secs(15);
-
-/// A database of one's own, created from `DATABASE_URL`'s server and dropped afterwards.
-struct TestDb {
-    admin: PgConnectOptions,
-    name: String,
-    options: PgConnectOptions,
-}
-
-impl TestDb {
-    /// Creates an empty database with a unique name. Panics, saying how to fix it, when
-    /// `DATABASE_URL` is unset, malformed or unreachable.
-    async fn create() -> TestDb {
-        let url = std::env::var("DATABASE_URL")
-            .unwrap_or_else(|_| panic!("DATABASE_URL is not set: {HOW_TO}"));
-        let admin = PgConnectOptions::from_str(&url).unwrap_or_else(|error| {
-            panic!("DATABASE_URL is not a Postgres URL ({error}): {HOW_TO}")
-        });
-        let mut conn = TestDb::admin_connection(&admin).await;
-        let name = format!("hf_store_test_{}", Uuid::new_v4().simple());
-        conn.execute(AssertSqlSafe(format!(r#"CREATE DATABASE "{name}""#)))
-            .await
-            .unwrap_or_else(|error| panic!("cannot create test database {name}: {error}"));
-        let _ = conn.close().await;
-        let options = admin.clone().database(&name);
-        TestDb {
-            admin,
-            name,
-            options,
-        }
-    }
-
-    async fn admin_connection(admin: &PgConnectOptions) -> PgConnection {
-        let where_ = format!("{}:{}", admin.get_host(), admin.get_port());
-        match tokio::time::timeout(CONNECT_DEADLINE, PgConnection::connect_with(admin)).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(error)) => panic!("cannot reach Postgres at {where_} ({error}): {HOW_TO}"),
-            Err(_) => {
-                panic!("no answer from Postgres at {where_} in {CONNECT_DEADLINE:?}: {HOW_TO}")
-            }
-        }
-    }
-
-    /// A store on this database with its own pool (a stand-in for one process), migrated.
-    async fn store(&self, max_connections: u32) -> PostgresStore {
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(60))
-            .connect_with(self.options.clone())
-            .await
-            .unwrap_or_else(|error| {
-                panic!("cannot connect to test database {}: {error}", self.name)
-            });
-        let store = PostgresStore::from_pool(pool);
-        store.migrate().await.expect("migrations apply");
-        store
-    }
-
-    /// Drops the database, disconnecting whatever is still connected.
-    async fn drop_database(self) {
-        let mut conn = TestDb::admin_connection(&self.admin).await;
-        conn.execute(AssertSqlSafe(format!(
-            r#"DROP DATABASE IF EXISTS "{}" WITH (FORCE)"#,
-            self.name
-        )))
-        .await
-        .unwrap_or_else(|error| panic!("cannot drop test database {}: {error}", self.name));
-        let _ = conn.close().await;
-    }
+/// A store on `db` with its own pool (a stand-in for one process), migrated.
+async fn store_on(db: &TestDatabase, max_connections: u32) -> PostgresStore {
+    let store = PostgresStore::from_pool(db.pool(max_connections).await);
+    store.migrate().await.expect("migrations apply");
+    store
 }
 
 /// Runs one conformance check on a fresh database, then drops the database whether the check
@@ -106,12 +37,14 @@ async fn run(name: &'static str, check: Check) {
 
 /// [`run`] on a store that writes the engine snapshot every `snapshot_interval` events.
 async fn run_with_interval(name: &'static str, check: Check, snapshot_interval: u64) {
-    let db = TestDb::create().await;
-    let store = db.store(5).await.with_snapshot_interval(snapshot_interval);
+    let db = TestDatabase::create().await;
+    let store = store_on(&db, 5)
+        .await
+        .with_snapshot_interval(snapshot_interval);
     let outcome = tokio::spawn(check(Arc::new(store.clone()))).await;
     store.close().await;
     drop(store);
-    db.drop_database().await;
+    drop(db);
     if let Err(error) = outcome {
         match error.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
@@ -139,9 +72,9 @@ mod sparse_snapshots {
 /// leave each game one gapless history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_processes_share_one_database() {
-    let db = TestDb::create().await;
-    let a = db.store(6).await;
-    let b = db.store(6).await;
+    let db = TestDatabase::create().await;
+    let a = store_on(&db, 6).await;
+    let b = store_on(&db, 6).await;
     let stores: Vec<Arc<dyn GameStore>> = vec![Arc::new(a.clone()), Arc::new(b.clone())];
 
     // LISTEN/NOTIFY: B's append wakes A's watcher (A's own notifier knows nothing of it).
@@ -222,7 +155,7 @@ async fn two_processes_share_one_database() {
     assert!(*receiver.borrow_and_update() >= v1);
     a.close().await;
     b.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// Appends of many games written together: one whose command key is known, though its version
@@ -231,8 +164,8 @@ async fn two_processes_share_one_database() {
 /// second time, alone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_append_among_many_fails_alone() {
-    let db = TestDb::create().await;
-    let store = db.store(8).await;
+    let db = TestDatabase::create().await;
+    let store = store_on(&db, 8).await;
     let (meta, game) = create_game(&store, 3, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&store, id).await.version;
@@ -321,16 +254,16 @@ async fn a_failing_append_among_many_fails_alone() {
         "the known key failed only its own append's guard, not a statement"
     );
     store.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// When the LISTEN connection dies, the store reconnects and catches up: a watcher is still woken
 /// by appends made through another store during and after the outage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn watch_survives_a_lost_listen_connection() {
-    let db = TestDb::create().await;
-    let a = db.store(4).await;
-    let b = db.store(4).await;
+    let db = TestDatabase::create().await;
+    let a = store_on(&db, 4).await;
+    let b = store_on(&db, 4).await;
     let (meta, mut game) = create_game(&b, 2, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let mut version = must_load(&b, id).await.version;
@@ -369,14 +302,13 @@ async fn watch_survives_a_lost_listen_connection() {
     }
     a.close().await;
     b.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// Rows that do not decode are reported as `Corrupt`, never a panic.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corrupt_rows_are_reported_not_panicked_on() {
-    let db = TestDb::create().await;
-    let store = db.store(3).await;
+#[sqlx::test(migrator = "hidden_front_store::postgres::MIGRATOR")]
+async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
+    let store = PostgresStore::from_pool(pool);
     let south = player("south");
     let (meta, _) = create_game(&store, 3, &south, &player("north")).await;
     let id = meta.game_id;
@@ -460,14 +392,12 @@ async fn corrupt_rows_are_reported_not_panicked_on() {
         .await
         .expect("presence");
     store.close().await;
-    db.drop_database().await;
 }
 
 /// Migrating twice (replicas starting together, or a restart) is harmless.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn migrations_are_idempotent() {
-    let db = TestDb::create().await;
-    let store = db.store(2).await;
+#[sqlx::test(migrator = "hidden_front_store::postgres::MIGRATOR")]
+async fn migrations_are_idempotent(pool: PgPool) {
+    let store = PostgresStore::from_pool(pool);
     store.migrate().await.expect("second migration run");
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.tables \
@@ -500,7 +430,6 @@ async fn migrations_are_idempotent() {
         ]
     );
     store.close().await;
-    db.drop_database().await;
 }
 
 /// The stream pump's pages served from this process's memory of its latest write
@@ -508,9 +437,9 @@ async fn migrations_are_idempotent() {
 /// another process is read from the log, not missed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
-    let db = TestDb::create().await;
-    let a = db.store(4).await;
-    let b = db.store(4).await;
+    let db = TestDatabase::create().await;
+    let a = store_on(&db, 4).await;
+    let b = store_on(&db, 4).await;
     let (meta, game) = create_game(&a, 3, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let mut watching = a.watch(id).await.expect("watch through A");
@@ -532,7 +461,7 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     assert_eq!(from_a.len() as u64, v1 - v0);
     assert_eq!(from_a, page(b.clone(), v0 + 1).await, "an append's page");
     // Proof that A's page came from memory: with the rows gone, A still has it, B does not.
-    let mut conn = PgConnection::connect_with(&db.options)
+    let mut conn = PgConnection::connect_with(&db.connect_options())
         .await
         .expect("connect");
     sqlx::query("DELETE FROM game_events WHERE game_id = $1 AND seq > $2")
@@ -575,7 +504,7 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     drop(watching);
     a.close().await;
     b.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// The game's row: the version of the snapshot a load starts from (the raw one or the `jsonb`
@@ -614,9 +543,9 @@ async fn confirm_both(
 /// and never more; the ended feed and the player's games say the head's version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sparse_snapshots_load_the_game_at_the_head() {
-    let db = TestDb::create().await;
-    let writer = db.store(4).await.with_snapshot_interval(3);
-    let reader = db.store(2).await;
+    let db = TestDatabase::create().await;
+    let writer = store_on(&db, 4).await.with_snapshot_interval(3);
+    let reader = store_on(&db, 2).await;
     let south = player("south");
     let (meta, mut game) = create_game(&writer, 5, &south, &player("north")).await;
     let id = meta.game_id;
@@ -678,7 +607,7 @@ async fn sparse_snapshots_load_the_game_at_the_head() {
     assert_log_is_whole(&reader, id).await;
     writer.close().await;
     reader.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// A replica of a release before `head_version` judges a lagging game against its older
@@ -687,8 +616,8 @@ async fn sparse_snapshots_load_the_game_at_the_head() {
 /// that release's statement, verbatim in its shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
-    let db = TestDb::create().await;
-    let store = db.store(4).await.with_snapshot_interval(8);
+    let db = TestDatabase::create().await;
+    let store = store_on(&db, 4).await.with_snapshot_interval(8);
     let (meta, game) = create_game(&store, 9, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&store, id).await.version;
@@ -742,7 +671,7 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
     assert_eq!(loaded.version, v3, "nothing of the older append stays");
     assert!(loaded.game == game);
     store.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// The previous release's load, verbatim in its shape: the `jsonb` snapshot at `version` and the
@@ -786,9 +715,9 @@ async fn load_as_the_previous_release(
 /// past the raw one, loads start from the `jsonb` one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
-    let db = TestDb::create().await;
+    let db = TestDatabase::create().await;
     // A raw snapshot at every append, so the one checked below is at the head.
-    let store = db.store(4).await.with_snapshot_interval(1);
+    let store = store_on(&db, 4).await.with_snapshot_interval(1);
     let (meta, game) = create_game(&store, 31, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let v0 = must_load(&store, id).await.version;
@@ -865,7 +794,7 @@ async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
             .expect("the older append's events");
     }
     tx.commit().await.expect("commit");
-    let reader = db.store(2).await;
+    let reader = store_on(&db, 2).await;
     let loaded = must_load(&reader, id).await;
     assert_eq!(loaded.version, next_version);
     assert!(
@@ -878,15 +807,15 @@ async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
     );
     reader.close().await;
     store.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// Before a rollback, `snapshot_lagging_games` brings a lagging game's row back to a snapshot at
 /// its head (what a release without `head_version` reads), and leaves other rows alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
-    let db = TestDb::create().await;
-    let store = db.store(4).await.with_snapshot_interval(16);
+    let db = TestDatabase::create().await;
+    let store = store_on(&db, 4).await.with_snapshot_interval(16);
     let (meta, game) = create_game(&store, 21, &player("south"), &player("north")).await;
     let id = meta.game_id;
     let (idle, _) = create_game(&store, 22, &player("south"), &player("north")).await;
@@ -919,7 +848,7 @@ async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
         "a game at its snapshot is left alone"
     );
     store.close().await;
-    db.drop_database().await;
+    drop(db);
 }
 
 /// Creations of many games written together: one whose game id is taken gets `AlreadyExists`
@@ -928,8 +857,8 @@ async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_creation_among_many_fails_alone() {
     use hidden_front_store::{Timer, TimerKind};
-    let db = TestDb::create().await;
-    let store = db.store(8).await;
+    let db = TestDatabase::create().await;
+    let store = store_on(&db, 8).await;
     let (taken, ..) = create_game(&store, 1, &player("south"), &player("north")).await;
     let deadline =
         hidden_front_store::timers::deadline_after(SystemTime::now(), Duration::from_secs(90));
@@ -999,5 +928,5 @@ async fn a_failing_creation_among_many_fails_alone() {
         .expect("the games");
     assert_eq!(games, 1 + 38, "the first game and 38 new ones, no more");
     store.close().await;
-    db.drop_database().await;
+    drop(db);
 }

@@ -13,10 +13,10 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use hidden_front_e2e::TestDatabase;
 use hidden_front_lifecycle::{FactBody, NewFact};
 use hidden_front_store::GameStore;
 use hidden_front_store::postgres::PostgresStore;
+use hidden_front_test_database::TestDatabase;
 use hidden_front_webhooks::postgres::PgWebhookStore;
 use hidden_front_webhooks::signature::{DEFAULT_TOLERANCE, Secret, verify};
 use hidden_front_webhooks::store::WebhookStore;

@@ -8,9 +8,9 @@
 mod conformance;
 mod support;
 
-use hidden_front_e2e::TestDatabase;
 use hidden_front_store::GameStore;
 use hidden_front_store::postgres::PostgresStore;
+use hidden_front_test_database::TestDatabase;
 use hidden_front_webhooks::Deliveries;
 use hidden_front_webhooks::postgres::PgWebhookStore;
 use hidden_front_webhooks::store::WebhookStore;

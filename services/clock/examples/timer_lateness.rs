@@ -18,6 +18,7 @@ use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
 use hidden_front_store::timers::deadline_after;
 use hidden_front_store::{GameStore, Timer, TimerKind, TimerStore};
+use hidden_front_test_database::TestDatabase;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
@@ -63,21 +64,16 @@ async fn main() {
         arg("--spread-seconds").map_or(60, |v| v.parse().expect("--spread-seconds S")),
     );
     let url = arg("--database-url");
-    let (store, scratch): (Arc<dyn GameStore>, Option<(String, String)>) = match &url {
+    let (store, scratch): (Arc<dyn GameStore>, Option<TestDatabase>) = match &url {
         None => (Arc::new(MemoryStore::new()), None),
         Some(url) => {
-            let admin = PostgresStore::connect_with(url, 1).await.expect("connect");
-            let db = format!("hf_lateness_{}", Uuid::new_v4().simple());
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
-                .execute(admin.pool())
-                .await
-                .expect("create the scratch database");
-            let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-            let store = PostgresStore::connect_with(&format!("{base}/{db}"), 8)
+            // A scratch database on that server, dropped at the end.
+            let db = TestDatabase::create_on(url).await;
+            let store = PostgresStore::connect_with(db.url(), 8)
                 .await
                 .expect("connect to the scratch database");
             store.migrate().await.expect("migrate");
-            (Arc::new(store), Some((url.clone(), db)))
+            (Arc::new(store), Some(db))
         }
     };
     // Arm: games first (bare rows in Postgres), then the timers, due after a lead time.
@@ -89,12 +85,8 @@ async fn main() {
         .map(|i| deadline_after(start, spread.mul_f64(i as f64 / count as f64)))
         .collect();
     match &scratch {
-        Some((_, db)) => {
-            let base = url.as_deref().unwrap();
-            let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-            let pool = sqlx::PgPool::connect(&format!("{base}/{db}"))
-                .await
-                .unwrap();
+        Some(db) => {
+            let pool = db.pool(4).await;
             for chunk in (0..count).collect::<Vec<_>>().chunks(10_000) {
                 let game_ids: Vec<Uuid> = chunk.iter().map(|&i| ids[i]).collect();
                 let times: Vec<sqlx::types::time::OffsetDateTime> =
@@ -180,13 +172,6 @@ async fn main() {
         percentile(&lateness, 0.999),
         percentile(&lateness, 1.0),
     );
-    if let Some((url, db)) = scratch {
-        drop(store);
-        let admin = PostgresStore::connect_with(&url, 1).await.unwrap();
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {db} WITH (FORCE)"
-        )))
-        .execute(admin.pool())
-        .await;
-    }
+    drop(store);
+    drop(scratch);
 }

@@ -11,6 +11,7 @@ use hidden_front_store::postgres::PostgresStore;
 use hidden_front_store::timers::deadline_after;
 use hidden_front_store::{GameStore, Timer, TimerKind, TimerStore};
 use hidden_front_store_conformance::{create_game, player};
+use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -186,46 +187,17 @@ async fn memory_a_failed_fire_is_retried() {
     a_failed_fire_is_retried(memory()).await;
 }
 
-/// A fresh, migrated Postgres database for one test; fails loudly without `DATABASE_URL`.
-async fn postgres(name: &str) -> (Arc<dyn GameStore>, String) {
-    let url = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL is not set: the clock's Postgres tests need a Postgres server \
-         (e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres)",
-    );
-    let db = format!("hf_clock_{name}_{}", uuid::Uuid::new_v4().simple());
-    let admin = PostgresStore::connect_with(&url, 1).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
-        .execute(admin.pool())
-        .await
-        .unwrap();
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    let store = PostgresStore::connect_with(&format!("{base}/{db}"), 8)
-        .await
-        .unwrap();
-    store.migrate().await.unwrap();
-    (Arc::new(store), db)
+/// The game store on `#[sqlx::test]`'s fresh, migrated database (`DATABASE_URL`).
+fn postgres(pool: PgPool) -> Arc<dyn GameStore> {
+    Arc::new(PostgresStore::from_pool(pool))
 }
 
-async fn drop_db(db: &str) {
-    let url = std::env::var("DATABASE_URL").unwrap();
-    let admin = PostgresStore::connect_with(&url, 1).await.unwrap();
-    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {db} WITH (FORCE)"
-    )))
-    .execute(admin.pool())
-    .await;
+#[sqlx::test(migrator = "hidden_front_store::postgres::MIGRATOR")]
+async fn postgres_fires_on_time_once_each(pool: PgPool) {
+    fires_on_time_once_each(postgres(pool)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_fires_on_time_once_each() {
-    let (store, db) = postgres("ontime").await;
-    fires_on_time_once_each(store).await;
-    drop_db(&db).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_two_clocks_share_and_a_stopped_clock_loses_nothing() {
-    let (store, db) = postgres("share").await;
-    two_clocks_share_and_a_stopped_clock_loses_nothing(store).await;
-    drop_db(&db).await;
+#[sqlx::test(migrator = "hidden_front_store::postgres::MIGRATOR")]
+async fn postgres_two_clocks_share_and_a_stopped_clock_loses_nothing(pool: PgPool) {
+    two_clocks_share_and_a_stopped_clock_loses_nothing(postgres(pool)).await;
 }

@@ -3,18 +3,18 @@
 
 mod common;
 
-use common::TestDb;
+use common::migrated_database;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
 use hidden_front_matchmaking_conformance::Check;
 use std::sync::Arc;
 
 async fn run(name: &'static str, check: Check) {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let pool = db.pool(6).await;
     let store = PostgresMatchStore::from_pool(pool.clone());
     let outcome = tokio::spawn(check(Arc::new(store))).await;
     pool.close().await;
-    db.drop_database().await;
+    drop(db);
     if let Err(error) = outcome {
         match error.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),

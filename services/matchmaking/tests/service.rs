@@ -127,7 +127,7 @@ async fn rating(client: &mut Client, player: &str) -> pb::Rating {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_players_are_paired_and_both_told_on_their_streams() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let mut session = session_on(&db).await;
     let mut mm = matchmaking(&db, session.clone(), fast_config()).await;
     let mut ann_lobby = watch(&mut mm.client, "ann").await;
@@ -187,12 +187,12 @@ async fn two_players_are_paired_and_both_told_on_their_streams() {
     let mut again = watch(&mut mm.client, "ann").await;
     assert_eq!(match_found(&mut again).await.game_id, ann.game_id);
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_requests_are_refused_with_the_field_named() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let session = session_on(&db).await;
     let mut mm = matchmaking_idle(&db, session, fast_config()).await;
     let cases = [
@@ -287,12 +287,12 @@ async fn bad_requests_are_refused_with_the_field_named() {
         .unwrap_err();
     assert_eq!(status.code(), Code::NotFound);
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_tickets_leave_and_unpaired_tickets_expire() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let session = session_on(&db).await;
     let mut mm = matchmaking(&db, session, fast_config()).await;
     let mut cat_lobby = watch(&mut mm.client, "cat").await;
@@ -345,10 +345,10 @@ async fn cancelled_tickets_leave_and_unpaired_tickets_expire() {
     assert_eq!(status.code(), Code::FailedPrecondition);
     enqueue(&mut mm.client, "cat", "cat-2", queue("relaxed", false)).await;
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
-async fn set_rating(db: &TestDb, player: &str, value: f64) {
+async fn set_rating(db: &TestDatabase, player: &str, value: f64) {
     let pool = db.pool(1).await;
     sqlx::query("INSERT INTO mm_ratings (player, rating, deviation, volatility, games) VALUES ($1, $2, 80, 0.06, 10)")
         .bind(player)
@@ -361,7 +361,7 @@ async fn set_rating(db: &TestDb, player: &str, value: f64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rated_pairing_respects_the_window_and_widens_it_with_waiting() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     for (player, value) in [
         ("r1500", 1500.0),
         ("r1800", 1800.0),
@@ -419,12 +419,12 @@ async fn rated_pairing_respects_the_window_and_widens_it_with_waiting() {
     let found = match_found(&mut slow_lobby).await;
     assert_eq!(found.opponent, "s1500");
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invites_are_created_accepted_cancelled_and_expire() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let session = session_on(&db).await;
     let config = MatchmakingConfig {
         invite_base_url: "https://play.example/i/".into(),
@@ -583,7 +583,7 @@ async fn invites_are_created_accepted_cancelled_and_expire() {
     assert_eq!(status.code(), Code::FailedPrecondition);
     assert!(status.message().contains("expired"), "{status:?}");
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
 /// A tiny deterministic generator for the random opponent.
@@ -701,7 +701,7 @@ async fn wait_finished(stats: &hidden_front_matchmaking::driver::DriverStats) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_computer_game_is_played_to_its_end_without_an_illegal_move() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let mut session = session_on(&db).await;
     let mut mm = matchmaking(&db, session.clone(), fast_config()).await;
     let (game, mut events) = start_computer_game(&mut mm.client, &mut session).await;
@@ -744,12 +744,12 @@ async fn a_computer_game_is_played_to_its_end_without_an_illegal_move() {
     assert!(human_moves > 0);
     wait_finished(&stats).await;
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn another_process_takes_a_computer_game_over_when_its_driver_stops() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let mut session = session_on(&db).await;
     let mut first = matchmaking(&db, session.clone(), fast_config()).await;
     let (game, mut events) = start_computer_game(&mut first.client, &mut session).await;
@@ -779,12 +779,12 @@ async fn another_process_takes_a_computer_game_over_when_its_driver_stops() {
     assert_eq!(first_stats.games_finished.load(Ordering::Relaxed), 0);
     wait_finished(&second_stats).await;
     drop((first, second));
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_matchmaking_processes_never_pair_a_ticket_twice() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let session = session_on(&db).await;
     let mut one = matchmaking(&db, session.clone(), fast_config()).await;
     let mut two = matchmaking(&db, session.clone(), fast_config()).await;
@@ -832,7 +832,7 @@ async fn two_matchmaking_processes_never_pair_a_ticket_twice() {
     assert_eq!((matches, tickets), (30, 30));
     pool.close().await;
     drop((one, two));
-    db.drop_database().await;
+    drop(db);
 }
 
 async fn eventually<F, Fut>(what: &str, mut check: F)
@@ -855,7 +855,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ratings_move_exactly_once_after_a_rated_game_ends() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let mut session = session_on(&db).await;
     let mut one = matchmaking(&db, session.clone(), fast_config()).await;
     let two = matchmaking(&db, session.clone(), fast_config()).await;
@@ -901,12 +901,12 @@ async fn ratings_move_exactly_once_after_a_rated_game_ends() {
     assert_eq!(rating(&mut client, "win").await, win);
     assert_eq!(rating(&mut client, "lose").await, lose);
     drop((one, two));
-    db.drop_database().await;
+    drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_player_whose_opponent_lost_the_seat_is_seated_again_ahead_of_newcomers() {
-    let db = TestDb::create().await;
+    let db = migrated_database().await;
     let offset_ms = Arc::new(AtomicU64::new(0));
     let clock = {
         let offset_ms = offset_ms.clone();
@@ -981,5 +981,5 @@ async fn a_player_whose_opponent_lost_the_seat_is_seated_again_ahead_of_newcomer
         pb::TicketState::Waiting as i32
     );
     drop(mm);
-    db.drop_database().await;
+    drop(db);
 }

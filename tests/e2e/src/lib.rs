@@ -2,9 +2,10 @@
 //! real gRPC on loopback, real Postgres.
 //!
 //! The pieces:
-//! - [`TestDatabase`]: a fresh, uniquely named database on the Postgres given by `DATABASE_URL`
-//!   (default [`DEFAULT_DATABASE_URL`] only when the variable is unset), dropped afterwards.
-//!   An unreachable Postgres fails the test with instructions; these tests never skip.
+//! - [`TestDatabase`] (from `crates/test-database`): a fresh, uniquely named database on the
+//!   Postgres given by `DATABASE_URL` (default [`DEFAULT_DATABASE_URL`] only when the variable is
+//!   unset), dropped afterwards. An unreachable Postgres fails the test with instructions; these
+//!   tests never skip.
 //! - [`Server`]: `hidden-front serve` on a free port against such a database; it can be
 //!   SIGKILLed and restarted on the same database, and its stderr is printed when a test fails.
 //! - [`client`]: a connected `SessionServiceClient` and thin helpers around its calls.
@@ -35,7 +36,6 @@
 
 pub mod cli;
 pub mod client;
-mod database;
 pub mod gateway;
 pub mod metrics;
 pub mod otlp;
@@ -46,7 +46,7 @@ mod server;
 pub mod sweep;
 
 pub use client::Client;
-pub use database::{DEFAULT_DATABASE_URL, TestDatabase};
+pub use hidden_front_test_database::{DEFAULT_DATABASE_URL, TestDatabase};
 pub use player::{Player, Turn, own_legal_moves, play, play_to_end};
 pub use server::{Server, binary};
 

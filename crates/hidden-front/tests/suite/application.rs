@@ -2,8 +2,8 @@
 //! flags with every port at `127.0.0.1:0`, the real ports read back, each port serving what it
 //! should, then stopped by its shutdown future.
 
+use crate::common::one_box;
 use hidden_front::Application;
-use hidden_front::config::ServeArgs;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use std::net::SocketAddr;
@@ -15,26 +15,6 @@ use tonic_health::pb::health_client::HealthClient;
 
 /// How long anything here may take before the test fails (a deadline, not a wait).
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Every service on free ports, in memory whatever the environment says.
-fn one_box(extra: &[&str]) -> ServeArgs {
-    let mut flags = vec![
-        "--listen",
-        "127.0.0.1:0",
-        "--internal-listen",
-        "127.0.0.1:0",
-        "--http-listen",
-        "127.0.0.1:0",
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ];
-    flags.extend_from_slice(extra);
-    let mut args = ServeArgs::from_flags(flags).expect("flags");
-    args.database_url = None;
-    args.session_url = None;
-    args.matchmaking_url = None;
-    args
-}
 
 async fn health(addr: SocketAddr, service: &str) -> Result<i32, tonic::Status> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

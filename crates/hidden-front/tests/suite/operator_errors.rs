@@ -5,7 +5,9 @@
 //! and why (and what to do), comes within a few seconds, exits non-zero, and shows no backtrace
 //! (even with `RUST_BACKTRACE=1`), no source line and no password.
 
-use hidden_front_e2e::{DEFAULT_DATABASE_URL, TestDatabase};
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
+use hidden_front_test_database::{DEFAULT_DATABASE_URL, TestDatabase};
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Output, Stdio};
@@ -527,9 +529,23 @@ async fn abort_hints_a_retry_only_when_one_can_help_and_an_ended_game_is_named_e
 
     // A game in deployment is aborted; aborting it again says it has ended, not "needs the
     // play phase" (a game in deployment can be aborted, as it just was).
-    let mut session = hidden_front_e2e::client::connect(server.internal).await;
-    let game = hidden_front_e2e::client::create_game(&mut session, "sue", "tom", "g-ended")
+    let mut session = SessionServiceClient::connect(internal.clone())
         .await
+        .expect("the session answers on the internal port");
+    let game = session
+        .create_game(pb::CreateGameRequest {
+            south_player: "sue".into(),
+            north_player: "tom".into(),
+            time_control: Some(pb::TimeControl {
+                name: "relaxed".into(),
+                ..Default::default()
+            }),
+            idempotency_key: "g-ended".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("CreateGame")
+        .into_inner()
         .game_id;
     let first = run_async(abort(&game, "k-first", &internal), vec![]).await;
     assert!(first.0.status.success(), "{first:?}");

@@ -1,6 +1,7 @@
-//! `hidden-front play`'s lobby against the real server (`hidden-front serve`: gateway, session,
-//! clock, matchmaking and the computer player in one process on real Postgres), each player a
-//! real `hidden-front play` process typing into its stdin, as a person in a terminal would.
+//! `hidden-front play`'s lobby against the real server (the application `hidden-front serve`
+//! runs, in this test's process: gateway, session, clock, matchmaking and the computer player on
+//! real Postgres), each player a real `hidden-front play` process typing into its stdin, as a
+//! person in a terminal would.
 //!
 //! - `the_computer_is_played_through_the_lobby_to_the_end`: the lobby starts a game against the
 //!   computer; the board shows the rails and the clock, `legend` the symbols; the player
@@ -14,10 +15,9 @@
 //!   growing, and cancels; then two players queue (casual) and both are taken into the same game;
 //!   `lobby` leaves it for the lobby, which lists it.
 
-use hidden_front_e2e::gateway;
-use hidden_front_e2e::{Server, TestDatabase};
-
-use crate::common::Terminal;
+use crate::common::{InProcess, Terminal};
+use hidden_front_gateway::auth::{DEV_SECRET, mint_dev_token};
+use hidden_front_test_database::TestDatabase;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 struct Player;
 
 impl Player {
-    fn start(name: &'static str, server: &Server, args: &[&str]) -> Terminal {
+    fn start(name: &'static str, server: &InProcess, args: &[&str]) -> Terminal {
         Player::start_at(name, &urls(server), args)
     }
 
@@ -43,7 +43,13 @@ impl Player {
             "--http".to_string(),
             http_url.clone(),
             "--token".to_string(),
-            gateway::token(name),
+            mint_dev_token(
+                DEV_SECRET.as_bytes(),
+                name,
+                Duration::from_secs(3600),
+                false,
+            )
+            .expect("a development token"),
         ];
         all.extend(args.iter().map(|a| a.to_string()));
         Terminal::start(name, all, Stdio::inherit(), DEADLINE)
@@ -51,17 +57,17 @@ impl Player {
 }
 
 /// The server's gRPC and HTTP URLs, as `--gateway` and `--http` take them.
-fn urls(server: &Server) -> (String, String) {
+fn urls(server: &InProcess) -> (String, String) {
     (
-        format!("http://{}", server.addr()),
+        format!("http://{}", server.ports.grpc),
         format!(
             "http://{}",
-            server.http_addr().expect("the gateway's HTTP port")
+            server.ports.http.expect("the gateway's HTTP port")
         ),
     )
 }
 
-/// Runs blocking process work off the runtime's workers (the server's start needs them).
+/// Runs blocking process work off the runtime's workers (the application serves on them).
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(work).await.expect("no panic")
 }
@@ -69,7 +75,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_computer_is_played_through_the_lobby_to_the_end() {
     let db = TestDatabase::create().await;
-    let server = Server::start_with_args("lobby-computer", db.url(), SERVE_ARGS).await;
+    let server = InProcess::start(db.url(), SERVE_ARGS).await;
     let mut alice = Player::start("tl-alice", &server, &[]);
     blocking(move || {
         alice.wait_for("lobby: play the computer");
@@ -143,7 +149,7 @@ async fn the_computer_is_played_through_the_lobby_to_the_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invite_created_in_one_client_is_accepted_in_another() {
     let db = TestDatabase::create().await;
-    let server = Server::start_with_args("lobby-invite", db.url(), SERVE_ARGS).await;
+    let server = InProcess::start(db.url(), SERVE_ARGS).await;
     let mut alice = Player::start("ti-alice", &server, &[]);
     let mut bob = Player::start("ti-bob", &server, &[]);
     let mut carol = Player::start("ti-carol", &server, &[]);
@@ -240,7 +246,7 @@ async fn an_invite_created_in_one_client_is_accepted_in_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
     let db = TestDatabase::create().await;
-    let server = Server::start_with_args("lobby-match", db.url(), SERVE_ARGS).await;
+    let server = InProcess::start(db.url(), SERVE_ARGS).await;
     let mut alice = Player::start("tm-alice", &server, &[]);
     let mut bob = Player::start("tm-bob", &server, &[]);
     blocking(move || {

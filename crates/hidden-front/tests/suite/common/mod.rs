@@ -1,6 +1,9 @@
-//! What the terminal client's tests share: `hidden-front play` as a real process, typed into
-//! through its stdin and read line by line from its stdout, as a person in a terminal would.
+//! What the binary's tests share: `hidden-front play` as a real process, typed into through its
+//! stdin and read line by line from its stdout, as a person in a terminal would; and the
+//! application in this process on free ports, for it to talk to.
 
+use hidden_front::config::ServeArgs;
+use hidden_front::{Application, Ports};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -120,5 +123,50 @@ impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Every service on free ports, in memory whatever the environment says.
+pub fn one_box(extra: &[&str]) -> ServeArgs {
+    let mut flags = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--internal-listen",
+        "127.0.0.1:0",
+        "--http-listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ];
+    flags.extend_from_slice(extra);
+    let mut args = ServeArgs::from_flags(flags).expect("flags");
+    args.database_url = None;
+    args.session_url = None;
+    args.matchmaking_url = None;
+    args
+}
+
+/// The whole application (every service) served in this process until this value is dropped.
+pub struct InProcess {
+    /// Where it listens.
+    pub ports: Ports,
+    /// Dropped with this value, which ends the application's shutdown future.
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl InProcess {
+    /// Builds the one-box application with `extra` flags on `database_url` and serves it.
+    pub async fn start(database_url: &str, extra: &[&str]) -> InProcess {
+        let mut args = one_box(extra);
+        args.database_url = Some(database_url.to_string());
+        let app = Application::build(args)
+            .await
+            .expect("the application builds");
+        let ports = app.ports();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(app.run_until_stopped(async move {
+            let _ = stopped.await;
+        }));
+        InProcess { ports, _stop: stop }
     }
 }

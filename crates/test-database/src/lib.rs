@@ -1,7 +1,23 @@
-//! A fresh Postgres database per test.
+//! Test support: a throwaway Postgres database per test, for the tests `#[sqlx::test]` cannot
+//! serve.
+//!
+//! `#[sqlx::test]` (with `migrator = "hidden_front_store::postgres::MIGRATOR"`) is the first
+//! choice: it reads `DATABASE_URL`, creates a database per test, hands the test a pool and drops
+//! the database afterwards. It runs the test on a current-thread runtime and hands out a pool,
+//! not a URL, so a test that needs a URL (a spawned `hidden-front serve`, `hidden-front
+//! migrate`), several pools on one database standing for several processes, or a
+//! multi-threaded runtime (races between processes, `conformance_tests!`) creates its database
+//! here instead. Both read the same `DATABASE_URL`, a role that may create databases.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `DATABASE_URL` | Postgres where the tests may `CREATE DATABASE` (default [`DEFAULT_DATABASE_URL`] only when unset) |
+//! | `HF_E2E_KEEP_DATABASE` | `1` keeps the test databases for inspection |
 
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use std::ffi::OsString;
+use std::str::FromStr;
 use std::time::Duration;
 
 /// The Postgres used when `DATABASE_URL` is not set at all.
@@ -10,8 +26,9 @@ pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postg
 /// How long connecting to Postgres may take before the test fails.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(15);
 
-/// A database of its own for one test, `hf_e2e_<random>`, created on the Postgres server named
-/// by `DATABASE_URL` and dropped (`WITH (FORCE)`, best effort) when this value is dropped.
+/// A database of its own for one test, `hf_test_<random>`, created on the Postgres server named
+/// by `DATABASE_URL` and dropped (`WITH (FORCE)`, best effort) when this value is dropped, so a
+/// failing test leaves nothing behind either.
 #[derive(Debug)]
 pub struct TestDatabase {
     admin_url: String,
@@ -23,9 +40,15 @@ impl TestDatabase {
     /// Creates the database. Panics, explaining how to set `DATABASE_URL`, when Postgres cannot
     /// be reached or refuses to create a database.
     pub async fn create() -> TestDatabase {
-        let admin_url = admin_url();
+        TestDatabase::create_on(&admin_url()).await
+    }
+
+    /// [`TestDatabase::create`] on the Postgres server of `admin_url` rather than
+    /// `DATABASE_URL`'s (a tool's `--database-url`).
+    pub async fn create_on(admin_url: &str) -> TestDatabase {
+        let admin_url = admin_url.to_string();
         let mut conn = connect_or_explain(&admin_url).await;
-        let name = format!("hf_e2e_{}", uuid::Uuid::new_v4().simple());
+        let name = format!("hf_test_{}", uuid::Uuid::new_v4().simple());
         sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&mut conn)
             .await
@@ -36,7 +59,7 @@ impl TestDatabase {
                     redact(&admin_url)
                 )
             });
-        // The tests kill hidden-front, never Postgres: a commit is as durable for them once
+        // The tests kill their servers, never Postgres: a commit is as durable for them once
         // Postgres has it in memory, and not waiting for each WAL flush keeps the suite fast.
         sqlx::query(AssertSqlSafe(format!(
             "ALTER DATABASE \"{name}\" SET synchronous_commit = off"
@@ -53,9 +76,38 @@ impl TestDatabase {
         }
     }
 
+    /// Creates the database and applies the game store's migrations (every table of the
+    /// project: games, matchmaking, webhooks) to it.
+    pub async fn migrated(migrator: &sqlx::migrate::Migrator) -> TestDatabase {
+        let db = TestDatabase::create().await;
+        let pool = db.pool(2).await;
+        migrator
+            .run(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("migrating test database {} failed: {e}", db.name));
+        pool.close().await;
+        db
+    }
+
     /// The database's URL (what `--database-url` gets).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The database's connect options.
+    pub fn connect_options(&self) -> PgConnectOptions {
+        PgConnectOptions::from_str(&self.url)
+            .unwrap_or_else(|e| panic!("{} is not a Postgres URL: {e}", redact(&self.url)))
+    }
+
+    /// A pool of at most `max` connections on the database: a stand-in for one process.
+    pub async fn pool(&self, max: u32) -> PgPool {
+        PgPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_with(self.connect_options())
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to test database {}: {e}", self.name))
     }
 
     /// The database's name.
@@ -110,7 +162,7 @@ impl Drop for TestDatabase {
 }
 
 /// `DATABASE_URL`, or the default only when the variable is not set at all.
-fn admin_url() -> String {
+pub fn admin_url() -> String {
     match std::env::var_os("DATABASE_URL") {
         None => DEFAULT_DATABASE_URL.to_string(),
         Some(value) => {
@@ -132,9 +184,9 @@ async fn connect_or_explain(url: &str) -> PgConnection {
     let explain = |why: String| -> ! {
         panic!(
             "cannot connect to Postgres at {}: {why}\n\
-             The end-to-end tests need a real Postgres where they may CREATE DATABASE; they never \
+             These tests need a real Postgres where they may CREATE DATABASE; they never \
              skip. Start one, or point DATABASE_URL at one, e.g.\n  \
-             DATABASE_URL={DEFAULT_DATABASE_URL} cargo test -p hidden-front-e2e\n\
+             DATABASE_URL={DEFAULT_DATABASE_URL} cargo nextest run\n\
              (DATABASE_URL defaults to that URL only when it is not set.)",
             redact(url)
         )

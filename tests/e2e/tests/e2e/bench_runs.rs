@@ -1,8 +1,10 @@
-//! The load generator against a real spawned `hidden-front serve`: short runs that must play
-//! moves with no error and report every figure.
+//! The load generator (`crates/bench`) against a real spawned `hidden-front serve`: short runs
+//! that must play moves with no error and report every figure. An end-to-end test (the bench
+//! spawns the real binary), so it lives here rather than beside the bench's library.
 //!
-//! The binary is the one the end-to-end tests use (next to this test's executable, refused
-//! when older than its sources), or `HF_BENCH_BIN`. Build it first: `cargo build -p hidden-front`.
+//! The binary is the one the other end-to-end tests use (next to this test's executable,
+//! refused when older than its sources), or `HF_BENCH_BIN`. Build it first:
+//! `cargo build -p hidden-front`.
 //! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 
 use hidden_front_bench::cli::{
