@@ -6,19 +6,30 @@
 //! that crashes on an odd message loses the player's game.
 
 use hidden_front_proto::v1 as pb;
+use hidden_front_rules::topology::{Node, Nodes, Topology};
+use hidden_front_rules::{Family, Rules};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Columns of the Junqi board, `A` to `E`.
-const COLUMNS: u8 = 5;
-/// Rows of the Junqi board, `1` to `12`; south owns 1-6, north 7-12.
-const ROWS: u8 = 12;
 /// Characters from one node's drawing to the next one's: the node (5) and the link after it (3).
 const PITCH: usize = 8;
-/// Camps: a piece there cannot be attacked.
-const CAMPS: [&str; 10] = ["B3", "D3", "C4", "B5", "D5", "B8", "D8", "C9", "B10", "D10"];
-/// Headquarters: the flags' homes, where a piece freezes.
-const HQS: [&str; 4] = ["B1", "D1", "B12", "D12"];
+
+/// The Junqi board, as the rules engine builds it: its grid, camps, headquarters and links are
+/// read from there (as the web page draws from `topology()`), so the drawing holds no second
+/// copy of the board.
+fn junqi() -> &'static Topology {
+    hidden_front_rules::topology::junqi()
+}
+
+/// A node's column (0 for the west one) on its board's grid.
+fn column_of(board: &Topology, node: Node) -> u8 {
+    node.0 % board.columns
+}
+
+/// A node's row or rank (1 for south's back row) on its board's grid.
+fn row_of(board: &Topology, node: Node) -> u8 {
+    node.0 / board.columns + 1
+}
 
 /// The symbols of the Junqi drawing, printed by `legend` (two lines within 80 columns).
 pub const JUNQI_SYMBOLS: &str = "legend: ═ ║ railway  - | \\ / road  ( ) camp  [ ] HQ  ^^^ mountain\n  . empty  ? hidden  * opponent's piece shown";
@@ -35,8 +46,8 @@ enum Link {
 /// The link between two Junqi nodes, read from the rules engine's own board (so the drawing has
 /// no second copy of it); `None` where they are not linked (a mountain, or not neighbours).
 fn link(a: Square, b: Square) -> Option<Link> {
-    let board = hidden_front_rules::topology::junqi();
-    let (na, nb) = (board.node(&a.name())?, board.node(&b.name())?);
+    let board = junqi();
+    let (na, nb) = (a.node()?, b.node()?);
     if !board.linked(na, nb) {
         return None;
     }
@@ -57,22 +68,16 @@ pub struct Square {
 }
 
 impl Square {
-    /// Reads `A1`..`E12` (case-insensitive, surrounding blanks ignored); `None` for anything else,
-    /// so a name from another board or a malformed one is simply not drawn on this one.
+    /// Reads a node name of the Junqi board, `A1`..`E12` (case-insensitive, surrounding blanks
+    /// ignored); `None` for anything else, so a name from another board or a malformed one is
+    /// simply not drawn on this one.
     pub fn parse(name: &str) -> Option<Square> {
-        let name = name.trim();
-        let mut chars = name.chars();
-        let letter = chars.next()?.to_ascii_uppercase();
-        if !letter.is_ascii_uppercase() {
-            return None;
-        }
-        let col = letter as u8 - b'A';
-        let digits = chars.as_str();
-        if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let row: u8 = digits.parse().ok()?;
-        (col < COLUMNS && (1..=ROWS).contains(&row)).then_some(Square { col, row })
+        let board = junqi();
+        let node = board.node(name)?;
+        Some(Square {
+            col: column_of(board, node),
+            row: row_of(board, node),
+        })
     }
 
     /// The node's name, e.g. `A1`.
@@ -80,12 +85,21 @@ impl Square {
         format!("{}{}", char::from(b'A' + self.col), self.row)
     }
 
+    /// The engine's node at this place; `None` off the board.
+    fn node(self) -> Option<Node> {
+        let board = junqi();
+        (self.col < board.columns && (1..=board.rows).contains(&self.row))
+            .then(|| Node((self.row - 1) * board.columns + self.col))
+            .filter(|&node| board.contains(node))
+    }
+
     /// What kind of node this is, for its brackets.
     fn kind(self) -> NodeKind {
-        let name = self.name();
-        if CAMPS.contains(&name.as_str()) {
+        let board = junqi();
+        let bit = self.node().map_or(0, Node::bit);
+        if board.camps & bit != 0 {
             NodeKind::Camp
-        } else if HQS.contains(&name.as_str()) {
+        } else if (board.hq[0] | board.hq[1]) & bit != 0 {
             NodeKind::Hq
         } else {
             NodeKind::Plain
@@ -269,16 +283,17 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
     let bottom = me.unwrap_or(pb::Side::South);
     let top = opposite(bottom);
     let (board, off_board) = pieces(view, bottom);
+    let topology = junqi();
 
     let rows: Vec<u8> = if bottom == pb::Side::North {
-        (1..=ROWS).collect()
+        (1..=topology.rows).collect()
     } else {
-        (1..=ROWS).rev().collect()
+        (1..=topology.rows).rev().collect()
     };
     let cols: Vec<u8> = if bottom == pb::Side::North {
-        (0..COLUMNS).rev().collect()
+        (0..topology.columns).rev().collect()
     } else {
-        (0..COLUMNS).collect()
+        (0..topology.columns).collect()
     };
     // Column `j` of the drawing: its node's five characters start at `4 + PITCH * j`, the glyph
     // two further on, and the three characters after the node hold the link to the next one.
@@ -322,7 +337,7 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
         // The links between this row and the next one down: straight ones under each node, the
         // camps' diagonals in the gaps between columns.
         let mut between = vec![' '; width];
-        let front = i + 1 == usize::from(ROWS / 2);
+        let front = halves_meet(Square { col: 0, row }, Square { col: 0, row: below });
         for (j, &col) in cols.iter().enumerate() {
             let x = glyph_at(j);
             match link(Square { col, row }, Square { col, row: below }) {
@@ -351,8 +366,9 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
         let between: String = between.into_iter().collect();
         if front {
             lines.push(format!(
-                "{}   front line: cross at A, C, E",
-                between.trim_end()
+                "{}   front line: cross at {}",
+                between.trim_end(),
+                crossings(row, below)
             ));
         } else {
             lines.push(between.trim_end().to_string());
@@ -381,58 +397,70 @@ pub fn render_at(view: &pb::GameView, last: Option<&LastMove>, now_ms: u64) -> S
     out
 }
 
-/// A Gunjin Shogi board as the drawing needs it, read from the rule-set name: its files, the
-/// two files of the HQs and the gate squares on each side of the wall.
+/// Whether `a` and `b` lie in different halves of the Junqi board: the front line between them.
+fn halves_meet(a: Square, b: Square) -> bool {
+    let board = junqi();
+    match (a.node(), b.node()) {
+        (Some(a), Some(b)) => board.owner_of_half(a) != board.owner_of_half(b),
+        _ => false,
+    }
+}
+
+/// The columns where the front between rows `a` and `b` can be crossed, e.g. `A, C, E`.
+fn crossings(a: u8, b: u8) -> String {
+    (0..junqi().columns)
+        .filter(|&col| link(Square { col, row: a }, Square { col, row: b }).is_some())
+        .map(|col| char::from(b'A' + col).to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A Gunjin Shogi board as the drawing needs it, read from the rules engine's topology of the
+/// rule set (as the web page draws from `topology()`): its files and ranks, the two files of
+/// the HQs and the gate squares on each side of the wall.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GunjinBoard {
     /// Files, 8 (`a`..`h`) or 6 (`a`..`f`, the 23-piece edition).
     pub files: u8,
+    /// Ranks, 8: south's half is the lower half, the wall runs between the halves.
+    pub ranks: u8,
     /// The west file of the two-cell HQs (0-based).
     pub hq_file: u8,
-    /// The gates as the spec writes them, for the line under the wall.
-    pub gates: &'static str,
-    /// Files (0-based) of the gate squares on rank 4 and on rank 5.
-    pub gate_files: [&'static [u8]; 2],
+    /// The gates in words, each group of linked gate squares once (`b4-b5`, `b4 to a5/c5`,
+    /// `a4/c4 to a5/c5`), for the legend.
+    pub gates: String,
+    /// Files (0-based) of the gate squares on south's side of the wall and on north's.
+    pub gate_files: [Vec<u8>; 2],
 }
 
 impl GunjinBoard {
-    /// The board of a `gunjin-shogi...` rule-set name; `None` for other games.
+    /// The board of a Gunjin Shogi rule set, from the engine's topology; `None` for other games
+    /// and for names the engine does not know.
     pub fn of_rules(rules: &str) -> Option<GunjinBoard> {
-        let mut parts = rules.split('+');
-        if parts.next() != Some("gunjin-shogi") {
+        let rules = Rules::parse(rules).ok()?;
+        if rules.family != Family::GunjinShogi {
             return None;
         }
-        let options: Vec<&str> = parts.collect();
-        let has = |o: &str| options.contains(&o);
-        Some(if has("23-pieces") {
-            GunjinBoard {
-                files: 6,
-                hq_file: 2,
-                gates: "b4-b5, e4-e5",
-                gate_files: [&[1, 4], &[1, 4]],
-            }
-        } else if has("y-gates") {
-            GunjinBoard {
-                files: 8,
-                hq_file: 3,
-                gates: "b4 to a5/c5, g5 to f4/h4",
-                gate_files: [&[1, 5, 7], &[0, 2, 6]],
-            }
-        } else if has("i-gates") {
-            GunjinBoard {
-                files: 8,
-                hq_file: 3,
-                gates: "b4-b5, g4-g5",
-                gate_files: [&[1, 6], &[1, 6]],
-            }
-        } else {
-            GunjinBoard {
-                files: 8,
-                hq_file: 3,
-                gates: "a4/c4 to a5/c5, f4/h4 to f5/h5",
-                gate_files: [&[0, 2, 5, 7], &[0, 2, 5, 7]],
-            }
+        let board = rules.topology();
+        let hq = Nodes(board.hq[0]).next()?;
+        let files_of = |nodes: u64| -> Vec<u8> {
+            let mut files: Vec<u8> = Nodes(nodes).map(|n| column_of(board, n)).collect();
+            files.sort_unstable();
+            files
+        };
+        Some(GunjinBoard {
+            files: board.columns,
+            ranks: board.rows,
+            hq_file: column_of(board, hq),
+            gates: gate_words(board),
+            gate_files: [files_of(board.gates[0]), files_of(board.gates[1])],
         })
+    }
+
+    /// Whether the wall runs between ranks `a` and `b` (the halves meet there).
+    fn wall_between(&self, a: u8, b: u8) -> bool {
+        let half = self.ranks / 2;
+        (a <= half) != (b <= half)
     }
 
     /// The cell (file 0-based, rank 1..=8) a square name stands for: `c3`, or the HQ's west cell
@@ -443,7 +471,7 @@ impl GunjinBoard {
             let b = part.as_bytes();
             (b.len() == 2
                 && (b'a'..b'a' + self.files).contains(&b[0])
-                && (b'1'..=b'8').contains(&b[1]))
+                && (b'1'..b'1' + self.ranks.min(9)).contains(&b[1]))
             .then(|| (b[0] - b'a', b[1] - b'0'))
         });
         let first = cells.next()??;
@@ -454,7 +482,7 @@ impl GunjinBoard {
                 let second = second?;
                 let hq = first.0 == self.hq_file
                     && second == (self.hq_file + 1, first.1)
-                    && (first.1 == 1 || first.1 == 8)
+                    && (first.1 == 1 || first.1 == self.ranks)
                     && cells.next().is_none();
                 hq.then_some(first)
             }
@@ -462,8 +490,49 @@ impl GunjinBoard {
     }
 
     fn is_hq(&self, (file, rank): (u8, u8)) -> bool {
-        (rank == 1 || rank == 8) && (file == self.hq_file || file == self.hq_file + 1)
+        (rank == 1 || rank == self.ranks) && (file == self.hq_file || file == self.hq_file + 1)
     }
+}
+
+/// The gates of a Gunjin Shogi board in words, from the engine's links across the wall: each
+/// group of gate squares linked to one another once, west first, written from the side with
+/// one square when only one side has one (`b4 to a5/c5`, `g5 to f4/h4`), else south first
+/// (`b4-b5`, `a4/c4 to a5/c5`).
+fn gate_words(board: &Topology) -> String {
+    /// North, in the engine's `[east, north, west, south]` step tables.
+    const NORTH: usize = 1;
+    let across =
+        |south: u64| Nodes(south).fold(0, |landing, n| landing | board.steps[n.index()][NORTH]);
+    let names = |nodes: u64| {
+        Nodes(nodes)
+            .map(|n| board.name(n).to_string())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let mut left = board.gates[0];
+    let mut groups = Vec::new();
+    while left != 0 {
+        // A south gate, and every south gate sharing a landing square with the group.
+        let mut south = left & left.wrapping_neg();
+        loop {
+            let north = across(south);
+            let grown = Nodes(board.gates[0])
+                .filter(|n| board.steps[n.index()][NORTH] & north != 0)
+                .fold(south, |set, n| set | n.bit());
+            if grown == south {
+                break;
+            }
+            south = grown;
+        }
+        left &= !south;
+        let north = across(south);
+        groups.push(match (south.count_ones(), north.count_ones()) {
+            (1, 1) => format!("{}-{}", names(south), names(north)),
+            (_, 1) => format!("{} to {}", names(north), names(south)),
+            _ => format!("{} to {}", names(south), names(north)),
+        });
+    }
+    groups.join(", ")
 }
 
 /// A Gunjin Shogi code drawn three wide (`GEN`, `1LT`, ...); `???` for an unknown one, ` ? `
@@ -522,9 +591,9 @@ fn render_gunjin(
         place(&p.square, p.side(), &p.piece);
     }
     let ranks: Vec<u8> = if bottom == pb::Side::North {
-        (1..=8).collect()
+        (1..=board.ranks).collect()
     } else {
-        (1..=8).rev().collect()
+        (1..=board.ranks).rev().collect()
     };
     let files: Vec<u8> = if bottom == pb::Side::North {
         (0..board.files).rev().collect()
@@ -560,7 +629,10 @@ fn render_gunjin(
         }
         node_lines.push(lines.len());
         lines.push(line.trim_end().to_string());
-        if i == 3 {
+        if ranks
+            .get(i + 1)
+            .is_some_and(|&next| board.wall_between(rank, next))
+        {
             let mut wall = String::from("    ");
             for &file in &files {
                 let south = board.gate_files[0].contains(&file);

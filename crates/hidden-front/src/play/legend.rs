@@ -137,7 +137,7 @@ pub fn legend(rules: &str, view: Option<&pb::GameView>) -> String {
         Family::GunjinShogi => {
             let board = super::board::GunjinBoard::of_rules(&parsed.name());
             let hq = board.as_ref().map_or(3, |b| b.hq_file);
-            let gates = board.as_ref().map_or("?", |b| b.gates);
+            let gates = board.as_ref().map_or("?", |b| b.gates.as_str());
             let (west, east) = (char::from(b'a' + hq), char::from(b'a' + hq + 1));
             let _ = write!(
                 out,

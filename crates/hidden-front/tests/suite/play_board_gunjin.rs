@@ -193,3 +193,31 @@ fn the_gunjin_board_and_its_status_fit_an_80_by_24_terminal() {
         }
     }
 }
+
+#[test]
+fn every_gunjin_board_is_read_from_the_engine() {
+    for (rules, files, hq_file, gates) in [
+        ("gunjin-shogi", 8, 3, "a4/c4 to a5/c5, f4/h4 to f5/h5"),
+        ("gunjin-shogi+y-gates", 8, 3, "b4 to a5/c5, g5 to f4/h4"),
+        ("gunjin-shogi+i-gates", 8, 3, "b4-b5, g4-g5"),
+        ("gunjin-shogi+23-pieces", 6, 2, "b4-b5, e4-e5"),
+    ] {
+        let board = GunjinBoard::of_rules(rules).expect("a gunjin board");
+        assert_eq!(
+            (
+                board.files,
+                board.ranks,
+                board.hq_file,
+                board.gates.as_str()
+            ),
+            (files, 8, hq_file, gates),
+            "{rules}"
+        );
+    }
+    assert_eq!(
+        GunjinBoard::of_rules("gunjin-shogi+y-gates")
+            .expect("a gunjin board")
+            .gate_files,
+        [vec![1, 5, 7], vec![0, 2, 6]]
+    );
+}
