@@ -5,7 +5,7 @@ use crate::compare::{self, EchoFigures, PgbenchFigures};
 use crate::play::{self, PlayConfig, PlayFigures, SecondLatency};
 use crate::report::{Load, errors_line, kib, latency_row, mib, ms, write_json};
 use crate::server::{DEFAULT_ADMIN_URL, SpawnedServer, StoreKind, own_binary};
-use crate::streams::{self, StreamsConfig, StreamsFigures};
+use crate::streams::{self, ClientReads, StreamsConfig, StreamsFigures};
 use crate::{BenchError, pb};
 use clap::{Args, Subcommand};
 use hidden_front_gateway::auth::DEV_SECRET;
@@ -144,6 +144,12 @@ pub struct StreamsArgs {
     /// Moves to fan out to all streams, one after the other.
     #[arg(long, default_value_t = 3)]
     pub moves: usize,
+    /// How each watcher learns presence and clocks: from status items in its stream (what the
+    /// page and the terminal client do), or by reading the game's view after every event (what
+    /// they did before status items existed). The report counts the session's store operations
+    /// per move either way.
+    #[arg(long, value_enum, default_value_t = ClientReads::Status)]
+    pub client_reads: ClientReads,
     /// The server to measure and the report file.
     #[command(flatten)]
     pub target: TargetArgs,
@@ -236,6 +242,8 @@ struct Target {
     public: SocketAddr,
     internal: SocketAddr,
     pid: Option<u32>,
+    /// The spawned server's metrics endpoint.
+    metrics: Option<SocketAddr>,
 }
 
 impl Target {
@@ -253,6 +261,7 @@ impl Target {
                 public: server.public(),
                 internal: server.internal(),
                 pid: Some(server.pid()),
+                metrics: server.metrics(),
                 spawned: Some(server),
             });
         }
@@ -266,6 +275,7 @@ impl Target {
             public,
             internal,
             pid: args.server_pid,
+            metrics: None,
         })
     }
 
@@ -488,6 +498,8 @@ pub async fn run_streams(args: &StreamsArgs) -> Result<StreamsReport, BenchError
         internal: target.internal,
         jwt_secret: args.target.jwt_secret.clone(),
         server_pid: target.pid,
+        metrics: target.metrics,
+        client_reads: args.client_reads,
     };
     let measured = streams::run(config).await;
     let store = target.spawned.as_ref().map(|_| args.target.store);
@@ -676,6 +688,21 @@ pub fn streams_table(report: &StreamsReport) -> String {
         );
     }
     latency_row(&mut out, "fan-out, all arrivals", &s.arrival);
+    if let Some(per_move) = &s.store_operations_per_move {
+        let total: f64 = per_move.values().sum();
+        let parts: Vec<String> = per_move
+            .iter()
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(operation, n)| format!("{operation} {n:.1}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<34} {total:.1} ({}; watchers read {:?})",
+            "store operations per move",
+            parts.join(", "),
+            s.client_reads
+        );
+    }
     let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&s.errors));
     out
 }

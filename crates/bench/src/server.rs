@@ -3,11 +3,12 @@
 
 use crate::BenchError;
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The Postgres the bench uses when no admin URL is given.
@@ -134,6 +135,7 @@ pub struct SpawnedServer {
     pid: u32,
     public: SocketAddr,
     internal: SocketAddr,
+    metrics: Option<SocketAddr>,
     database: Option<FreshDatabase>,
 }
 
@@ -186,9 +188,13 @@ impl SpawnedServer {
             .ok_or_else(|| spawn_error("no stdout".into()))?;
         let mut lines = BufReader::new(stdout).lines();
         let mut internal = None;
+        let mut metrics = None;
         let read = async {
             while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
-                if let Some(addr) = line.strip_prefix("hidden-front internal listening on ") {
+                if let Some(addr) = line.strip_prefix("hidden-front metrics listening on ") {
+                    metrics = addr.trim().parse::<SocketAddr>().ok();
+                } else if let Some(addr) = line.strip_prefix("hidden-front internal listening on ")
+                {
                     internal = Some(
                         addr.trim()
                             .parse::<SocketAddr>()
@@ -214,8 +220,14 @@ impl SpawnedServer {
             pid,
             public,
             internal,
+            metrics,
             database,
         })
+    }
+
+    /// The metrics endpoint's address, when the server printed it.
+    pub fn metrics(&self) -> Option<SocketAddr> {
+        self.metrics
     }
 
     /// The public gRPC address (the gateway's `PlayerService`).
@@ -255,6 +267,39 @@ impl SpawnedServer {
         }
         Ok(())
     }
+}
+
+/// The server's `hf_store_operations_total` by operation, read from its Prometheus endpoint.
+pub async fn store_operations(metrics: SocketAddr) -> Result<BTreeMap<String, f64>, BenchError> {
+    // One plain HTTP/1.0 GET on loopback (the server closes after the answer): the bench needs
+    // no HTTP client for it.
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect(metrics).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await?;
+        Ok::<_, std::io::Error>(text)
+    };
+    let text = read
+        .await
+        .map_err(|e| BenchError::Setting(format!("cannot read {metrics}/metrics: {e}")))?;
+    if !text.starts_with("HTTP/1.0 200") && !text.starts_with("HTTP/1.1 200") {
+        let status = text.lines().next().unwrap_or_default().to_string();
+        return Err(BenchError::Setting(format!(
+            "{metrics}/metrics answered {status:?}"
+        )));
+    }
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("hf_store_operations_total{operation=\"")?;
+            let (operation, rest) = rest.split_once('"')?;
+            let value = rest.rsplit(' ').next()?.parse().ok()?;
+            Some((operation.to_string(), value))
+        })
+        .collect())
 }
 
 /// The resident memory of process `pid` in bytes (`VmRSS` of `/proc/PID/status`), if readable.

@@ -17,12 +17,13 @@ use crate::pb;
 use crate::pb::player_service_client::PlayerServiceClient;
 use crate::pb::session_service_client::SessionServiceClient;
 use crate::report::{Latency, Load, latency_histogram};
-use crate::server::rss_bytes;
+use crate::server::{rss_bytes, store_operations};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
@@ -49,6 +50,20 @@ pub struct StreamsConfig {
     pub jwt_secret: String,
     /// The server process, for its resident memory.
     pub server_pid: Option<u32>,
+    /// The server's metrics endpoint, for its store operations per move.
+    pub metrics: Option<SocketAddr>,
+    /// How the watchers learn presence and clocks.
+    pub client_reads: ClientReads,
+}
+
+/// How a watcher learns a game's presence and clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientReads {
+    /// From the status items of its stream (`with_status`).
+    Status,
+    /// By reading the game's view (`GetGame`) after every event.
+    ViewPerEvent,
 }
 
 /// One move's fan-out.
@@ -89,6 +104,11 @@ pub struct StreamsFigures {
     pub fanouts: Vec<Fanout>,
     /// All arrivals of all moves together.
     pub arrival: Latency,
+    /// How the watchers learned presence and clocks.
+    pub client_reads: ClientReads,
+    /// The session's store operations during the moves, per move, by operation (read from the
+    /// spawned server's metrics; `None` for a server the bench did not spawn).
+    pub store_operations_per_move: Option<BTreeMap<String, f64>>,
     /// Machine load before.
     pub load_before: Load,
     /// Machine load at the end.
@@ -135,6 +155,9 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
     let rss_before = config.server_pid.and_then(rss_bytes);
     let (reports, mut inbox) = mpsc::unbounded_channel::<Report>();
     let opening = Arc::new(Semaphore::new(OPENING_AT_ONCE));
+    // Views read by the watchers (`ClientReads::ViewPerEvent`), so the count after the moves
+    // waits for the last move's reads.
+    let reads = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut watchers = Vec::with_capacity(config.count);
     for i in 0..config.count {
@@ -144,15 +167,17 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
         let reports = reports.clone();
         let opening = Arc::clone(&opening);
         let game_id = game_id.clone();
+        let client_reads = config.client_reads;
+        let reads = Arc::clone(&reads);
         watchers.push(tokio::spawn(async move {
             let mut permit = opening.acquire_owned().await.ok();
             let request = authed(
                 &token,
                 pb::SubscribeRequest {
-                    game_id,
+                    game_id: game_id.clone(),
                     from_seq: 1,
                     spectate: true,
-                    with_status: false,
+                    with_status: client_reads == ClientReads::Status,
                 },
             );
             let mut stream = match client.subscribe(request).await {
@@ -170,6 +195,20 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
                         if let Some(pb::subscribe_response::Item::Event(event)) = item.item {
                             if ready {
                                 let _ = reports.send(Report::Arrived(event.seq, at));
+                                if client_reads == ClientReads::ViewPerEvent {
+                                    // As the clients did: the view again after every event.
+                                    let read = authed(
+                                        &token,
+                                        pb::PlayerServiceGetGameRequest {
+                                            game_id: game_id.clone(),
+                                            spectate: true,
+                                        },
+                                    );
+                                    if let Err(status) = client.get_game(read).await {
+                                        let _ = reports.send(Report::Failed(code_name(&status)));
+                                    }
+                                    reads.fetch_add(1, Ordering::Relaxed);
+                                }
                             } else {
                                 // Open and delivering (a spectator does not see the drafts,
                                 // so the game's version is not a seq it will ever get).
@@ -233,6 +272,11 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
     };
     let mut fanouts = Vec::new();
     let mut all = latency_histogram();
+    let operations_before = match config.metrics {
+        Some(metrics) => Some(store_operations(metrics).await?),
+        None => None,
+    };
+    let reads_before = reads.load(Ordering::Relaxed);
     for _ in 0..config.moves {
         let (seq, sent, ended) = seats[to_move].play().await?;
         let histogram = arrivals(&mut inbox, seq, sent, opened, &mut errors).await;
@@ -243,6 +287,29 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
         }
         to_move = 1 - to_move;
     }
+    // The last move's reads, then the operations the moves cost.
+    if config.client_reads == ClientReads::ViewPerEvent {
+        let expected = reads_before + opened * fanouts.len();
+        let deadline = Instant::now() + PHASE_DEADLINE;
+        while reads.load(Ordering::Relaxed) < expected && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let store_operations_per_move = match (config.metrics, operations_before) {
+        (Some(metrics), Some(before)) if !fanouts.is_empty() => {
+            let after = store_operations(metrics).await?;
+            Some(
+                after
+                    .into_iter()
+                    .map(|(operation, n)| {
+                        let spent = n - before.get(&operation).copied().unwrap_or(0.0);
+                        (operation, spent / fanouts.len() as f64)
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
     for watcher in &watchers {
         watcher.abort();
     }
@@ -265,6 +332,8 @@ pub async fn run(config: StreamsConfig) -> Result<StreamsFigures, BenchError> {
         start_of_play,
         fanouts,
         arrival: Latency::of(&all),
+        client_reads: config.client_reads,
+        store_operations_per_move,
         load_before,
         load_after: Load::now(),
     })

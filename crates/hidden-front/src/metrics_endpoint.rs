@@ -119,6 +119,10 @@ fn describe() {
         names::STORE_ERRORS_TOTAL,
         "Failed store operations, by operation."
     );
+    describe_counter!(
+        names::STORE_OPERATIONS_TOTAL,
+        "Store operations the session issued, by operation."
+    );
     describe_histogram!(
         names::STORE_APPEND_DURATION_SECONDS,
         metrics::Unit::Seconds,
@@ -157,6 +161,8 @@ fn describe() {
     // reads as "no data", not as 0).
     for operation in names::STORE_OPERATIONS {
         metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => operation).increment(0);
+        metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation)
+            .increment(0);
     }
     for kind in names::COMMAND_KINDS {
         for outcome in names::OUTCOMES {

@@ -21,6 +21,11 @@ pub const STREAM_LAG_EVENTS: &str = "hf_stream_lag_events";
 /// Counter: store operations that failed (database or data errors, not conflicts), by
 /// [`OPERATION`].
 pub const STORE_ERRORS_TOTAL: &str = "hf_store_errors_total";
+/// Counter: store operations the session issued, by [`OPERATION`], whatever their result. On
+/// Postgres each is a statement or a transaction (appends are batched further, see
+/// [`STORE_BATCH_APPENDS`]): the database load a workload puts on the session's store, e.g. the
+/// reads per move of a game with many viewers (docs/benchmarks.md).
+pub const STORE_OPERATIONS_TOTAL: &str = "hf_store_operations_total";
 /// Histogram (seconds): how long a store append (events + snapshot + answer) took.
 pub const STORE_APPEND_DURATION_SECONDS: &str = "hf_store_append_duration_seconds";
 /// Histogram (appends): how many games' appends one group-commit statement wrote (Postgres
@@ -98,9 +103,10 @@ pub const TIMER_KINDS: [&str; 3] = ["deployment", "move", "reconnect"];
 /// on: nothing changed), `retry` (the session could not be reached or it was not due yet).
 pub const TIMER_RESULTS: [&str; 3] = ["applied", "stale", "retry"];
 /// Every value of [`OPERATION`].
-pub const STORE_OPERATIONS: [&str; 20] = [
+pub const STORE_OPERATIONS: [&str; 26] = [
     "create",
     "load",
+    "observe",
     "append",
     "command_response",
     "events",
@@ -118,6 +124,11 @@ pub const STORE_OPERATIONS: [&str; 20] = [
     "release_timer",
     "complete_timers",
     "armed_timer_count",
+    "facts_after",
+    "watch_facts",
+    "find_games",
+    "append_audit",
+    "audit_log",
     "matchmaking",
 ];
 

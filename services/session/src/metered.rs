@@ -31,6 +31,7 @@ impl MeteredStore {
 /// Counts `result` as a store error of `operation` if the store failed (a database or data
 /// error; conflicts, duplicates and unknown games are answers, not failures).
 fn counted<T>(operation: &'static str, result: Result<T, StoreError>) -> Result<T, StoreError> {
+    metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation).increment(1);
     if let Err(StoreError::Database(_) | StoreError::Corrupt { .. } | StoreError::Migrate(_)) =
         &result
     {

@@ -11,6 +11,7 @@ use hidden_front_bench::cli::{
     PlayArgs, StreamsArgs, TargetArgs, run_play, run_play_stores, run_streams, stores_lines,
 };
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
+use hidden_front_bench::streams::ClientReads;
 use std::path::PathBuf;
 
 /// The binary under test: the end-to-end tests' own choice, which refuses a stale one.
@@ -164,11 +165,23 @@ async fn streams_reach_every_watcher() {
     let args = StreamsArgs {
         count: 150,
         moves: 2,
+        client_reads: ClientReads::Status,
         target: target(StoreKind::Memory),
     };
     let report = run_streams(&args).await.expect("the bench runs");
     let streams = &report.streams;
     assert_eq!(streams.opened, 150, "{streams:?}");
+    // 150 watchers that take presence and clocks from their streams cost the session about one
+    // status read per move (the gateway's one upstream), not one per watcher.
+    let per_move = streams
+        .store_operations_per_move
+        .as_ref()
+        .expect("the spawned server's store operations");
+    let observes = per_move.get("observe").copied().unwrap_or_default();
+    assert!(
+        (0.5..=3.0).contains(&observes),
+        "status reads per move: {per_move:?}"
+    );
     assert!(streams.errors.is_empty(), "{:?}", streams.errors);
     assert!(streams.connections >= 2, "150 streams need two connections");
     let start = streams.start_of_play.as_ref().expect("the start of play");
