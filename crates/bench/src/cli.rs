@@ -31,6 +31,67 @@ pub enum Mode {
     Play(PlayArgs),
     /// Opens N idle player streams on one gateway: memory per stream, time to fan an event out.
     Streams(StreamsArgs),
+    /// Plays games through a load balancer while the cluster behind it changes
+    /// (`scripts/cluster-test`): retries, resumes and records every move for the harness.
+    Cluster(ClusterArgs),
+}
+
+/// Arguments of `bench cluster`.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// The load balancer's player gRPC address.
+    #[arg(long)]
+    pub ingress: SocketAddr,
+    /// HTTP/2 connections to it, shared by the players.
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Games played at once (a new one starts when one ends).
+    #[arg(long, default_value_t = 100)]
+    pub games: usize,
+    /// Percent of games watched by a spectator.
+    #[arg(long, default_value_t = 25)]
+    pub spectate_percent: u32,
+    /// Mean think time before each move, in milliseconds (each drawn from half to one and a
+    /// half of it).
+    #[arg(long, default_value_t = 500)]
+    pub think_ms: u64,
+    /// Fewest events before the side to move concedes.
+    #[arg(long, default_value_t = 40)]
+    pub min_plies: u64,
+    /// Most events before the side to move concedes.
+    #[arg(long, default_value_t = 120)]
+    pub max_plies: u64,
+    /// Wind down (concede every game, start no new one) once this file exists.
+    #[arg(long)]
+    pub stop_file: PathBuf,
+    /// Wind down after this many seconds at the latest.
+    #[arg(long, default_value_t = 600)]
+    pub max_seconds: u64,
+    /// Seconds the wind-down waits for every game to end.
+    #[arg(long, default_value_t = 60)]
+    pub finish_seconds: u64,
+    /// Where moves.csv, errors.csv, streams.csv and summary.json go.
+    #[arg(long)]
+    pub out_dir: PathBuf,
+    /// Seed of the random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The games' time control by name (`online`: 30 s to move, 60 s to come back).
+    #[arg(long, default_value = "online")]
+    pub time_control: String,
+    /// Percent of games in which one seat lets its move clock run out once (the clock's timers
+    /// then fire during the run).
+    #[arg(long, default_value_t = 20)]
+    pub stall_percent: u32,
+    /// The gateways' HS256 secret (the first if several), to mint player tokens.
+    #[arg(
+        long,
+        env = "HF_JWT_SECRET",
+        default_value = DEV_SECRET,
+        hide_env_values = true,
+        hide_default_value = true
+    )]
+    pub jwt_secret: String,
 }
 
 /// Which server to measure.
@@ -310,6 +371,26 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
             if let Some(path) = &args.target.json {
                 write_json(path, &report)?;
             }
+        }
+        Mode::Cluster(args) => {
+            let summary = crate::cluster::run(crate::cluster::ClusterConfig {
+                ingress: args.ingress,
+                connections: args.connections,
+                games: args.games,
+                spectate_percent: args.spectate_percent,
+                think: Duration::from_millis(args.think_ms),
+                plies: (args.min_plies, args.max_plies.max(args.min_plies)),
+                stop_file: args.stop_file,
+                max_duration: Duration::from_secs(args.max_seconds),
+                finish_timeout: Duration::from_secs(args.finish_seconds),
+                out_dir: args.out_dir,
+                jwt_secret: args.jwt_secret,
+                seed: args.seed,
+                time_control: args.time_control,
+                stall_percent: args.stall_percent,
+            })
+            .await?;
+            print!("{}", crate::cluster::table(&summary));
         }
         Mode::Streams(args) => {
             let report = run_streams(&args).await?;

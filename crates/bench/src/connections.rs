@@ -59,6 +59,22 @@ impl Pool {
         })
     }
 
+    /// Exactly `count` connections to `addr` (`bench cluster`: the players share them, as the
+    /// clients of many users share a load balancer's front).
+    pub(crate) async fn for_connections(
+        addr: SocketAddr,
+        count: usize,
+    ) -> Result<Pool, BenchError> {
+        let mut channels = Vec::with_capacity(count);
+        for _ in 0..count.max(1) {
+            channels.push(connect(addr).await?);
+        }
+        Ok(Pool {
+            channels,
+            next: AtomicUsize::new(0),
+        })
+    }
+
     /// The next connection.
     pub(crate) fn pick(&self) -> Channel {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();

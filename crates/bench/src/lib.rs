@@ -15,12 +15,16 @@
 //!   takes to reach all of them.
 //! - [`server`]: `hidden-front serve` as a child process (with a fresh database for Postgres) and
 //!   its resident memory.
+//! - [`cluster`]: players that keep playing through a load balancer while the cluster under them
+//!   is upgraded, scaled, cut and partitioned (`scripts/cluster-test`), recording every
+//!   acknowledged move, error and reopened stream for the harness to judge.
 //! - [`report`]: the figures as a table and as JSON.
 //!
 //! Games are created through the session's internal `CreateGame` (players cannot create games
 //! through the gateway yet); everything a player does goes through the public `PlayerService`.
 
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 mod connections;
 mod error;
