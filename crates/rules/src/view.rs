@@ -523,6 +523,47 @@ impl GameView {
         Ok(())
     }
 
+    /// The moves the viewer's side could make on this board, whoever is to move now (a client
+    /// lists them before its turn comes): empty for a spectator and outside play. Judged from the
+    /// view alone: the viewer's own kinds and where every piece stands; an opponent piece stands
+    /// in as a piece that moves, since its kind never changes what the viewer may do (it can be
+    /// attacked, or not, by where it stands). Why here: the page (in WebAssembly) and the
+    /// terminal client list moves without asking the server.
+    pub fn own_moves(&self) -> Vec<Move> {
+        let Some(side) = self.viewer.side() else {
+            return Vec::new();
+        };
+        if self.phase != Phase::Play {
+            return Vec::new();
+        }
+        let stand_in = self
+            .rules
+            .kinds()
+            .iter()
+            .map(|(kind, _, _)| *kind)
+            .find(|&kind| self.rules.kind_moves(kind))
+            .unwrap_or(PieceKind(1));
+        let mut position = crate::position::Position::empty(self.rules, side);
+        for piece in &self.pieces {
+            let kind = match (piece.side == side, piece.kind) {
+                (true, Some(kind)) => kind,
+                // An own piece of unknown kind cannot be in a player's view; it moves nowhere.
+                (true, None) => continue,
+                (false, _) => stand_in,
+            };
+            position.put(
+                piece.node,
+                Piece {
+                    side: piece.side,
+                    kind,
+                    id: piece.id,
+                },
+            );
+        }
+        position.set_plies_without_combat(self.plies_without_combat);
+        position.legal_moves().iter().collect()
+    }
+
     /// What every ply does, a move or a lost turn: the turn passes, the counters move, and an
     /// offer to the player who just finished a turn lapses (as `Game` does).
     fn after_ply(&mut self, mover: Side, fought: bool) {

@@ -1,6 +1,6 @@
 //! Checks the property tests of both families share.
 
-use hidden_front_rules::{Event, Game, GameView, Viewer, project, reveal, view};
+use hidden_front_rules::{Event, Game, GameView, Phase, Viewer, project, reveal, view};
 
 /// A viewer who follows the game by its projected events alone (`GameView::created`, then
 /// `GameView::apply` of each event as the live stream shows it) sees, after every event,
@@ -28,6 +28,14 @@ pub fn check_following(log: &[Event]) {
                 view(&game, viewer),
                 "{viewer:?} after event {i} {event:?}"
             );
+            // A player lists its moves from its view alone: on its turn, exactly the engine's.
+            if game.phase() == Phase::Play && viewer.side() == Some(game.to_move()) {
+                let mut listed = followed.own_moves();
+                let mut legal: Vec<_> = game.position().legal_moves().iter().collect();
+                listed.sort_by_key(|m| (m.from, m.to));
+                legal.sort_by_key(|m| (m.from, m.to));
+                assert_eq!(listed, legal, "{viewer:?}'s moves after event {i}");
+            }
         }
     }
 }
