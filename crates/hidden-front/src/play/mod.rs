@@ -719,11 +719,12 @@ impl Game {
         }
         let force = fetch;
         let mut attempt = 0;
+        let mut backoff = reconnect::backoff();
         loop {
             match get_game(&mut self.client, &self.game_id, self.spectate).await {
                 Ok(view) if view.version < self.seen && attempt < 3 => {
                     attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    backoff.wait().await;
                 }
                 Ok(view) => {
                     let drawn = (view.version, self.last_seq);
@@ -904,16 +905,34 @@ impl Game {
         say(&lines.join("\n"))
     }
 
-    /// Prints the player's legal moves, grouped by the square they start from.
+    /// Prints the player's legal moves, grouped by the square they start from: from the followed
+    /// board (the engine's `GameView::own_moves`), or the server's when there is none.
     async fn list_moves(&mut self, from: Option<String>) -> std::io::Result<()> {
-        let answer = within(self.client.legal_moves(pb::LegalMovesRequest {
-            game_id: self.game_id.clone(),
-            min_version: None,
-        }))
-        .await;
-        let moves = match answer {
-            Ok(answer) => answer.moves,
-            Err(status) => return say(&format!("error: {}", explain(&status))),
+        let moves = match &self.followed {
+            // From the board on screen, with the engine in this binary: no call, so it works
+            // while the connection is lost too. On the player's turn only, as the server answers.
+            Some(followed) if !self.stale => {
+                if followed.to_move.is_some() && followed.to_move == followed.viewer.side() {
+                    followed
+                        .own_moves()
+                        .into_iter()
+                        .map(|mv| hidden_front_wire::move_to_proto(&followed.rules, mv))
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => {
+                let answer = within(self.client.legal_moves(pb::LegalMovesRequest {
+                    game_id: self.game_id.clone(),
+                    min_version: None,
+                }))
+                .await;
+                match answer {
+                    Ok(answer) => answer.moves,
+                    Err(status) => return say(&format!("error: {}", explain(&status))),
+                }
+            }
         };
         let mut grouped: std::collections::BTreeMap<(u8, u8, String), Vec<String>> =
             std::collections::BTreeMap::new();

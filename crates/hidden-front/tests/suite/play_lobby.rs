@@ -14,6 +14,8 @@
 //! - `two_clients_are_matched_and_a_wait_can_be_cancelled`: a player queues, is shown the wait
 //!   growing, and cancels; then two players queue (casual) and both are taken into the same game;
 //!   `lobby` leaves it for the lobby, which lists it.
+//! - `presence_is_pushed_and_moves_need_no_server`: a player who leaves the game and comes back
+//!   is told to the other at once (status items), and `moves` answers with the server gone.
 
 use crate::common::{InProcess, Terminal};
 use hidden_front_gateway::auth::{DEV_SECRET, mint_dev_token};
@@ -285,6 +287,67 @@ async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
         alice.send("games");
         let games = alice.wait_for("deployment");
         assert!(games.contains(&game), "{games}");
+        for player in [alice, bob] {
+            let mut player = player;
+            player.send("quit");
+            assert!(player.exits_cleanly());
+        }
+    })
+    .await;
+}
+
+/// The clients follow a game from its stream: when one player goes back to the lobby the other
+/// is told at once that the opponent is away, and when it comes back that it is back, with
+/// nothing typed and no view read; and `moves` lists the legal moves from the board on screen
+/// with the engine in the binary, so it answers with the server gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presence_is_pushed_and_moves_need_no_server() {
+    let db = TestDatabase::create().await;
+    let server = InProcess::start(db.url(), SERVE_ARGS).await;
+    let mut alice = Player::start("tp-alice", &server, &[]);
+    let mut bob = Player::start("tp-bob", &server, &[]);
+    // Taken into the blocking work, which stops it halfway.
+    let server = std::sync::Mutex::new(Some(server));
+    blocking(move || {
+        alice.wait_for("lobby: play the computer");
+        alice.send("invite junqi");
+        let code = alice.value_after("  code: ");
+        bob.wait_for("lobby: play the computer");
+        bob.send(&format!("accept {code}"));
+        for player in [&mut alice, &mut bob] {
+            player.wait_for("type `help` for the commands");
+            player.send("confirm");
+        }
+        for player in [&mut alice, &mut bob] {
+            player.wait_for("play starts");
+        }
+
+        // Bob leaves for the lobby and comes back: alice is told both, typing nothing.
+        bob.send("lobby");
+        bob.wait_for("back in the lobby");
+        alice.wait_for(" is away: back within ");
+        bob.send("open");
+        bob.wait_for("type `help` for the commands");
+        alice.wait_for(" is back");
+
+        // The server goes away; both boards stay, and `moves` answers from them: the side to
+        // move lists its moves, the other is told whose turn it is.
+        drop(server.lock().unwrap().take());
+        let mut movers = 0;
+        for player in [&mut alice, &mut bob] {
+            player.wait_for("connection lost");
+            player.send("moves");
+            let listed = player.wait_for("legal moves");
+            if listed.ends_with("no legal moves") {
+                player.wait_for("'s turn)");
+            } else {
+                player.wait_for(":\n");
+                let line = player.wait_for("\n");
+                assert!(line.contains(" -> "), "a move list: {line}");
+                movers += 1;
+            }
+        }
+        assert_eq!(movers, 1, "exactly the side to move lists moves");
         for player in [alice, bob] {
             let mut player = player;
             player.send("quit");
