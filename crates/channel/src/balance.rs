@@ -21,6 +21,36 @@ pub enum BalanceError {
     BadUrl(String),
 }
 
+/// A service's URL in parts: what is resolved (`host`, `port`) and how each address is dialled
+/// (`scheme`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceUrl {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// The host name (or address) to resolve, without IPv6 brackets.
+    pub host: String,
+    /// The port, the scheme's default when the URL has none.
+    pub port: u16,
+}
+
+impl ServiceUrl {
+    /// Reads `http://host:port` (`https://` too).
+    pub fn parse(url: &str) -> Result<ServiceUrl, BalanceError> {
+        let bad = || BalanceError::BadUrl(url.to_string());
+        let uri: Uri = url.parse().map_err(|_| bad())?;
+        let host = uri
+            .host()
+            .ok_or_else(bad)?
+            .trim_matches(['[', ']'])
+            .to_string();
+        let scheme = uri.scheme_str().unwrap_or("http").to_string();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        Ok(ServiceUrl { scheme, host, port })
+    }
+}
+
 /// A channel to `url` (`http://host:port`) balancing over every address `host` resolves to,
 /// re-resolved every `every`. `configure` sets the per-address connection options.
 pub fn balanced_channel(
@@ -28,17 +58,7 @@ pub fn balanced_channel(
     every: Duration,
     configure: impl Fn(Endpoint) -> Endpoint + Send + 'static,
 ) -> Result<Channel, BalanceError> {
-    let bad = || BalanceError::BadUrl(url.to_string());
-    let uri: Uri = url.parse().map_err(|_| bad())?;
-    let host = uri
-        .host()
-        .ok_or_else(bad)?
-        .trim_matches(['[', ']'])
-        .to_string();
-    let scheme = uri.scheme_str().unwrap_or("http").to_string();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let ServiceUrl { scheme, host, port } = ServiceUrl::parse(url)?;
     let (channel, changes) = Channel::balance_channel::<SocketAddr>(64);
     tokio::spawn(async move {
         let mut known: HashSet<SocketAddr> = HashSet::new();

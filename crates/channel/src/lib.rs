@@ -9,7 +9,7 @@
 
 mod balance;
 
-pub use balance::{BalanceError, balanced_channel};
+pub use balance::{BalanceError, ServiceUrl, balanced_channel};
 
 use hidden_front_proto::v1::admin_service_client::AdminServiceClient;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;

@@ -115,16 +115,8 @@ struct SessionHealth {
 impl SessionHealth {
     /// The session at `url` (`http://host:port`), its host resolved at every check.
     fn resolving(url: &str) -> anyhow::Result<SessionHealth> {
-        let uri: tonic::transport::Uri = url.parse()?;
-        let host = uri
-            .host()
-            .ok_or_else(|| anyhow::anyhow!("{url:?} has no host"))?
-            .trim_matches(['[', ']'])
-            .to_string();
-        let scheme = uri.scheme_str().unwrap_or("http").to_string();
-        let port = uri
-            .port_u16()
-            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let hidden_front_channel::ServiceUrl { scheme, host, port } =
+            hidden_front_channel::ServiceUrl::parse(url)?;
         let resolve: Resolve = Box::new(move || {
             let host = host.clone();
             Box::pin(async move {
