@@ -175,8 +175,18 @@ impl SessionService {
                             break;
                         }
                         () = lapsed(lapse, &clock) => {
-                            status_due = true;
+                            // Usually a renewal has moved the lease on: the presence alone (a
+                            // cheaper read than the whole game) says whether anything shows.
                             lapse = None;
+                            if let Ok(presence) = store.presence(game_id, clock.now()).await {
+                                let shown = sent_status
+                                    .map(|s| [s.south_connected, s.north_connected]);
+                                if shown == Some(presence.connected()) {
+                                    lapse = presence.connected_until.into_iter().flatten().min();
+                                    continue;
+                                }
+                            }
+                            status_due = true;
                             break;
                         }
                         () = tx.closed() => return,
