@@ -2,13 +2,15 @@
 //! what the native tests check (so every answer the page gets is tested without a browser).
 
 use crate::json::{
-    CombatViewJson, DeploymentJson, EnumValue, GameEventJson, GameViewJson, PHASE_NAMES,
-    PlacementJson, SIDE_NAMES, VIEWER_NAMES, VisiblePieceJson,
+    CombatViewJson, DeploymentJson, END_REASON_NAMES, EndRevealJson, EnumValue, GameEventJson,
+    GameViewJson, OutcomeJson, PHASE_NAMES, PlacementJson, SIDE_NAMES, Uint, VIEWER_NAMES,
+    VisiblePieceJson,
 };
 use hidden_front_inference::Tracker;
 use hidden_front_rules::{
-    Deployment, DeploymentProblem, Family, Move, Node, Nodes, Piece, PieceId, PieceKind, Position,
-    Rules, Side, ViewCombat, ViewEvent, ViewPiece,
+    Deployment, DeploymentProblem, EndReason, Family, GameView, Move, Node, Nodes, Outcome, Phase,
+    Piece, PieceId, PieceKind, Position, Reveal, Rules, Side, ViewCombat, ViewEvent, ViewPiece,
+    Viewer,
 };
 use serde::Serialize;
 use thiserror::Error;
@@ -36,6 +38,16 @@ fn side_of(value: &EnumValue, what: &str) -> Result<Option<Side>, EngineError> {
         Some(2) => Ok(Some(Side::North)),
         _ => Err(err(format!("{what}: {value:?} is not a side"))),
     }
+}
+
+/// A side as proto JSON writes it (`SIDE_SOUTH` / `SIDE_NORTH`).
+fn side_enum(side: Side) -> EnumValue {
+    EnumValue::Name(SIDE_NAMES[if side == Side::South { 1 } else { 2 }].to_string())
+}
+
+/// An optional side as proto JSON writes it (`SIDE_UNSPECIFIED` for none).
+fn opt_side_enum(side: Option<Side>) -> EnumValue {
+    side.map_or(EnumValue::Number(0), side_enum)
 }
 
 fn required_side(value: &EnumValue, what: &str) -> Result<Side, EngineError> {
@@ -404,7 +416,7 @@ pub fn validate_deployment(
 fn deployment_json(rules: &Rules, d: &Deployment) -> DeploymentJson {
     let topo = rules.topology();
     DeploymentJson {
-        side: EnumValue::Name(SIDE_NAMES[if d.side == Side::South { 1 } else { 2 }].into()),
+        side: side_enum(d.side),
         placements: d
             .placements
             .iter()
@@ -639,6 +651,255 @@ fn view_pieces(
         .collect()
 }
 
+/// The engine's form of any proto JSON event as the viewer was shown it, what
+/// [`GameView::apply`] follows: [`view_event`]'s events, and the creation, the deployment events
+/// and the end. `None` for an event without a body this build knows.
+pub fn shown_event(rules: &Rules, event: &GameEventJson) -> Result<Option<ViewEvent>, EngineError> {
+    if let Some(c) = &event.created {
+        return Ok(Some(ViewEvent::Created {
+            rules: parse_rules(&c.rules)?,
+            first_mover: required_side(&c.first_mover, "created.firstMover")?,
+        }));
+    }
+    if let Some(d) = &event.deployment_drafted {
+        let what = "deploymentDrafted.deployment";
+        let deployment = d
+            .deployment
+            .as_ref()
+            .ok_or_else(|| err(format!("{what}: is required")))?;
+        return Ok(Some(ViewEvent::DeploymentDrafted {
+            deployment: engine_deployment(rules, deployment, what)?,
+        }));
+    }
+    if let Some(c) = &event.deployment_confirmed {
+        let what = "deploymentConfirmed.deployment";
+        return Ok(Some(ViewEvent::DeploymentConfirmed {
+            side: required_side(&c.side, "deploymentConfirmed.side")?,
+            deployment: c
+                .deployment
+                .as_ref()
+                .map(|d| engine_deployment(rules, d, what))
+                .transpose()?,
+            by_deadline: c.by_deadline,
+        }));
+    }
+    if let Some(e) = &event.ended {
+        return Ok(Some(ViewEvent::Ended {
+            outcome: engine_outcome(e.outcome.as_ref(), "ended.outcome")?,
+            pieces: view_pieces(rules, &e.pieces, "ended.pieces")?,
+            reveal: e
+                .reveal
+                .as_ref()
+                .map(|r| engine_reveal(rules, r, "ended.reveal"))
+                .transpose()?,
+        }));
+    }
+    view_event(rules, event)
+}
+
+/// A proto JSON deployment the rules can read, or why not.
+fn engine_deployment(
+    rules: &Rules,
+    deployment: &DeploymentJson,
+    what: &str,
+) -> Result<Deployment, EngineError> {
+    read_deployment(rules, deployment)?.map_err(|problems| {
+        let first = problems.first().map_or("", |p| p.message.as_str());
+        err(format!("{what}: {first}"))
+    })
+}
+
+fn engine_outcome(outcome: Option<&OutcomeJson>, what: &str) -> Result<Outcome, EngineError> {
+    let outcome = outcome.ok_or_else(|| err(format!("{what}: is required")))?;
+    let reason = outcome
+        .reason
+        .number(&END_REASON_NAMES)
+        .filter(|&n| n > 0)
+        .and_then(|n| END_REASON_NAMES.get(n as usize))
+        .and_then(|name| name.strip_prefix("END_REASON_"))
+        .and_then(|name| EndReason::from_name(&name.to_ascii_lowercase()))
+        .ok_or_else(|| {
+            err(format!(
+                "{what}.reason: {:?} is not an end reason",
+                outcome.reason
+            ))
+        })?;
+    Ok(Outcome {
+        winner: side_of(&outcome.winner, &format!("{what}.winner"))?,
+        reason,
+    })
+}
+
+fn outcome_json(outcome: Outcome) -> OutcomeJson {
+    let name = format!("END_REASON_{}", outcome.reason.name().to_ascii_uppercase());
+    OutcomeJson {
+        winner: opt_side_enum(outcome.winner),
+        reason: EnumValue::Name(name),
+    }
+}
+
+fn engine_reveal(rules: &Rules, reveal: &EndRevealJson, what: &str) -> Result<Reveal, EngineError> {
+    Ok(Reveal {
+        deployments: reveal
+            .deployments
+            .iter()
+            .map(|d| engine_deployment(rules, d, &format!("{what}.deployments")))
+            .collect::<Result<_, _>>()?,
+        pieces: view_pieces(
+            rules,
+            &reveal.starting_pieces,
+            &format!("{what}.startingPieces"),
+        )?,
+    })
+}
+
+fn reveal_json(rules: &Rules, reveal: &Reveal) -> EndRevealJson {
+    EndRevealJson {
+        deployments: reveal
+            .deployments
+            .iter()
+            .map(|d| deployment_json(rules, d))
+            .collect(),
+        starting_pieces: reveal.pieces.iter().map(|p| piece_json(rules, p)).collect(),
+    }
+}
+
+/// The engine's view of a proto JSON view: everything but the game's id, players, time control,
+/// presence and clocks, which the engine does not hold.
+pub fn engine_view(view: &GameViewJson) -> Result<GameView, EngineError> {
+    let rules = parse_rules(&view.rules)?;
+    let viewer = match view.viewer.number(&VIEWER_NAMES) {
+        Some(1) => Viewer::South,
+        Some(2) => Viewer::North,
+        Some(3) => Viewer::Spectator,
+        _ => return Err(err(format!("viewer: {:?} is not a viewer", view.viewer))),
+    };
+    let phase = match view.phase.number(&PHASE_NAMES) {
+        Some(1) => Phase::Deployment,
+        Some(2) => Phase::Play,
+        Some(3) => Phase::Ended,
+        _ => return Err(err(format!("phase: {:?} is not a phase", view.phase))),
+    };
+    let count = |value: u32, what: &str| {
+        u8::try_from(value).map_err(|_| err(format!("{what}: {value} is more than 255")))
+    };
+    Ok(GameView {
+        viewer,
+        rules,
+        phase,
+        first_mover: required_side(&view.first_mover, "firstMover")?,
+        to_move: match phase {
+            Phase::Play => Some(required_side(&view.to_move, "toMove")?),
+            _ => None,
+        },
+        plies: view.plies,
+        plies_without_combat: u16::try_from(view.plies_without_combat).map_err(|_| {
+            err(format!(
+                "pliesWithoutCombat: {} is more than a game can have",
+                view.plies_without_combat
+            ))
+        })?,
+        timeouts: [
+            count(view.south_timeouts, "southTimeouts")?,
+            count(view.north_timeouts, "northTimeouts")?,
+        ],
+        draw_offer: side_of(&view.draw_offer, "drawOffer")?,
+        confirmed: [view.south_confirmed, view.north_confirmed],
+        own_deployment: view
+            .own_deployment
+            .as_ref()
+            .map(|d| engine_deployment(&rules, d, "ownDeployment"))
+            .transpose()?,
+        pieces: view_pieces(&rules, &view.pieces, "pieces")?,
+        outcome: view
+            .outcome
+            .as_ref()
+            .map(|o| engine_outcome(Some(o), "outcome"))
+            .transpose()?,
+        reveal: view
+            .reveal
+            .as_ref()
+            .map(|r| engine_reveal(&rules, r, "reveal"))
+            .transpose()?,
+    })
+}
+
+/// The proto JSON of the engine's view at `version`, with what the engine does not hold taken
+/// from `kept` (the view it followed): the game's id, players, time control, presence and, until
+/// the end, the deadlines (status items bring their changes).
+fn game_view_json(view: &GameView, kept: &GameViewJson, version: u64) -> GameViewJson {
+    let rules = &view.rules;
+    let ended = view.phase == Phase::Ended;
+    let deadline = |d: Uint| if ended { Uint(0) } else { d };
+    let viewer = match view.viewer {
+        Viewer::South => 1,
+        Viewer::North => 2,
+        Viewer::Spectator => 3,
+    };
+    let phase = match view.phase {
+        Phase::Deployment => 1,
+        Phase::Play => 2,
+        Phase::Ended => 3,
+    };
+    GameViewJson {
+        game_id: kept.game_id.clone(),
+        version: Uint(version),
+        viewer: EnumValue::Name(VIEWER_NAMES[viewer].to_string()),
+        rules: rules.name(),
+        time_control: kept.time_control.clone(),
+        phase: EnumValue::Name(PHASE_NAMES[phase].to_string()),
+        first_mover: side_enum(view.first_mover),
+        to_move: opt_side_enum(view.to_move),
+        plies: view.plies,
+        plies_without_combat: u32::from(view.plies_without_combat),
+        south_timeouts: u32::from(view.timeouts[0]),
+        north_timeouts: u32::from(view.timeouts[1]),
+        draw_offer: opt_side_enum(view.draw_offer),
+        south_confirmed: view.confirmed[0],
+        north_confirmed: view.confirmed[1],
+        own_deployment: view
+            .own_deployment
+            .as_ref()
+            .map(|d| deployment_json(rules, d)),
+        pieces: view.pieces.iter().map(|p| piece_json(rules, p)).collect(),
+        outcome: view.outcome.map(outcome_json),
+        south_player: kept.south_player.clone(),
+        north_player: kept.north_player.clone(),
+        south_connected: kept.south_connected,
+        north_connected: kept.north_connected,
+        turn_deadline_unix_millis: deadline(kept.turn_deadline_unix_millis),
+        south_away_deadline_unix_millis: deadline(kept.south_away_deadline_unix_millis),
+        north_away_deadline_unix_millis: deadline(kept.north_away_deadline_unix_millis),
+        reveal: view.reveal.as_ref().map(|r| reveal_json(rules, r)),
+    }
+}
+
+/// `applyEvent(view, event)`: the view after one more event, as the viewer was shown it, so the
+/// page follows a game from its stream instead of reading the view per event. The engine's
+/// [`GameView::apply`] does the work; the fields it does not hold are kept from `view`, and the
+/// version becomes the event's seq. An error when the event does not follow (not after the
+/// view's version, a phase or board it does not fit, a body it cannot read): the page then reads
+/// the view again.
+pub fn apply_event(
+    view: &GameViewJson,
+    event: &GameEventJson,
+) -> Result<GameViewJson, EngineError> {
+    let seq = event.seq.0;
+    if seq <= view.version.0 {
+        return Err(err(format!(
+            "event {seq} is not after the view's version {}",
+            view.version.0
+        )));
+    }
+    let mut followed = engine_view(view)?;
+    let shown = shown_event(&followed.rules, event)?
+        .ok_or_else(|| err(format!("event {seq}: no event body this engine knows")))?;
+    followed
+        .apply(&shown)
+        .map_err(|e| err(format!("event {seq}: {e}")))?;
+    Ok(game_view_json(&followed, view, seq))
+}
+
 /// What the page shows of one opponent piece.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Possible {
@@ -719,17 +980,31 @@ pub struct ReplayStep {
 }
 
 fn pieces_json(rules: &Rules, pos: &Position) -> Vec<VisiblePieceJson> {
-    let topo = rules.topology();
     pos.pieces()
-        .map(|(n, p)| VisiblePieceJson {
-            square: topo.name(n).to_string(),
-            side: EnumValue::Name(
-                SIDE_NAMES[if p.side == Side::South { 1 } else { 2 }].to_string(),
-            ),
-            id: u32::from(p.id.0),
-            piece: rules.code(p.kind).to_string(),
+        .map(|(node, p)| {
+            piece_json(
+                rules,
+                &ViewPiece {
+                    node,
+                    side: p.side,
+                    id: p.id,
+                    kind: Some(p.kind),
+                },
+            )
         })
         .collect()
+}
+
+/// A piece as the page holds it: its code empty where the viewer may not know it.
+fn piece_json(rules: &Rules, p: &ViewPiece) -> VisiblePieceJson {
+    VisiblePieceJson {
+        square: rules.topology().name(p.node).to_string(),
+        side: side_enum(p.side),
+        id: u32::from(p.id.0),
+        piece: p
+            .kind
+            .map_or_else(String::new, |k| rules.code(k).to_string()),
+    }
 }
 
 /// `replayBoards(rules, startingPieces, events)`: the board when play started (from

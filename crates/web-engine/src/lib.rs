@@ -11,7 +11,7 @@
 //! JSON. Built to WebAssembly by `scripts/build-wasm`; `tests/agreement.rs` runs the built module
 //! under Node and compares it with the native functions.
 //!
-//! JS API (names as exported): `topology(rules)`, `legalMoves(view)`,
+//! JS API (names as exported): `topology(rules)`, `legalMoves(view)`, `applyEvent(view, event)`,
 //! `validateDeployment(rules, deployment)`, `checkSwap(rules, deployment, a, b)`,
 //! `parseMove(rules, text)`, `new Inference(rules, side)` with `observe(event)` and
 //! `possible()`, `replayBoards(rules, startingPieces, events)`, `agreementDigest(seed, games)`,

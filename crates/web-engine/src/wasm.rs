@@ -74,6 +74,18 @@ pub fn legal_moves(
     to_js(&api::legal_moves(&view).map_err(thrown)?)
 }
 
+/// `applyEvent(view: GameView, event: GameEvent) -> GameView`: the view after the event, or a
+/// thrown `Error` when the event does not follow (read the view again).
+#[wasm_bindgen(js_name = applyEvent, unchecked_return_type = "object")]
+pub fn apply_event(
+    #[wasm_bindgen(unchecked_param_type = "object")] view: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "object")] event: JsValue,
+) -> Result<JsValue, JsError> {
+    let view: GameViewJson = from_js(view, "view")?;
+    let event: GameEventJson = from_js(event, "event")?;
+    to_js(&api::apply_event(&view, &event).map_err(thrown)?)
+}
+
 /// `validateDeployment(rules: string, deployment: Deployment) -> Problem[]`.
 #[wasm_bindgen(js_name = validateDeployment, unchecked_return_type = "Problem[]")]
 pub fn validate_deployment(

@@ -344,3 +344,245 @@ fn the_digest_is_deterministic_and_depends_on_the_seed() {
     assert_ne!(a, hidden_front_web_engine::agreement_digest(2, 12));
     assert!(a.ends_with(&format!("-12-{}", a.rsplit('-').next().unwrap())));
 }
+
+/// A seeded random game's log with every kind of event a viewer follows: drafts and confirms
+/// (or the deployment deadline, by which a seat may be lost), moves, lost turns, draw offers
+/// declined or lapsing, and an end by play, resignation or an agreed draw.
+fn varied_log(rules: Rules, seed: u64) -> Vec<Event> {
+    let mut rng = GameRng::from_seed(seed);
+    let first = if seed.is_multiple_of(2) {
+        Side::South
+    } else {
+        Side::North
+    };
+    let (mut game, mut log) = Game::create(rules, first, &mut rng);
+    let mut run = |game: &mut Game, rng: &mut GameRng, command: Command| {
+        if let Ok(events) = game.handle(&command, rng) {
+            log.extend(events);
+        }
+    };
+    for side in Side::BOTH {
+        run(&mut game, &mut rng, Command::Reshuffle { side });
+    }
+    match seed % 5 {
+        3 => {
+            run(&mut game, &mut rng, Command::Confirm { side: Side::South });
+            let present = [true, false];
+            run(&mut game, &mut rng, Command::DeploymentDeadline { present });
+        }
+        4 => {
+            let present = [true, true];
+            run(&mut game, &mut rng, Command::DeploymentDeadline { present });
+        }
+        _ => {
+            for side in Side::BOTH {
+                run(&mut game, &mut rng, Command::Confirm { side });
+            }
+        }
+    }
+    let mut finale = true;
+    while game.phase() == Phase::Play {
+        let side = game.to_move();
+        if finale && game.plies() >= 14 {
+            finale = false;
+            if seed % 5 == 1 {
+                run(&mut game, &mut rng, Command::Resign { side });
+            } else if seed % 5 == 2 {
+                // A pending offer of the other side is answered first.
+                let other = side.other();
+                run(
+                    &mut game,
+                    &mut rng,
+                    Command::AnswerDraw {
+                        side,
+                        accept: false,
+                    },
+                );
+                run(&mut game, &mut rng, Command::OfferDraw { side });
+                run(
+                    &mut game,
+                    &mut rng,
+                    Command::AnswerDraw {
+                        side: other,
+                        accept: true,
+                    },
+                );
+            }
+            continue;
+        }
+        match rng.below(16) {
+            0 => run(&mut game, &mut rng, Command::Timeout { side }),
+            1 => run(&mut game, &mut rng, Command::OfferDraw { side }),
+            2 => {
+                run(&mut game, &mut rng, Command::OfferDraw { side });
+                let other = side.other();
+                run(
+                    &mut game,
+                    &mut rng,
+                    Command::AnswerDraw {
+                        side: other,
+                        accept: false,
+                    },
+                );
+            }
+            _ => {
+                let legal: Vec<Move> = game.position().legal_moves().iter().collect();
+                let mv = legal[rng.below(legal.len() as u32) as usize];
+                run(&mut game, &mut rng, Command::Move { side, mv });
+            }
+        }
+    }
+    log
+}
+
+/// The gateway's view as the page holds it, with presence and clocks (which the engine's view
+/// does not hold) set, as a `get_game` answer has them while the game is on.
+fn page_view(game: &Game, viewer: Viewer, version: u64) -> pb::GameView {
+    let mut v = wire::game_view(
+        &view(game, viewer),
+        seats(),
+        version,
+        pb::TimeControl {
+            name: "online".into(),
+            deployment_seconds: 90,
+            move_seconds: 30,
+            reconnect_seconds: 60,
+        },
+    );
+    v.south_connected = true;
+    v.north_connected = false;
+    if game.phase() != Phase::Ended {
+        v.turn_deadline_unix_millis = 1_700_000_030_000;
+        v.north_away_deadline_unix_millis = 1_700_000_060_000;
+    }
+    v
+}
+
+#[test]
+fn following_the_event_json_gives_the_view_json_after_every_event() {
+    let mut applied = 0;
+    let mut ended = 0;
+    let mut kinds = BTreeSet::new();
+    for (i, name) in RULE_SETS.iter().enumerate() {
+        let rules = Rules::parse(name).unwrap();
+        for seed in 0..10 {
+            let log = varied_log(rules, seed * 13 + i as u64);
+            for event in &log {
+                let debug = format!("{event:?}");
+                kinds.insert(debug[..debug.find([' ', '{']).unwrap_or(debug.len())].to_string());
+            }
+            for viewer in Viewer::ALL {
+                let mut game = Game::replay(&log[..1]).unwrap();
+                let mut version = 1;
+                let mut held: GameViewJson = through_json(&page_view(&game, viewer, version));
+                for (at, event) in log.iter().enumerate().skip(1) {
+                    game.apply(event).unwrap();
+                    let end = reveal(&game);
+                    let seq = at as u64 + 1;
+                    if let Some(shown) = project(event, viewer, end.as_ref()) {
+                        let next = api::apply_event(&held, &event_json(&rules, seq, &shown))
+                            .unwrap_or_else(|e| panic!("{name} {viewer:?} {event:?}: {e}"));
+                        // What the page holds: the answer as JSON.
+                        held =
+                            serde_json::from_value(serde_json::to_value(&next).unwrap()).unwrap();
+                        version = seq;
+                        applied += 1;
+                    }
+                    let json = serde_json::to_value(&held).unwrap();
+                    let got: pb::GameView = serde_json::from_value(json.clone())
+                        .unwrap_or_else(|e| panic!("{e}: {json}"));
+                    assert_eq!(
+                        got,
+                        page_view(&game, viewer, version),
+                        "{name} seed {seed} {viewer:?} after {event:?}"
+                    );
+                    // The same fields as the gateway writes, none dropped or added.
+                    let gateway = serde_json::to_value(page_view(&game, viewer, version)).unwrap();
+                    let keys = |v: &serde_json::Value| {
+                        v.as_object()
+                            .unwrap()
+                            .keys()
+                            .cloned()
+                            .collect::<BTreeSet<_>>()
+                    };
+                    assert_eq!(keys(&json), keys(&gateway), "{name} {viewer:?}");
+                }
+                ended += usize::from(game.phase() == Phase::Ended);
+            }
+        }
+    }
+    assert!(applied > 5_000, "{applied}");
+    let every = [
+        "Created",
+        "DeploymentDrafted",
+        "DeploymentConfirmed",
+        "PlayStarted",
+        "Moved",
+        "TimedOut",
+        "DrawOffered",
+        "DrawDeclined",
+        "DrawLapsed",
+        "Resigned",
+        "SeatLost",
+        "Ended",
+    ];
+    assert_eq!(
+        kinds,
+        every.map(String::from).into(),
+        "events the logs hold"
+    );
+    assert_eq!(ended, RULE_SETS.len() * 10 * 3);
+}
+
+#[test]
+fn an_event_that_does_not_follow_is_refused() {
+    let rules = Rules::default();
+    let log = varied_log(rules, 0);
+    let mut game = Game::replay(&log[..1]).unwrap();
+    let mut at_play = None;
+    let mut first_move = None;
+    for (at, event) in log.iter().enumerate().skip(1) {
+        game.apply(event).unwrap();
+        if matches!(event, Event::PlayStarted { .. }) {
+            at_play = Some((at as u64 + 1, game.clone()));
+        }
+        if first_move.is_none() && matches!(event, Event::Moved { .. }) {
+            first_move = Some((at as u64 + 1, event.clone()));
+        }
+    }
+    let (started, game) = at_play.unwrap();
+    let (seq, moved) = first_move.unwrap();
+    let viewer = Viewer::South;
+    let held: GameViewJson = through_json(&page_view(&game, viewer, started));
+    let shown = event_json(&rules, seq, &project(&moved, viewer, None).unwrap());
+    let after = api::apply_event(&held, &shown).unwrap();
+    assert_eq!(after.version.0, seq);
+    // The same move again: its piece has left the square.
+    let again = event_json(&rules, seq + 1, &project(&moved, viewer, None).unwrap());
+    assert!(
+        api::apply_event(&after, &again)
+            .unwrap_err()
+            .0
+            .contains("no piece")
+    );
+    // An event at or before the view's version.
+    assert!(
+        api::apply_event(&after, &shown)
+            .unwrap_err()
+            .0
+            .contains("not after")
+    );
+    // A move while the view is still in deployment.
+    let deploying: GameViewJson =
+        through_json(&page_view(&Game::replay(&log[..1]).unwrap(), viewer, 1));
+    assert!(
+        api::apply_event(&deploying, &shown)
+            .unwrap_err()
+            .0
+            .contains("phase")
+    );
+    // An event without a body this engine knows.
+    let unknown: GameEventJson =
+        serde_json::from_value(serde_json::json!({"seq": "99", "futureThing": {}})).unwrap();
+    assert!(api::apply_event(&after, &unknown).is_err());
+}
