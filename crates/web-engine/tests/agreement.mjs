@@ -8,6 +8,7 @@
 //   inferences: [{rules, side, events}]    -> new Inference(rules, side), observe(e) each, possible()
 //   topologies: [rules]                    -> topology(rules) each
 //   replays:    [{rules, startingPieces, events}] -> replayBoards(...) each
+//   follows:    [{view, events}]           -> applyEvent folded over the events, every view
 //   bench:      {seed, positions, rounds}  -> benchLegalMoves timed (building the positions alone
 //                                             timed too, and subtracted)
 import { createRequire } from "node:module";
@@ -33,11 +34,24 @@ answer.topologies = (request.topologies ?? []).map((rules) => engine.topology(ru
 answer.replays = (request.replays ?? []).map(({ rules, startingPieces, events }) =>
   engine.replayBoards(rules, startingPieces, events),
 );
+answer.follows = (request.follows ?? []).map(({ view, events }) => {
+  const steps = [];
+  for (const event of events) {
+    view = engine.applyEvent(view, event);
+    steps.push(view);
+  }
+  return steps;
+});
 answer.errors = [];
 for (const call of [
   () => engine.topology("chess"),
   () => engine.legalMoves({ viewer: "VIEWER_SOUTH", rules: "hidden-front", phase: "PHASE_PLAY", pieces: [{ square: "Z9", side: "SIDE_SOUTH", id: 1, piece: "9" }] }),
   () => new engine.Inference("hidden-front", "east"),
+  () =>
+    engine.applyEvent(
+      { viewer: "VIEWER_SOUTH", rules: "hidden-front", phase: "PHASE_DEPLOYMENT", firstMover: "SIDE_SOUTH", version: "3" },
+      { seq: "4", moved: { side: "SIDE_SOUTH", move: { from: "A1", to: "A2" } } },
+    ),
 ]) {
   try {
     call();

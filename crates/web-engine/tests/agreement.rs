@@ -2,7 +2,7 @@
 //! package that `scripts/build-wasm` writes to `target/web-engine-node/`, and its answers must
 //! equal the same functions called here natively: `agreementDigest` over 3,000 seeded random
 //! games of both families, `legalMoves` of real views, `Inference` fed real events, `topology`,
-//! `replayBoards`, and the thrown errors.
+//! `replayBoards`, `applyEvent` following real games, and the thrown errors.
 //!
 //! Without `node` or the package the test fails when `CI` is set (it must never pass silently
 //! there) and otherwise says loudly that it did not run. A stale package (built from older
@@ -103,7 +103,7 @@ fn play(rules: Rules, seed: u64, mut at_ply: impl FnMut(&Game)) -> (Game, Vec<Ev
     (game, events)
 }
 
-fn view_value(game: &Game, viewer: Viewer) -> Value {
+fn view_value(game: &Game, viewer: Viewer, version: u64) -> Value {
     let seats = wire::Seats {
         game_id: "g",
         south_player: "s",
@@ -112,7 +112,7 @@ fn view_value(game: &Game, viewer: Viewer) -> Value {
     serde_json::to_value(wire::game_view(
         &view(game, viewer),
         seats,
-        7,
+        version,
         pb::TimeControl::default(),
     ))
     .unwrap()
@@ -148,6 +148,8 @@ fn the_wasm_build_agrees_with_the_native_engine() {
     let mut expected_possible = Vec::new();
     let mut replays = Vec::new();
     let mut expected_replays = Vec::new();
+    let mut follows = Vec::new();
+    let mut expected_follows = Vec::new();
     for (i, name) in ["hidden-front", "gunjin-shogi", "gunjin-shogi+23-pieces"]
         .into_iter()
         .enumerate()
@@ -158,7 +160,7 @@ fn the_wasm_build_agrees_with_the_native_engine() {
             ply += 1;
             if ply % 37 == 1 {
                 for side in Side::BOTH {
-                    let v = view_value(game, Viewer::player(side));
+                    let v = view_value(game, Viewer::player(side), 7);
                     let parsed: GameViewJson = serde_json::from_value(v.clone()).unwrap();
                     expected_legal.push(
                         api::legal_moves(&parsed)
@@ -188,6 +190,24 @@ fn the_wasm_build_agrees_with_the_native_engine() {
             expected_possible.push(serde_json::to_value(native.possible()).unwrap());
             inferences.push(json!({"rules": name, "side": api::side_name(side), "events": seen}));
         }
+        // North follows the game from its first view by its events alone.
+        let opened = view_value(&Game::replay(&events[..1]).unwrap(), Viewer::North, 1);
+        let mut held: GameViewJson = serde_json::from_value(opened.clone()).unwrap();
+        let mut shown = Vec::new();
+        let mut steps = Vec::new();
+        for (seq, e) in events.iter().enumerate().skip(1) {
+            let end = matches!(e, Event::Ended { .. }).then(|| reveal(&game).unwrap());
+            let Some(v) = project(e, Viewer::North, end.as_ref()) else {
+                continue;
+            };
+            let value = event_value(&rules, seq, &v);
+            held =
+                api::apply_event(&held, &serde_json::from_value(value.clone()).unwrap()).unwrap();
+            steps.push(serde_json::to_value(&held).unwrap());
+            shown.push(value);
+        }
+        follows.push(json!({"view": opened, "events": shown}));
+        expected_follows.push(Value::from(steps));
         let end = reveal(&game).unwrap();
         let starting =
             serde_json::to_value(wire::reveal_to_proto(&rules, &end).starting_pieces).unwrap();
@@ -220,6 +240,7 @@ fn the_wasm_build_agrees_with_the_native_engine() {
         "inferences": inferences,
         "topologies": topologies,
         "replays": replays,
+        "follows": follows,
     });
     // Node works while the native digests are computed here.
     let child = run_node(&dir, &request);
@@ -268,6 +289,11 @@ fn the_wasm_build_agrees_with_the_native_engine() {
         Value::from(expected_replays),
         "replayBoards differs {stale}"
     );
+    assert_eq!(
+        got["follows"],
+        Value::from(expected_follows),
+        "applyEvent differs {stale}"
+    );
 
     let native_errors = vec![
         api::topology("chess").unwrap_err().0,
@@ -279,6 +305,16 @@ fn the_wasm_build_agrees_with_the_native_engine() {
         .unwrap_err()
         .0,
         api::Inference::new("hidden-front", "east").unwrap_err().0,
+        api::apply_event(
+            &serde_json::from_value(json!({"viewer": "VIEWER_SOUTH", "rules": "hidden-front",
+                "phase": "PHASE_DEPLOYMENT", "firstMover": "SIDE_SOUTH", "version": "3"}))
+            .unwrap(),
+            &serde_json::from_value(json!({"seq": "4", "moved": {"side": "SIDE_SOUTH",
+                "move": {"from": "A1", "to": "A2"}}}))
+            .unwrap(),
+        )
+        .unwrap_err()
+        .0,
     ];
     assert_eq!(
         got["errors"],
