@@ -71,6 +71,19 @@ describe("the WebSocket client", () => {
     expect(seen).toEqual(["1", "2", "4", "5"]);
   });
 
+  it("asks for status items when the subscriber takes them, and hands each checked one over", async () => {
+    const { conn, ws } = await connected();
+    const statuses: unknown[] = [];
+    conn.subscribeGame({ gameId: "g", spectate: false, nextSeq: () => 1, onEvent: () => {}, onStatus: (st) => statuses.push(st) });
+    const sub = ws.last("subscribe")!;
+    expect(sub.request).toEqual({ gameId: "g", fromSeq: "1", withStatus: true });
+    const status = { version: "4", southConnected: true, turnDeadlineUnixMillis: "1700000000000", drawOffer: "SIDE_NORTH" };
+    ws.push({ type: "status", subscription: sub.id, status });
+    ws.push({ type: "status", subscription: sub.id, status: { version: "not a number" } });
+    ws.push({ type: "status", subscription: "s999", status });
+    expect(statuses, "the malformed one and another subscription's are skipped").toEqual([status]);
+  });
+
   it("follows a reconnect frame: after its end, subscribes again from the next seq", async () => {
     const { conn, ws } = await connected();
     const log = new GameLog();

@@ -9,7 +9,7 @@
  * CONNECTION_LOST if that attempt fails too); it never opens a socket of its own.
  */
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
-import { GameEventSchema, type GameEventJson } from "../gen/hiddenfront/v1/game_pb.js";
+import { GameEventSchema, GameStatusSchema, type GameEventJson, type GameStatusJson } from "../gen/hiddenfront/v1/game_pb.js";
 import { LobbyEventSchema, type LobbyEventJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
 import { schemas, type Op, type Req, type Res } from "./ops.js";
 
@@ -31,6 +31,7 @@ type Frame =
   | { type: "result"; id: unknown; response?: unknown }
   | { type: "error"; id: unknown; code?: string; reason?: string; message?: string }
   | { type: "event"; subscription: unknown; event: unknown }
+  | { type: "status"; subscription: unknown; status: unknown }
   | { type: "lobby"; subscription: unknown; event: unknown }
   | { type: "reconnect"; subscription: unknown; resume_from_seq?: number }
   | { type: "end"; subscription: unknown; code?: string; reason?: string };
@@ -41,6 +42,11 @@ export interface GameSubscriber {
   spectate: boolean;
   nextSeq(): number;
   onEvent(event: GameEventJson): void;
+  /**
+   * The game's status (presence, deadlines, timeouts, draw offer): given, the subscription asks
+   * for `status` items (`withStatus`), sent once it has caught up and then on every change.
+   */
+  onStatus?(status: GameStatusJson): void;
   onEnd?(): void;
   onError?(err: ServerError): void;
   /** The socket came back after a loss and the subscription was made again (not at the first open). */
@@ -270,7 +276,12 @@ export class Connection {
     let request: unknown;
     if (sub.kind === "game") {
       type = "subscribe";
-      request = { gameId: sub.s.gameId, fromSeq: String(sub.s.nextSeq()), spectate: sub.s.spectate };
+      request = {
+        gameId: sub.s.gameId,
+        fromSeq: String(sub.s.nextSeq()),
+        spectate: sub.s.spectate,
+        withStatus: sub.s.onStatus !== undefined,
+      };
     } else {
       type = "watch_lobby";
       request = { afterSeq: String(sub.s.afterSeq()) };
@@ -334,6 +345,17 @@ export class Connection {
           }
         } catch (e) {
           console.warn("hidden-front: a malformed event was skipped", e);
+        }
+        return;
+      }
+      case "status": {
+        const sub = this.subs.get(String(frame.subscription));
+        if (sub?.kind !== "game") return;
+        try {
+          fromJson(GameStatusSchema, frame.status as JsonValue, { ignoreUnknownFields: true });
+          sub.s.onStatus?.(frame.status as GameStatusJson);
+        } catch (e) {
+          console.warn("hidden-front: a malformed status was skipped", e);
         }
         return;
       }
