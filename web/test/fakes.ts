@@ -1,6 +1,6 @@
 /** Test doubles: a small engine honouring the contract, and a scripted WebSocket. */
 import type { Board, Engine, InferenceLike, SimpleMove } from "../src/engine/types.js";
-import type { GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
+import type { GameEventJson, GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
 
 const COLS = "ABC";
 
@@ -49,6 +49,26 @@ export function fakeEngine(): Engine & { observed: unknown[] } {
         }
       }
       return out;
+    },
+    // Follows moves (a fight as told) and the end; refuses an event that is not after the view or
+    // a move without its piece, as the engine does.
+    applyEvent(view: GameViewJson, event: GameEventJson): GameViewJson {
+      const seq = Number(event.seq ?? 0);
+      if (seq <= Number(view.version ?? 0)) throw new Error(`event ${seq} is not after the view`);
+      let next: GameViewJson = { ...view, version: String(seq) };
+      const m = event.moved;
+      if (m) {
+        const pieces = view.pieces ?? [];
+        const mover = pieces.find((p) => p.square === m.move?.from && p.side === m.side);
+        if (view.phase !== "PHASE_PLAY" || !mover) throw new Error("the view has no piece of the mover on the move's start");
+        const kept = pieces.filter((p) => p !== mover && (p.square !== m.move?.to || m.combat?.defenderSurvives));
+        if (!m.combat || m.combat.attackerSurvives) kept.push({ ...mover, square: m.move!.to! });
+        next = { ...next, pieces: kept, toMove: m.side === "SIDE_SOUTH" ? "SIDE_NORTH" : "SIDE_SOUTH", plies: (view.plies ?? 0) + 1 };
+      }
+      if (event.ended) {
+        next = { ...next, phase: "PHASE_ENDED", toMove: undefined, outcome: event.ended.outcome, pieces: event.ended.pieces, reveal: event.ended.reveal };
+      }
+      return next;
     },
     validateDeployment: () => [],
     checkSwap(_rules, deployment, a, b) {

@@ -5,6 +5,7 @@ import {
   awaySeconds,
   clickSquare,
   dropPiece,
+  followEvents,
   initialState,
   legalTargets,
   moveShown,
@@ -78,6 +79,73 @@ describe("the game's status", () => {
     const watcher = withGetGame(initialState({ gameId: "g1", spectate: true }), { ...play, viewer: "VIEWER_SPECTATOR", southAwayDeadlineUnixMillis: String(NOW + 10_000) }, engine);
     expect(awaySeconds(watcher, 0, NOW).map((a) => a.side)).toEqual(["south", "north"]);
     expect(awaySeconds(start({ ...play, phase: "PHASE_ENDED" }), 0, NOW)).toEqual([]);
+  });
+});
+
+describe("following the game from the stream", () => {
+  const reply = (seq: number, from: string, to: string): GameEventJson => ({
+    gameId: "g1", seq: String(seq), moved: { side: "SIDE_NORTH", move: { from, to }, pieceId: 7 },
+  });
+
+  it("applies each event to the view with the engine: the board, the turn and the legal moves move on", () => {
+    let s = start(play);
+    s = withEvents(s, [moved(10, "A1", "A2")], engine);
+    const { state, stale } = followEvents(s, engine);
+    expect(stale).toBe(false);
+    expect(state.view?.version).toBe("10");
+    expect(state.view?.pieces?.find((p) => p.id === 1)?.square).toBe("A2");
+    expect(state.view?.toMove).toBe("SIDE_NORTH");
+    expect(state.legal, "south's moves are computed again: none on north's turn in the fake").not.toEqual(s.legal);
+    expect(state.status, "the status waits for its own item").toBe(s.status);
+    expect(followEvents(state, engine).state, "nothing more to follow: the same state").toBe(state);
+  });
+
+  it("follows events received before the view once it comes, and not those it already holds", () => {
+    const early = withEvents(initialState({ gameId: "g1", spectate: false }), [moved(8, "A1", "A2"), moved(10, "A1", "A2"), reply(11, "A3", "B3")], engine);
+    expect(followEvents(early, engine).state.view, "no view yet: nothing to follow").toBeNull();
+    const { state, stale } = followEvents(withGetGame(early, play, engine), engine);
+    expect(stale).toBe(false);
+    expect(state.view?.version).toBe("11");
+    expect((state.view?.pieces ?? []).map((p) => p.square).sort()).toEqual(["A2", "B1", "B3"]);
+  });
+
+  it("stops at an event that does not follow and says the view must be read again", () => {
+    let s = withEvents(start(play), [moved(10, "A1", "A2"), moved(11, "C4", "C3"), reply(12, "A3", "B3")], engine);
+    const { state, stale } = followEvents(s, engine);
+    expect(stale).toBe(true);
+    expect(state.view?.version, "kept at the last event that followed").toBe("10");
+    // The view read again takes the events after its version.
+    s = withGetGame(state, { ...play, version: "11", toMove: "SIDE_NORTH", pieces: state.view?.pieces }, engine);
+    const again = followEvents(s, engine);
+    expect(again.stale).toBe(false);
+    expect(again.state.view?.version).toBe("12");
+  });
+
+  it("takes the end from its event: the ended view and its replay", () => {
+    const startingPieces = play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" }));
+    const end: GameEventJson = {
+      gameId: "g1", seq: "11",
+      ended: { outcome: { winner: "SIDE_SOUTH", reason: "END_REASON_RESIGNED" }, pieces: startingPieces, reveal: { startingPieces } },
+    };
+    const s = followEvents(withEvents(start(play), [moved(10, "A1", "A2"), end], engine), engine).state;
+    expect(s.view?.phase).toBe("PHASE_ENDED");
+    expect(s.replay?.steps.length).toBe(2);
+  });
+});
+
+describe("status items", () => {
+  it("replace the status held unless older, whichever comes first: an item or the view read", () => {
+    const s = start(play);
+    expect(s.status.version).toBe("9");
+    const item = { ...statusOf(play), version: "11", northConnected: true };
+    const newer = withStatus(s, item);
+    expect(newer.status.northConnected).toBe(true);
+    expect(withStatus(newer, { ...item, version: "10", northConnected: false }), "an older item is dropped").toBe(newer);
+    expect(withStatus(newer, { ...item, turnDeadlineUnixMillis: "5" }).status.turnDeadlineUnixMillis, "one of the same version replaces").toBe("5");
+    // A view read at version 10 after the item of version 11: its position is taken, its status not.
+    const read = withGetGame(newer, { ...play, version: "10" }, engine);
+    expect(read.view?.version).toBe("10");
+    expect(read.status).toBe(newer.status);
   });
 });
 

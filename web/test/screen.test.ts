@@ -250,6 +250,18 @@ function answerAll(ws: FakeSocket, view: GameViewJson): number {
   return n;
 }
 
+/** A move event of `side`'s piece (south's id 1, north's id 7) from one square to another. */
+const step = (seq: number, side: "SIDE_SOUTH" | "SIDE_NORTH", from: string, to: string, extra: Record<string, unknown> = {}) => ({
+  gameId: "g1", seq: String(seq), moved: { side, move: { from, to }, pieceId: side === "SIDE_SOUTH" ? 1 : 7, ...extra },
+});
+
+/** `n` events from `first` that follow `play`: south's A1 and north's C4 step out and back in turn. */
+const moves = (first: number, n: number) =>
+  Array.from({ length: n }, (_, i) => {
+    const out = Math.floor(i / 2) % 2 === 0;
+    return i % 2 ? step(first + i, "SIDE_NORTH", out ? "C4" : "C3", out ? "C3" : "C4") : step(first + i, "SIDE_SOUTH", out ? "A1" : "A2", out ? "A2" : "A1");
+  });
+
 const moved = (seq: number, side: "SIDE_SOUTH" | "SIDE_NORTH", extra: Record<string, unknown> = {}) => ({
   gameId: "g1", seq: String(seq), moved: { side, move: { from: side === "SIDE_SOUTH" ? "A1" : "A3", to: "A2" }, pieceId: side === "SIDE_SOUTH" ? 1 : 7, ...extra },
 });
@@ -289,21 +301,17 @@ describe("the move list", () => {
     try {
       const { root, ws, screen } = await open(play);
       const sub = ws.last("subscribe")!;
-      for (let i = 0; i < 10; i++) ws.push({ type: "event", subscription: sub.id, event: moved(10 + i, i % 2 ? "SIDE_NORTH" : "SIDE_SOUTH") });
-      await flush();
-      answerAll(ws, { ...play, version: "19" });
+      for (const event of moves(10, 10)) ws.push({ type: "event", subscription: sub.id, event });
       await flush();
       await wait(60); // the scroll events of that render have come
       expect(list(root).scrollTop).toBe(100);
-      // The computer's reply: its event, the view (first render, a new row) ...
-      ws.push({ type: "event", subscription: sub.id, event: moved(20, "SIDE_NORTH") });
-      await flush();
-      answerAll(ws, { ...play, version: "20" });
+      // The computer's reply: its event (first render, a new row) ...
+      ws.push({ type: "event", subscription: sub.id, event: step(20, "SIDE_NORTH", "C3", "C4") });
       await flush();
       expect(list(root).childElementCount).toBe(11);
       expect(list(root).scrollTop, "the first render shows the newest move").toBe(120);
-      // ... and a second get_game answer with the same rows, before the browser's scroll event.
-      void (screen as unknown as { refresh(): Promise<void> }).refresh();
+      // ... and a view read again with the same rows, before the browser's scroll event.
+      void (screen as unknown as { read(): Promise<void> }).read();
       await flush();
       expect(answerAll(ws, { ...play, version: "20" })).toBe(1);
       await flush();
@@ -325,8 +333,6 @@ describe("the move list", () => {
     const sub = ws.last("subscribe")!;
     ws.push({ type: "event", subscription: sub.id, event: moved(10, "SIDE_NORTH") });
     await flush();
-    answerAll(ws, { ...play, version: "10" });
-    await flush();
     expect(root.getAttribute("data-version")).toBe("10");
     expect(list(root).querySelector('li[data-seq="10"]')).not.toBeNull();
     expect(list(root), "the list is kept").toBe(before);
@@ -338,21 +344,15 @@ describe("the move list", () => {
     try {
       const { root, ws } = await open(play);
       const sub = ws.last("subscribe")!;
-      for (let i = 0; i < 10; i++) ws.push({ type: "event", subscription: sub.id, event: moved(10 + i, i % 2 ? "SIDE_NORTH" : "SIDE_SOUTH") });
-      await flush();
-      answerAll(ws, { ...play, version: "19" });
+      for (const event of moves(10, 10)) ws.push({ type: "event", subscription: sub.id, event });
       await flush();
       list(root).scrollTop = 20; // the reader scrolls up
-      ws.push({ type: "event", subscription: sub.id, event: moved(20, "SIDE_NORTH") });
-      await flush();
-      answerAll(ws, { ...play, version: "20" });
+      ws.push({ type: "event", subscription: sub.id, event: step(20, "SIDE_NORTH", "C3", "C4") });
       await flush();
       expect(list(root).scrollTop, "the reader's place is kept").toBe(20);
       expect(list(root).getAttribute("data-follow")).toBe("false");
       list(root).scrollTop = 1000; // back to the bottom
-      ws.push({ type: "event", subscription: sub.id, event: moved(21, "SIDE_SOUTH") });
-      await flush();
-      answerAll(ws, { ...play, version: "21" });
+      ws.push({ type: "event", subscription: sub.id, event: step(21, "SIDE_SOUTH", "A1", "A2") });
       await flush();
       expect(list(root).scrollTop, "following again").toBe(140);
       expect(list(root).getAttribute("data-follow")).toBe("true");
@@ -366,8 +366,6 @@ describe("the move list", () => {
     const running = await open(play);
     const sub = running.ws.last("subscribe")!;
     running.ws.push({ type: "event", subscription: sub.id, event: moved(11, "SIDE_NORTH", fight) });
-    await flush();
-    answerAll(running.ws, { ...play, version: "11" });
     await flush();
     const row = (root: HTMLElement) => root.querySelector('[data-field="moves"] li[data-seq="11"]')!;
     expect(row(running.root).querySelector(".mv-piece"), "no opponent kind before the end").toBeNull();
@@ -386,26 +384,62 @@ describe("the move list", () => {
     expect(row(root).querySelector(".mv-piece")?.textContent).toBe("Eng");
     expect(row(root).querySelector(".mv-defender")?.getAttribute("data-kind")).toBe("9");
   });
+});
 
-  it("asks for the view at once for an event that came after the fetch in flight", async () => {
+describe("following the game", () => {
+  const gets = (ws: FakeSocket) => ws.sent.filter((m) => m.type === "get_game").length;
+
+  it("reads the view once, then follows the events with the engine, and polls nothing", async () => {
+    const { root, ws } = await open(play);
+    expect(ws.last("subscribe")?.request).toMatchObject({ gameId: "g1", withStatus: true });
+    expect(gets(ws)).toBe(1);
+    vi.useFakeTimers();
+    try {
+      const sub = ws.last("subscribe")!;
+      for (const event of moves(10, 6)) ws.push({ type: "event", subscription: sub.id, event });
+      await vi.advanceTimersByTimeAsync(20); // the next frame
+      expect(root.getAttribute("data-version")).toBe("15");
+      expect(root.querySelector('[data-square="A2"]')?.getAttribute("data-piece"), "the board followed the moves").toBe("9");
+      expect(root.querySelector('[data-square="A1"]')?.hasAttribute("data-piece")).toBe(false);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(gets(ws), "no read per event, none on a timer").toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("reads the view again when an event does not follow, once for that event", async () => {
+    const { root, ws, answer } = await open(play);
+    const sub = ws.last("subscribe")!;
+    // C1 holds no piece of north's: the view missed something.
+    ws.push({ type: "event", subscription: sub.id, event: step(10, "SIDE_NORTH", "C1", "C2") });
+    await flush();
+    expect(gets(ws)).toBe(2);
+    expect(root.getAttribute("data-version"), "the view waits for its read").toBe("9");
+    answer(); // the same view of version 9: the event still does not follow
+    await flush();
+    expect(gets(ws), "not again for the same event").toBe(2);
+    ws.push({ type: "event", subscription: sub.id, event: step(11, "SIDE_SOUTH", "A1", "A2") });
+    await flush();
+    expect(gets(ws), "a later event that does not follow either: one more read").toBe(3);
+    answerAll(ws, { ...play, version: "10" });
+    await flush();
+    expect(root.getAttribute("data-version"), "the view read, then the event after it followed").toBe("11");
+    expect(gets(ws)).toBe(3);
+  });
+
+  it("shows presence and the clocks from the status items, dropping an older one", async () => {
     const { root, ws } = await open(play);
     const sub = ws.last("subscribe")!;
-    const pending = () => ws.sent.filter((m) => m.type === "get_game" && !(m as { done?: boolean }).done);
-    ws.push({ type: "event", subscription: sub.id, event: moved(10, "SIDE_SOUTH") });
+    expect(root.querySelector('[data-field="away-banner"]')!.textContent).toMatch(/Opponent away: 4\d s/);
+    const status = { version: "9", southConnected: true, northConnected: true, turnDeadlineUnixMillis: String(Date.now() + 120_000) };
+    ws.push({ type: "status", subscription: sub.id, status });
     await flush();
-    expect(pending().length).toBe(1);
-    ws.push({ type: "event", subscription: sub.id, event: moved(11, "SIDE_NORTH") });
+    expect(root.querySelector<HTMLElement>('[data-field="away-banner"]')!.hidden, "the opponent is back").toBe(true);
+    expect(root.querySelector('[data-field="clock"]')!.textContent).toMatch(/(2:00|1:59)/);
+    ws.push({ type: "status", subscription: sub.id, status: { ...status, version: "8", turnDeadlineUnixMillis: String(Date.now() + 5_000) } });
     await flush();
-    expect(pending().length, "the reply's view is asked for without waiting for the first answer").toBe(2);
-    const [first, second] = pending() as Array<Record<string, unknown> & { done?: boolean }>;
-    second!.done = true;
-    ws.push({ id: second!.id, type: "result", response: { game: { ...play, version: "11" } } });
-    await flush();
-    expect(root.getAttribute("data-version")).toBe("11");
-    first!.done = true;
-    ws.push({ id: first!.id, type: "result", response: { game: { ...play, version: "10" } } });
-    await flush();
-    expect(root.getAttribute("data-version"), "an older answer is dropped").toBe("11");
+    expect(root.querySelector('[data-field="clock"]')!.textContent, "an older status is dropped").toMatch(/(2:00|1:59)/);
   });
 });
 

@@ -13,6 +13,7 @@ interface WasmModule {
   default: (input?: { module_or_path: string | URL }) => Promise<unknown>;
   topology(rules: string): Board;
   legalMoves: Engine["legalMoves"];
+  applyEvent: Engine["applyEvent"];
   validateDeployment: Engine["validateDeployment"];
   checkSwap: Engine["checkSwap"];
   parseMove: Engine["parseMove"];
@@ -58,6 +59,7 @@ function wrap(mod: WasmModule): Engine {
       return board;
     },
     legalMoves: (view) => mod.legalMoves(view),
+    applyEvent: (view, event) => mod.applyEvent(view, event),
     validateDeployment: (rules, d) => mod.validateDeployment(rules, d),
     checkSwap: (rules, d, a, b) => mod.checkSwap(rules, d, a, b),
     parseMove: (rules, text) => mod.parseMove(rules, text),

@@ -102,6 +102,8 @@ export interface InferenceLike {
 export interface Engine {
   topology(rules: string): Board;
   legalMoves(view: GameViewJson): SimpleMove[];
+  /** The view after one more event as this viewer was shown it; throws when the event does not follow. */
+  applyEvent(view: GameViewJson, event: GameEventJson): GameViewJson;
   validateDeployment(rules: string, deployment: DeploymentJson): Problem[];
   checkSwap(rules: string, deployment: DeploymentJson, a: string, b: string): SwapResult;
   parseMove(rules: string, text: string): ParseResult;

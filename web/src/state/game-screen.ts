@@ -10,29 +10,19 @@
  * a function of its inputs. The inference, which learns from events one by one, is the screen's:
  * its answers come in through `withPossible`.
  */
-import type { GameEventJson, GameViewJson, VisiblePieceJson } from "../gen/hiddenfront/v1/game_pb.js";
+import type { GameEventJson, GameStatusJson, GameViewJson, VisiblePieceJson } from "../gen/hiddenfront/v1/game_pb.js";
 import type { Board, Engine, ReplayStep, SimpleMove } from "../engine/types.js";
 import { lastMove, phaseOf, seatOf, sideName, type SideName } from "./game.js";
 import { secondsLeft } from "./clock.js";
 import { hasKey, pieceName, type Key } from "../i18n/index.js";
 
 /**
- * The game's live status: presence, the running deadlines, timeouts used and the draw offer.
- * Kept apart from the position because its source is apart: today each `get_game` answer (after
- * each event and every few seconds) carries it, and a stream message carrying exactly these
- * fields will replace that; the one transition that writes it is `withStatus`.
+ * The game's live status: presence, the running deadlines, timeouts used and the draw offer,
+ * with the game's version when it was read. Kept apart from the position because its source is
+ * apart: the subscription's `status` items (and the view read when the game opens); the one
+ * transition that writes it is `withStatus`.
  */
-export type GameStatus = Pick<
-  GameViewJson,
-  | "southConnected"
-  | "northConnected"
-  | "turnDeadlineUnixMillis"
-  | "southAwayDeadlineUnixMillis"
-  | "northAwayDeadlineUnixMillis"
-  | "southTimeouts"
-  | "northTimeouts"
-  | "drawOffer"
->;
+export type GameStatus = GameStatusJson;
 
 /** An error shown above the board: a server's reason, or the page's own with its message key. */
 export interface ShownError {
@@ -60,7 +50,10 @@ export type Command = { kind: "play"; move: SimpleMove } | { kind: "swap"; a: st
 export interface GameState {
   readonly gameId: string;
   readonly spectate: boolean;
-  /** The server's view of the position (`get_game`). Its status fields are read from `status`. */
+  /**
+   * The position: the view read from the server (`get_game`), then followed by each event with
+   * the engine (`followEvents`). Its status fields are read from `status`.
+   */
   readonly view: GameViewJson | null;
   readonly status: GameStatus;
   /** The events received, in order, each once. */
@@ -123,6 +116,7 @@ export function initialState(o: {
 /** The status fields of a view. */
 export function statusOf(view: GameViewJson): GameStatus {
   return {
+    version: view.version,
     southConnected: view.southConnected,
     northConnected: view.northConnected,
     turnDeadlineUnixMillis: view.turnDeadlineUnixMillis,
@@ -134,8 +128,13 @@ export function statusOf(view: GameViewJson): GameStatus {
   };
 }
 
-/** The game's live status, from wherever it comes: the one writer of `state.status`. */
+/**
+ * The game's live status, from wherever it comes: the one writer of `state.status`. A status
+ * older than the one held (a lower version: a view read before a status item that came first)
+ * changes nothing: the same state comes back.
+ */
 export function withStatus(s: GameState, status: GameStatus): GameState {
+  if (Number(status.version ?? 0) < Number(s.status.version ?? 0)) return s;
   return { ...s, status: { ...status } };
 }
 
@@ -173,13 +172,41 @@ export function withView(s: GameState, view: GameViewJson, engine: Engine): Game
 }
 
 /**
- * A `get_game` answer: its view and, while no stream carries them, the status fields it holds
- * (dropped with the view when the answer is older than the view shown). Once a stream message
- * carries the status, the screen calls `withView` here and `withStatus` with the stream's.
+ * A `get_game` answer (read when the game opens, after a reconnect, or after an event that did
+ * not follow): its view and the status fields it holds (dropped with the view when the answer is
+ * older than the view shown, and the status alone when a newer status item came first). Events
+ * received after its version are followed by `followEvents`.
  */
 export function withGetGame(s: GameState, view: GameViewJson, engine: Engine): GameState {
   const next = withView(s, view, engine);
   return next === s ? s : withStatus(next, statusOf(view));
+}
+
+/**
+ * The view followed by every event received after its version, in order, with the engine's
+ * `applyEvent`: what keeps the position current between reads of the view. `stale` is true when
+ * an event does not follow (the engine refused it: an event missed, or a view that is not this
+ * game's); the view is then left at the last event that followed and the screen reads it again.
+ * Before the first view, nothing is followed (the view read then comes with its own version).
+ */
+export function followEvents(s: GameState, engine: Engine): { state: GameState; stale: boolean } {
+  const held = s.view;
+  if (!held) return { state: s, stale: false };
+  const version = Number(held.version ?? 0);
+  let from = s.events.length;
+  while (from > 0 && Number(s.events[from - 1]?.seq ?? 0) > version) from--;
+  let view = held;
+  let stale = false;
+  for (const event of s.events.slice(from)) {
+    try {
+      view = engine.applyEvent(view, event);
+    } catch (e) {
+      console.warn("hidden-front: an event did not follow the view", e);
+      stale = true;
+      break;
+    }
+  }
+  return { state: view === held ? s : withView(s, view, engine), stale };
 }
 
 /** The events received so far (a new one appended), and the end's replay with them. */

@@ -1,7 +1,8 @@
 /**
  * A game as this player knows it: the events received (in order, each once, resumable from the
  * last seq) and what the page derives from them: the move list, the captured pieces, the last
- * move. The current position and clocks come from the server's view (get_game).
+ * move. The current position is the server's view (get_game) followed by these events with the
+ * engine (`followEvents` in state/game-screen.ts); presence and clocks come as status items.
  */
 import type {
   GameEventJson,

@@ -7,17 +7,21 @@
  * nodes by key, so focus and the move list's scroll survive. This class holds what is not state:
  * the connection, storage, the inference, the timers and the fetches in flight.
  *
- * The position and clocks come from the server's view (get_game after each event and every few
- * seconds); the board, legal destinations, swap checks, hints and the replay come from the
- * engine, computed from what this player received and nothing else.
+ * The position is read from the server (get_game) once when the game opens, again after a
+ * reconnection, and after an event the engine could not follow; otherwise it follows the
+ * subscription's events with the engine's `applyEvent`. Presence and the clocks come from the
+ * subscription's `status` items and tick locally between them. The board, legal destinations,
+ * swap checks, hints and the replay come from the engine, computed from what this player
+ * received and nothing else.
  */
 import type { GameEventJson } from "../gen/hiddenfront/v1/game_pb.js";
 import type { Engine, InferenceLike } from "../engine/types.js";
 import { Connection, ServerError } from "../api/ws.js";
-import { GameLog, phaseOf, seatOf } from "../state/game.js";
+import { GameLog, seatOf } from "../state/game.js";
 import {
   clickSquare,
   dropPiece,
+  followEvents,
   initialState,
   stepReplay,
   submitMoveText,
@@ -32,6 +36,7 @@ import {
   withPossible,
   withResignAsk,
   withServerError,
+  withStatus,
   type Command,
   type GameState,
 } from "../state/game-screen.js";
@@ -64,9 +69,10 @@ export class GameScreen {
   private inferenceFed = 0;
   private unsubscribe: (() => void) | null = null;
   private timers: number[] = [];
-  private refreshing = 0;
-  private refreshFor = 0;
-  private refreshAgain = false;
+  private reading = false;
+  private readAgain = false;
+  /** How many events there were when an event last did not follow (one read for each such). */
+  private staleAt = -1;
   private keySeq = 0;
   private destroyed = false;
   private boardShown = false;
@@ -92,7 +98,10 @@ export class GameScreen {
     this.actions = this.makeActions();
   }
 
-  /** Subscribes (from the seq after the last one kept) and starts the refresh and clock timers. */
+  /**
+   * Subscribes (from the seq after the last one kept, with status items), reads the view once,
+   * and starts the clock timer, which redraws the countdowns from the deadlines held.
+   */
   start(): HTMLElement {
     this.draw();
     this.unsubscribe = this.deps.conn.subscribeGame({
@@ -100,18 +109,14 @@ export class GameScreen {
       spectate: this.spectate,
       nextSeq: () => this.log.nextSeq(),
       onEvent: (e) => this.onEvent(e),
+      onStatus: (status) => this.update(withStatus(this.state, status)),
       onError: (e) => this.showServerError(e),
-      // Back after a lost connection: read the view again, so the clocks shown are the server's
-      // (it does not run them while it is down), even if no event was missed.
-      onResumed: () => void this.refresh(),
+      // Back after a lost connection: read the view again (events may have been missed while the
+      // socket was down, and the server does not run the clocks while it is down).
+      onResumed: () => void this.read(),
     });
-    void this.refresh();
+    void this.read();
     this.timers.push(window.setInterval(() => drawClocks(this.root, this.state, this.deps.offset(), Date.now()), 250));
-    this.timers.push(
-      window.setInterval(() => {
-        if (this.state.view && phaseOf(this.state.view) !== "ended") void this.refresh();
-      }, 4000),
-    );
     return this.root;
   }
 
@@ -140,40 +145,48 @@ export class GameScreen {
     this.store.save(this.gameId, this.spectate, this.log.events);
     this.update(withEvents(this.state, [...this.log.events], this.engine));
     this.feedInference();
-    void this.refresh();
+    this.follow();
   }
 
   /**
-   * Fetches the view. A fetch in flight answers for every event received before it was sent; an
-   * event received after it (the computer's reply while the view of the player's own move is on
-   * its way) gets a fetch of its own at once, rather than one more round trip after the first
-   * answer (at most two in flight; `withView` drops an answer older than the view shown). Other
-   * calls while one is in flight cause one more fetch after it.
+   * Follows the view by the events received after it. An event that does not follow makes the
+   * screen read the view again, once for each such event (a view that still does not take the
+   * next event waits for the one after it rather than asking again in a loop).
    */
-  private async refresh(): Promise<void> {
-    const events = this.log.events.length;
-    if (this.refreshing > 0 && (this.refreshing >= 2 || this.refreshFor >= events)) {
-      this.refreshAgain = true;
+  private follow(): void {
+    const { state, stale } = followEvents(this.state, this.engine);
+    this.update(state);
+    if (stale && this.staleAt !== this.log.events.length) {
+      this.staleAt = this.log.events.length;
+      void this.read();
+    }
+  }
+
+  /**
+   * Reads the view (`get_game`) and follows it by the events received since its version. One
+   * read at a time: a call while one is in flight makes one more read after it.
+   */
+  private async read(): Promise<void> {
+    if (this.reading) {
+      this.readAgain = true;
       return;
     }
-    this.refreshing++;
-    this.refreshFor = events;
+    this.reading = true;
     try {
       const resp = await this.deps.conn.request("get_game", { gameId: this.gameId, spectate: this.spectate });
       if (this.destroyed) return;
       if (resp.game) {
-        // The status fields come with the view for now; from a stream of their own later
-        // (then: withView here, withStatus in that stream's handler).
         this.update(withGetGame(this.state, resp.game, this.engine));
+        this.follow();
         this.startInference();
       }
     } catch (e) {
       if (e instanceof ServerError && e.reason !== "CONNECTION_LOST") this.showServerError(e);
     } finally {
-      this.refreshing--;
-      if (this.refreshAgain && this.refreshing === 0 && !this.destroyed) {
-        this.refreshAgain = false;
-        void this.refresh();
+      this.reading = false;
+      if (this.readAgain && !this.destroyed) {
+        this.readAgain = false;
+        void this.read();
       }
     }
   }
@@ -216,6 +229,11 @@ export class GameScreen {
     return { gameId: this.gameId, idempotencyKey: this.idempotencyKey() };
   }
 
+  /**
+   * Sends an action. Its effect comes back as events on the subscription; a refused one is read
+   * again from the server, since what the page showed (a swap shown at once, a move it thought
+   * legal) was not the game's.
+   */
   private async act(fn: () => Promise<unknown>): Promise<void> {
     this.update(withError(this.state, null));
     try {
@@ -223,10 +241,9 @@ export class GameScreen {
     } catch (e) {
       if (e instanceof ServerError) {
         this.showServerError(e);
-        if (e.reason === "STALE_VERSION" || e.reason === "NOT_YOUR_TURN" || e.reason === "WRONG_PHASE") void this.refresh();
+        if (e.reason !== "CONNECTION_LOST") void this.read();
       } else throw e;
     }
-    void this.refresh();
   }
 
   private showServerError(e: ServerError): void {
