@@ -3,7 +3,8 @@
 // `data-field`, `data-square`, `data-legal`) the way a player clicks.
 //
 // Every WebSocket frame a page receives is recorded, so a test can prove that nothing the rules
-// hide reached the browser before the end.
+// hide reached the browser before the end; and every frame it sends, so a test can count the
+// requests it made.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync, copyFileSync } from "node:fs";
@@ -213,6 +214,8 @@ export class Person {
     this.page = page;
     /** Text frames received, in order, as parsed JSON. */
     this.frames = [];
+    /** Text frames the page sent, in order, as parsed JSON (the requests it made). */
+    this.sent = [];
     /** Console errors and uncaught exceptions. */
     this.errors = [];
   }
@@ -227,14 +230,16 @@ export class Person {
 
   watch(page) {
     page.on("websocket", (socket) => {
-      socket.on("framereceived", (frame) => {
+      const record = (into) => (frame) => {
         if (typeof frame.payload !== "string") return;
         try {
-          this.frames.push(JSON.parse(frame.payload));
+          into.push(JSON.parse(frame.payload));
         } catch {
-          this.frames.push({ unparsed: frame.payload });
+          into.push({ unparsed: frame.payload });
         }
-      });
+      };
+      socket.on("framereceived", record(this.frames));
+      socket.on("framesent", record(this.sent));
     });
     page.on("console", (message) => {
       if (message.type() === "error") this.errors.push(`console: ${message.text()}`);
