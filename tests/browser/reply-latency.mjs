@@ -10,7 +10,9 @@
 //             version, and the move list has the computer's move
 //
 // and prints p50 / p95 / max of event-sent (the server: the computer thinking, its driver, the
-// session, the gateway) and shown-event (the page: the view it fetches, its rendering).
+// session, the gateway) and shown-event (the page: the event applied to its view by the engine,
+// and the drawing). The page reads no view per reply (it follows the events), so the get_game
+// lines say "none" and the requests per reply are 0.
 
 import { Person, clickAMove, launchBrowser, rng, startServer } from "./harness.mjs";
 
@@ -52,7 +54,7 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
-const fmt = (xs) => `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p95 ${quantile(xs, 0.95).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
+const fmt = (xs) => xs.length === 0 ? "none" : `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p95 ${quantile(xs, 0.95).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
 
 const server = await startServer();
 const browser = await launchBrowser();
