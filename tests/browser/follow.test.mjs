@@ -3,24 +3,12 @@
 // the computer costs one read, not one per event. Presence and the turn's countdown still show,
 // from the status items.
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Person, clickAMove, launchBrowser, rng, startServer, waitForReply } from "./harness.mjs";
+import { Person, clickAMove, rng, serverAndBrowser, waitForReply } from "./harness.mjs";
 
 const seed = Number(process.env.HF_BROWSER_SEED ?? Date.now() % 100_000);
-
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const shared = serverAndBrowser();
 
 /** The `status` items the page received, newest last. */
 const statuses = (person) => person.frames.filter((f) => f.type === "status").map((f) => f.status);
@@ -36,9 +24,9 @@ async function clockSeconds(person) {
 
 test("a game against the computer: one read of the view, then events and status items; presence and the clock show", async () => {
   const random = rng(seed + 7);
-  const eve = await Person.open(browser, "eve");
+  const eve = await Person.open(shared.browser, "eve");
   try {
-    await eve.signInAsGuest(server.url);
+    await eve.signInAsGuest(shared.server.url);
     await eve.page.locator('[data-action="play-computer"]').click();
     await eve.waitForGame("phase", "deployment");
     const gameId = eve.gameId();
