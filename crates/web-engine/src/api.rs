@@ -245,66 +245,14 @@ fn move_out(rules: &Rules, mv: Move) -> MoveOut {
     }
 }
 
-/// The board of a view as a position: own pieces with their kinds, opponent pieces (kinds
-/// unknown) as a stand-in kind, since only their squares matter to the own side's moves.
-fn view_position(view: &GameViewJson, rules: Rules, side: Side) -> Result<Position, EngineError> {
-    let mut pos = Position::empty(rules, side);
-    let stand_in = rules
-        .kinds()
-        .iter()
-        .map(|(k, _, _)| *k)
-        .find(|&k| rules.kind_moves(k))
-        .unwrap_or(PieceKind(1));
-    for (i, p) in view.pieces.iter().enumerate() {
-        let what = format!("pieces[{i}]");
-        let node = square(&rules, &p.square, &what)?;
-        let owner = required_side(&p.side, &what)?;
-        let kind = if owner == side {
-            kind_of(&rules, &p.piece).ok_or_else(|| {
-                err(format!(
-                    "{what}: an own piece needs a code of {}, found {:?}",
-                    rules.name(),
-                    p.piece
-                ))
-            })?
-        } else {
-            stand_in
-        };
-        let piece = Piece {
-            side: owner,
-            kind,
-            id: PieceId(
-                u8::try_from(p.id).map_err(|_| err(format!("{what}: id {} is too large", p.id)))?,
-            ),
-        };
-        if !pos.put(node, piece) {
-            return Err(err(format!("{what}: {} holds two pieces", p.square)));
-        }
-    }
-    Ok(pos)
-}
-
 /// `legalMoves(view)`: the viewer's own legal moves from a proto JSON GameView alone, whoever is
-/// to move; empty for a spectator or outside play.
+/// to move; empty for a spectator or outside play (the rules engine's `GameView::own_moves`).
 pub fn legal_moves(view: &GameViewJson) -> Result<Vec<MoveOut>, EngineError> {
-    let rules = parse_rules(&view.rules)?;
-    let side = match view.viewer.number(&VIEWER_NAMES) {
-        Some(1) => Side::South,
-        Some(2) => Side::North,
-        Some(0 | 3) => return Ok(Vec::new()),
-        _ => return Err(err(format!("viewer: {:?} is not a viewer", view.viewer))),
-    };
-    match view.phase.number(&PHASE_NAMES) {
-        Some(2) => {}
-        Some(0 | 1 | 3) => return Ok(Vec::new()),
-        _ => return Err(err(format!("phase: {:?} is not a phase", view.phase))),
-    }
-    let mut pos = view_position(view, rules, side)?;
-    pos.set_plies_without_combat(view.plies_without_combat.min(u32::from(u16::MAX)) as u16);
-    Ok(pos
-        .legal_moves()
-        .iter()
-        .map(|mv| move_out(&rules, mv))
+    let view = engine_view(view)?;
+    Ok(view
+        .own_moves()
+        .into_iter()
+        .map(|mv| move_out(&view.rules, mv))
         .collect())
 }
 

@@ -124,10 +124,12 @@ fn no_legal_moves_outside_play_and_errors_for_nonsense() {
     );
     let bad: GameViewJson = serde_json::from_value(serde_json::json!({
         "viewer": "VIEWER_SOUTH", "rules": "hidden-front", "phase": "PHASE_PLAY",
+        "firstMover": "SIDE_SOUTH", "toMove": "SIDE_SOUTH",
         "pieces": [{"square": "Z9", "side": "SIDE_SOUTH", "id": 1, "piece": "9"}]
     }))
     .unwrap();
-    assert!(api::legal_moves(&bad).unwrap_err().0.contains("Z9"));
+    let refused = api::legal_moves(&bad).unwrap_err().0;
+    assert!(refused.contains("Z9"), "{refused}");
     let unknown: GameViewJson =
         serde_json::from_value(serde_json::json!({"viewer": 1, "rules": "chess", "phase": 2}))
             .unwrap();
