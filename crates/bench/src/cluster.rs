@@ -136,6 +136,7 @@ struct Outputs {
     streams: std::io::BufWriter<std::fs::File>,
     stalls: std::io::BufWriter<std::fs::File>,
     games: std::io::BufWriter<std::fs::File>,
+    commands: std::io::BufWriter<std::fs::File>,
 }
 
 impl Outputs {
@@ -158,6 +159,10 @@ impl Outputs {
             streams: open("streams.csv", "unix_ms,game,role,what,seq,detail")?,
             stalls: open("stalls.csv", "unix_ms,game,side,version,outcome,waited_ms")?,
             games: open("games.csv", "started_unix_ms,ended_unix_ms,game,end_reason")?,
+            commands: open(
+                "commands.csv",
+                "unix_ms,game,side,key,outcome,version,code,reason",
+            )?,
         })
     }
 }
@@ -175,32 +180,31 @@ struct Run {
     open_games: Mutex<BTreeMap<String, ()>>,
 }
 
-/// Whether a failed call may be tried again as it is: the server or the way to it was
-/// unavailable, the call ran out of time, or a limit asked to slow down.
+/// Whether a failed call may be tried again as it is (with the same idempotency key): the server
+/// or the way to it was unavailable, the call ran out of time, a limit asked to slow down, or the
+/// error did not come from the service at all (docs/errors.md, "Retrying").
 fn retriable(status: &Status) -> bool {
     matches!(
         status.code(),
         Code::Unavailable | Code::DeadlineExceeded | Code::ResourceExhausted | Code::Cancelled
-    ) || (status.code() == Code::Unknown && transport_error(status))
+    ) || !from_the_service(status)
 }
 
-/// A status tonic made up for a broken HTTP/2 stream or connection (no server answered it):
-/// what a client sees when the host under it disappears mid-call.
-fn transport_error(status: &Status) -> bool {
-    let message = status.message();
-    status.metadata().get("grpc-status").is_none()
-        && (message.contains("transport error")
-            || message.contains("error reading a body")
-            || message.contains("stream error")
-            || message.contains("connection"))
+/// Whether the service itself gave this answer: every error the service makes carries an
+/// `ErrorInfo` reason (docs/errors.md). One without was made on the way: tonic's own status for
+/// a broken HTTP/2 stream or connection, or a stream a load balancer cut ("missing grpc-status
+/// trailer"), which is what a client sees when the host under it disappears mid-call. Nothing
+/// about the command is known from it, so only a retry with the same key can tell.
+fn from_the_service(status: &Status) -> bool {
+    hidden_front_api_error::has_reason(status)
 }
 
 impl Run {
     fn error(&self, rpc: &str, status: &Status) {
-        let reason = if transport_error(status) {
-            "TRANSPORT".to_string()
-        } else {
+        let reason = if from_the_service(status) {
             ErrorSummary::of(status).reason
+        } else {
+            "TRANSPORT".to_string()
         };
         // The message's start, as one CSV field.
         let message: String = status
@@ -234,6 +238,30 @@ impl Run {
             "{},{game},{role},{what},{seq},{detail}",
             unix_ms()
         );
+    }
+
+    /// A line of `commands.csv`: what became of one command key in the end, as its seat saw it:
+    /// `acked` (with the version the answer named), `refused` (the service said no: the code and
+    /// reason) or `gave_up` (retries ran out without an answer). The harness holds these
+    /// against the keys the session stored (`game_commands`), so a command applied without its
+    /// seat knowing is told apart from one applied twice.
+    fn command_note(&self, game: &str, side: pb::Side, key: &str, outcome: &Result<u64, Status>) {
+        let side = if side == pb::Side::South {
+            "south"
+        } else {
+            "north"
+        };
+        let line = match outcome {
+            Ok(version) => format!("acked,{version},,"),
+            Err(status) if from_the_service(status) && !retriable(status) => format!(
+                "refused,,{},{}",
+                code_name(status),
+                ErrorSummary::of(status).reason
+            ),
+            Err(status) => format!("gave_up,,{},", code_name(status)),
+        };
+        let mut out = self.out.lock();
+        let _ = writeln!(out.commands, "{},{game},{side},{key},{line}", unix_ms());
     }
 
     fn stopping(&self) -> bool {
@@ -289,6 +317,7 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
         let _ = out.moves.flush();
         let _ = out.errors.flush();
         let _ = out.streams.flush();
+        let _ = out.commands.flush();
     }
     run.stopping.store(true, Ordering::Relaxed);
     let finish = async {
@@ -307,6 +336,7 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
         let _ = out.streams.flush();
         let _ = out.stalls.flush();
         let _ = out.games.flush();
+        let _ = out.commands.flush();
     }
     let path = run.config.out_dir.join("summary.json");
     crate::report::write_json(&path, &summary)?;
@@ -730,10 +760,17 @@ impl Seat {
                         context: context.clone(),
                     },
                 );
-                async move { client.confirm(req).await }
+                async move {
+                    client
+                        .confirm(req)
+                        .await
+                        .map(|a| a.into_inner().result.unwrap_or_default().version)
+                }
             })
             .await
         };
+        let confirmed = confirmed.map(|(version, _)| version);
+        run.command_note(&self.game_id, self.side, &key, &confirmed);
         if confirmed.is_err() {
             return None;
         }
@@ -927,6 +964,11 @@ impl Seat {
             )
             .await;
             self.rng = rng;
+            let outcome = answer
+                .as_ref()
+                .map(|(result, _)| result.as_ref().map_or(0, |r| r.version))
+                .map_err(Clone::clone);
+            run.command_note(&self.game_id, self.side, &key, &outcome);
             match answer {
                 Ok((result, attempts)) => {
                     let result = result.unwrap_or_default();
