@@ -6,7 +6,7 @@ use crate::auth::{Authenticator, Player};
 use crate::hub::{Hubs, Seats, Standing};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
-use hidden_front_api_error::{ApiError, Reason, ensure_reason};
+use hidden_front_api_error::{ApiError, Reason, ensure_reason, has_reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -426,7 +426,8 @@ impl Gateway {
                 side: hidden_front_wire::side_to_proto(side) as i32,
                 min_version: request.min_version,
             })
-            .await?
+            .await
+            .map_err(session_status)?
             .into_inner();
         Ok(pb::LegalMovesResponse {
             version: answer.version,
@@ -452,7 +453,7 @@ impl Gateway {
                 FetchError::NotEnded { .. } => {
                     Status::from(ApiError::new(Reason::WrongPhase, error.to_string()))
                 }
-                FetchError::Session { status, .. } => upstream_status(status, "export_replay"),
+                FetchError::Session { status, .. } => session_status(status),
                 FetchError::Stalled { .. } | FetchError::Malformed { .. } => {
                     tracing::error!(%game_id, %error, "replay export failed");
                     Status::from(ApiError::new(
@@ -485,7 +486,6 @@ impl Gateway {
         request: ActionRequest,
     ) -> Result<pb::ActionResult, Status> {
         let ActionRequest { context, action } = request;
-        let name = action.name();
         self.inner.rate.check(&player.id)?;
         let context = context.ok_or_else(|| Status::from(ApiError::missing_field("context")))?;
         let game_id = parse_game_id("context.game_id", &context.game_id)?;
@@ -554,7 +554,7 @@ impl Gateway {
                 .map(|r| r.into_inner().result),
         };
         let result = result
-            .map_err(|s| upstream_status(s, name))?
+            .map_err(session_status)?
             .ok_or_else(|| {
                 Status::from(ApiError::new(
                     Reason::SessionUnavailable,
@@ -569,12 +569,17 @@ impl Gateway {
     }
 }
 
-/// A session error as the player sees it. The session's messages are written for the acting
-/// seat already (they never name a hidden kind); internal failures lose their details here.
-fn upstream_status(status: Status, action: &'static str) -> Status {
+/// A failed call to the session as the player sees it; every call the gateway makes to the
+/// session maps its failure here, so a player's retry rule (docs/errors.md, "Retrying") holds
+/// whichever call failed. Internal failures lose their details here. A failure the session did
+/// not answer itself (a connection or stream broken under the call, a call that timed out on
+/// the way) is the session being unavailable: tonic reports a broken HTTP/2 stream as
+/// `INTERNAL`/`UNKNOWN` without a reason, and passed on as it was, a player would read it as a
+/// fault not worth retrying (the cluster test found games ended so: docs/cluster-test.md).
+pub(crate) fn session_status(status: Status) -> Status {
     match status.code() {
         Code::Internal | Code::Unknown | Code::DataLoss => {
-            tracing::error!(action, error = %status, "session failure");
+            tracing::error!(error = %status, "session failure");
             ApiError::new(
                 Reason::SessionUnavailable,
                 "the game service failed; retry with the same idempotency key",
@@ -584,6 +589,11 @@ fn upstream_status(status: Status, action: &'static str) -> Status {
         Code::Unavailable => ApiError::new(
             Reason::SessionUnavailable,
             "the game service is unavailable; retry with the same idempotency key",
+        )
+        .into(),
+        Code::Cancelled | Code::DeadlineExceeded if !has_reason(&status) => ApiError::new(
+            Reason::SessionUnavailable,
+            "the game service did not answer in time; retry with the same idempotency key",
         )
         .into(),
         _ => ensure_reason(status),

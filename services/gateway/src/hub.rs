@@ -292,7 +292,8 @@ async fn spectator_view(mut session: SessionClient, game_id: Uuid) -> Result<pb:
             game_id: game_id.to_string(),
             viewer: pb::Viewer::Spectator as i32,
         })
-        .await?
+        .await
+        .map_err(crate::gateway::session_status)?
         .into_inner()
         .game
         .ok_or_else(|| hidden_front_api_error::internal("the session answered without a game"))
