@@ -1,7 +1,7 @@
 //! A balanced channel reaches the session by host name (resolved by the gateway
 //! itself, as it does for a headless Service) and refuses a URL without a host.
 
-use hidden_front_channel::{BalanceError, balanced_channel};
+use hidden_front_channel::{BalanceError, Membership, balanced_channel};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
@@ -10,6 +10,14 @@ use hidden_front_store::memory::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+fn membership() -> Membership {
+    Membership {
+        health_service: "hiddenfront.v1.SessionService",
+        resolve_every: Duration::from_secs(1),
+        probe_every: Duration::from_secs(1),
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_name_is_resolved_and_served() {
@@ -25,9 +33,11 @@ async fn a_host_name_is_resolved_and_served() {
     );
     // `localhost` may also resolve to ::1, where nothing listens: the balancer must use the
     // address that answers.
-    let channel = balanced_channel(
+    // The server has no health service: no address answers SERVING, so every resolved one
+    // is a member.
+    let (channel, _) = balanced_channel(
         &format!("http://localhost:{port}"),
-        Duration::from_secs(1),
+        membership(),
         |endpoint| endpoint.connect_timeout(Duration::from_secs(2)),
     )
     .unwrap();
@@ -50,6 +60,6 @@ async fn a_host_name_is_resolved_and_served() {
 
 #[tokio::test]
 async fn a_url_without_a_host_is_refused() {
-    let refused = balanced_channel("not a url", Duration::from_secs(1), |e| e);
+    let refused = balanced_channel("not a url", membership(), |e| e);
     assert!(matches!(refused, Err(BalanceError::BadUrl(_))));
 }

@@ -1,10 +1,11 @@
 //! gRPC health that follows the dependencies: the session service is SERVING only while its
 //! store answers, the gateway only while its session does (the store, when the session runs in
-//! this process; otherwise the session's own health check, asked of every address the session's
-//! host resolves to: ready while any of them answers SERVING, as the gateway's balanced calls go
-//! to any of them. One address only, the first, took every gateway out of rotation when that one
-//! session host was lost while another served: docs/cluster-test.md). The overall `""` service is SERVING
-//! only when every service of this process is.
+//! this process; otherwise the session's own health, as the gateway's balanced session channel
+//! asks it of every address (`hidden_front_channel::Serving`): ready while any of them answers
+//! SERVING, as the gateway's calls go to those. One address only, the first, took every gateway
+//! out of rotation when that one session host was lost while another served:
+//! docs/cluster-test.md). The overall `""` service is SERVING only when every service of this
+//! process is.
 //!
 //! Each gRPC port has its own health service, which knows only the services that port serves:
 //! asking the public port about `SessionService` answers NOT_FOUND, as it would on a process
@@ -22,15 +23,11 @@ use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAK
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 use hidden_front_store::GameStore;
-use std::collections::HashMap;
-use std::net::SocketAddr;
+use hidden_front_channel::Serving;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tonic_health::ServingStatus;
-use tonic_health::pb::HealthCheckRequest;
-use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
-use tonic_health::pb::health_client::HealthClient;
 use tonic_health::server::HealthReporter;
 
 /// How often the dependencies are checked.
@@ -43,9 +40,10 @@ pub struct Dependencies {
     /// The store, when the session, the clock or matchmaking runs in this process (their health
     /// follows it).
     pub store: Option<Arc<dyn GameStore>>,
-    /// Where the gateway finds the session, when the gateway runs in this process. Not used when
-    /// the session runs here too (then the store decides).
-    pub session_url: Option<String>,
+    /// How many of the session's addresses serve, by the gateway's session channel, when the
+    /// gateway runs in this process. Not used when the session runs here too (then the store
+    /// decides).
+    pub session_serving: Option<Serving>,
 }
 
 /// The health service of one gRPC port: its reporter and the names of the services that port
@@ -66,15 +64,10 @@ pub async fn start(
     deps: Dependencies,
     readiness: Arc<watch::Sender<Readiness>>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let session = match (&deps.store, &deps.session_url) {
-        (None, Some(url)) => Some(SessionHealth::resolving(url)?),
-        _ => None,
-    };
     let mut draining = readiness.subscribe();
     let mut checker = Checker {
         ports,
         deps,
-        session,
         last: None,
         readiness,
     };
@@ -95,88 +88,9 @@ pub async fn start(
     }))
 }
 
-/// Where the session's addresses come from: the session URL's host resolved (every pod of a
-/// headless Service), or, in tests, a fixed list.
-type Resolve = Box<
-    dyn Fn() -> futures_util::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>>
-        + Send
-        + Sync,
->;
-
-/// The session's health, asked of each of its addresses.
-struct SessionHealth {
-    resolve: Resolve,
-    /// `http` or `https`.
-    scheme: String,
-    /// A health client per address, kept between checks (its connection too).
-    clients: HashMap<SocketAddr, HealthClient<tonic::transport::Channel>>,
-}
-
-impl SessionHealth {
-    /// The session at `url` (`http://host:port`), its host resolved at every check.
-    fn resolving(url: &str) -> anyhow::Result<SessionHealth> {
-        let hidden_front_channel::ServiceUrl { scheme, host, port } =
-            hidden_front_channel::ServiceUrl::parse(url)?;
-        let resolve: Resolve = Box::new(move || {
-            let host = host.clone();
-            Box::pin(async move {
-                Ok(tokio::net::lookup_host((host.as_str(), port))
-                    .await?
-                    .collect())
-            })
-        });
-        Ok(SessionHealth::with(resolve, scheme))
-    }
-
-    fn with(resolve: Resolve, scheme: String) -> SessionHealth {
-        SessionHealth {
-            resolve,
-            scheme,
-            clients: HashMap::new(),
-        }
-    }
-
-    /// Whether any of the session's addresses answers SERVING within [`CHECK_TIMEOUT`]. The
-    /// addresses are resolved again each time (a host that cannot be resolved now keeps the
-    /// last ones); all are asked at once.
-    async fn any_serving(&mut self) -> bool {
-        if let Ok(Ok(now)) = tokio::time::timeout(CHECK_TIMEOUT, (self.resolve)()).await {
-            self.clients.retain(|addr, _| now.contains(addr));
-            for addr in now {
-                if let std::collections::hash_map::Entry::Vacant(slot) = self.clients.entry(addr)
-                    && let Ok(endpoint) =
-                        tonic::transport::Endpoint::from_shared(format!("{}://{addr}", self.scheme))
-                {
-                    slot.insert(HealthClient::new(
-                        endpoint.connect_timeout(CHECK_TIMEOUT).connect_lazy(),
-                    ));
-                }
-            }
-        }
-        let checks = self.clients.values().map(|client| {
-            let mut client = client.clone();
-            async move {
-                let request = HealthCheckRequest {
-                    service: SESSION_SERVICE.to_string(),
-                };
-                matches!(
-                    tokio::time::timeout(CHECK_TIMEOUT, client.check(request)).await,
-                    Ok(Ok(answer)) if answer.get_ref().status == WireStatus::Serving as i32
-                )
-            }
-        });
-        futures_util::future::join_all(checks)
-            .await
-            .into_iter()
-            .any(|serving| serving)
-    }
-}
-
 struct Checker {
     ports: Vec<PortHealth>,
     deps: Dependencies,
-    /// The health of a session in other processes.
-    session: Option<SessionHealth>,
     /// The statuses set last time (session, gateway), to log only changes.
     last: Option<(Option<bool>, Option<bool>)>,
     /// What the HTTP readiness probe answers; [`Readiness::Draining`] is final.
@@ -195,11 +109,10 @@ impl Checker {
             )),
             None => None,
         };
-        let gateway_ok = match (&self.deps.session_url, store_ok, &mut self.session) {
-            (None, _, _) => None,
-            (Some(_), Some(store_ok), _) => Some(store_ok),
-            (Some(_), None, Some(session)) => Some(session.any_serving().await),
-            (Some(_), None, None) => Some(false),
+        let gateway_ok = match (&mut self.deps.session_serving, store_ok) {
+            (None, _) => None,
+            (Some(_), Some(store_ok)) => Some(store_ok),
+            (Some(serving), None) => Some(any_serving(serving).await),
         };
         let status = |ok: bool| {
             if ok {
@@ -262,58 +175,27 @@ impl Checker {
     }
 }
 
+/// Whether any of the session's addresses answered SERVING at the channel's last probe; before
+/// its first probe has answered, waits for it up to [`CHECK_TIMEOUT`].
+async fn any_serving(serving: &mut Serving) -> bool {
+    let _ = tokio::time::timeout(CHECK_TIMEOUT, serving.wait_for(Option::is_some)).await;
+    matches!(*serving.borrow(), Some(n) if n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::net::TcpListener;
 
-    /// A session health service on loopback answering `status` for the session service.
-    async fn session_at(status: ServingStatus) -> SocketAddr {
-        let (reporter, service) = tonic_health::server::health_reporter();
-        reporter.set_service_status(SESSION_SERVICE, status).await;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _keep = reporter;
-            tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-                .await
-        });
-        addr
-    }
-
-    /// An address where nothing listens (connections are refused).
-    async fn nobody() -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        listener.local_addr().unwrap()
-    }
-
-    fn fixed(addrs: Vec<SocketAddr>) -> SessionHealth {
-        SessionHealth::with(
-            Box::new(move || {
-                let addrs = addrs.clone();
-                Box::pin(async move { Ok(addrs) })
-            }),
-            "http".into(),
-        )
-    }
-
-    /// Ready while any of the session's addresses serves, whichever comes first in the answer;
-    /// not ready when none does (one down, one NOT_SERVING).
+    /// Ready while any address serves; not without a probe's answer, nor when none serves.
     #[tokio::test]
     async fn the_gateway_is_ready_while_any_session_address_serves() {
-        let (dead, serving, not_serving) = (
-            nobody().await,
-            session_at(ServingStatus::Serving).await,
-            session_at(ServingStatus::NotServing).await,
-        );
-        assert!(
-            fixed(vec![dead, serving]).any_serving().await,
-            "the first is down"
-        );
-        assert!(fixed(vec![serving, dead]).any_serving().await);
-        assert!(!fixed(vec![dead, not_serving]).any_serving().await);
-        assert!(!fixed(vec![]).any_serving().await, "no session at all");
+        let (prober, mut never) = watch::channel(None);
+        drop(prober);
+        assert!(!any_serving(&mut never).await, "never probed");
+        let (tx, mut serving) = watch::channel(None);
+        tx.send_replace(Some(0));
+        assert!(!any_serving(&mut serving).await, "none serves");
+        tx.send_replace(Some(1));
+        assert!(any_serving(&mut serving).await, "one of two serves");
     }
 }

@@ -19,6 +19,8 @@ pub(crate) struct Built {
     pub(crate) api: PlayerServiceServer<PlayerApi>,
     pub(crate) gateway: Gateway,
     pub(crate) http: HttpConfig,
+    /// How many of the session's addresses serve (the gateway's readiness follows it).
+    pub(crate) session_serving: hidden_front_channel::Serving,
 }
 
 /// The gateway, its gRPC face and its HTTP routes. Without `matchmaking_url` the matchmaking
@@ -31,7 +33,7 @@ pub(crate) fn build(
     let auth = auth_config(args)?;
     let http = http_config(args, &auth)?;
     let authenticator = Authenticator::new(auth).context("player token configuration")?;
-    let session = hidden_front_channel::session_client(session_url)
+    let (session, session_serving) = hidden_front_channel::session_client_and_health(session_url)
         .with_context(|| format!("session URL {session_url:?}"))?;
     let matchmaking = matchmaking_url
         .map(|url| {
@@ -55,7 +57,12 @@ pub(crate) fn build(
     );
     let api = PlayerServiceServer::new(PlayerApi::new(gateway.clone()))
         .max_decoding_message_size(args.max_message_bytes);
-    Ok(Built { api, gateway, http })
+    Ok(Built {
+        api,
+        gateway,
+        http,
+        session_serving,
+    })
 }
 
 /// The HTTP routes beside the WebSocket API: the embedded browser client (unless

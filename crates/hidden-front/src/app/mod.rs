@@ -131,12 +131,17 @@ impl Application {
                 )
             })
             .transpose()?;
-        let (player, gateway, http_routes) = match roles.gateway {
+        let (player, gateway, http_routes, session_serving) = match roles.gateway {
             true => {
                 let built = gateway::build(&args, &session_url, matchmaking_url.as_deref())?;
-                (Some(built.api), Some(built.gateway), Some(built.http))
+                (
+                    Some(built.api),
+                    Some(built.gateway),
+                    Some(built.http),
+                    Some(built.session_serving),
+                )
             }
-            false => (None, None, None),
+            false => (None, None, None, None),
         };
         let (clock_api, clock) = roles
             .clock
@@ -202,7 +207,7 @@ impl Application {
                 .collect(),
             crate::health::Dependencies {
                 store: roles.needs_store().then(|| stores.games.clone()),
-                session_url: roles.gateway.then(|| session_url.clone()),
+                session_serving,
             },
             readiness.clone(),
         )
