@@ -68,6 +68,8 @@ pub async fn start(
     let mut checker = Checker {
         ports,
         deps,
+        store: Verdicts::default(),
+        session: Verdicts::default(),
         last: None,
         readiness,
     };
@@ -91,6 +93,9 @@ pub async fn start(
 struct Checker {
     ports: Vec<PortHealth>,
     deps: Dependencies,
+    /// What each dependency (store, session) answered lately.
+    store: Verdicts,
+    session: Verdicts,
     /// The statuses set last time (session, gateway), to log only changes.
     last: Option<(Option<bool>, Option<bool>)>,
     /// What the HTTP readiness probe answers; [`Readiness::Draining`] is final.
@@ -103,16 +108,16 @@ impl Checker {
             return;
         }
         let store_ok = match &self.deps.store {
-            Some(store) => Some(matches!(
+            Some(store) => Some(self.store.add(matches!(
                 tokio::time::timeout(CHECK_TIMEOUT, store.ping()).await,
                 Ok(Ok(()))
-            )),
+            ))),
             None => None,
         };
         let gateway_ok = match (&mut self.deps.session_serving, store_ok) {
             (None, _) => None,
             (Some(_), Some(store_ok)) => Some(store_ok),
-            (Some(serving), None) => Some(any_serving(serving).await),
+            (Some(serving), None) => Some(self.session.add(any_serving(serving).await)),
         };
         let status = |ok: bool| {
             if ok {
@@ -175,6 +180,34 @@ impl Checker {
     }
 }
 
+/// How many checks in a row a dependency that has answered before must fail before this
+/// process reports it down.
+pub const FAILURES_TO_DOWN: u32 = 2;
+
+/// One dependency's recent answers. Why not the last answer alone: under load one store ping
+/// can take longer than [`CHECK_TIMEOUT`] (the cluster test saw a session's pool slow for a
+/// moment while half the games moved to it from a lost host), and every gateway reading that
+/// one NOT_SERVING left the load balancer's rotation at the same time: a whole-service outage
+/// made of one slow answer. A dependency that never answered is down from the first check.
+#[derive(Debug, Default)]
+struct Verdicts {
+    answered_once: bool,
+    failures_in_a_row: u32,
+}
+
+impl Verdicts {
+    /// Counts one check's answer; whether the dependency counts as up now.
+    fn add(&mut self, ok: bool) -> bool {
+        if ok {
+            self.answered_once = true;
+            self.failures_in_a_row = 0;
+            return true;
+        }
+        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
+        self.answered_once && self.failures_in_a_row < FAILURES_TO_DOWN
+    }
+}
+
 /// Whether any of the session's addresses answered SERVING at the channel's last probe; before
 /// its first probe has answered, waits for it up to [`CHECK_TIMEOUT`].
 async fn any_serving(serving: &mut Serving) -> bool {
@@ -185,6 +218,20 @@ async fn any_serving(serving: &mut Serving) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Down from the first failed check when it never answered; after one that did, only from
+    /// the [`FAILURES_TO_DOWN`]th failure in a row.
+    #[test]
+    fn one_slow_answer_does_not_take_a_dependency_down() {
+        let mut never = Verdicts::default();
+        assert!(!never.add(false), "never answered");
+        let mut store = Verdicts::default();
+        assert!(store.add(true));
+        assert!(store.add(false), "one failure after an answer");
+        assert!(!store.add(false), "two in a row");
+        assert!(store.add(true), "back");
+        assert!(store.add(false));
+    }
 
     /// Ready while any address serves; not without a probe's answer, nor when none serves.
     #[tokio::test]
