@@ -930,3 +930,22 @@ async fn a_failing_creation_among_many_fails_alone() {
     store.close().await;
     drop(db);
 }
+
+/// Every connection of the store tells Postgres to end a transaction left idle past the store's
+/// limit: what happens to a session host cut off mid-command, so its locks do not outlive it
+/// (Postgres does the ending; the store's part is to ask for it on every connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_limits_idle_transactions() {
+    let db = TestDatabase::create().await;
+    let store = PostgresStore::connect_with(db.url(), 2).await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut conn = store.pool().acquire().await.unwrap();
+        let limit: String = sqlx::query_scalar("SHOW idle_in_transaction_session_timeout")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(limit, hidden_front_store::postgres::IDLE_IN_TRANSACTION_TIMEOUT);
+        held.push(conn);
+    }
+}

@@ -119,6 +119,16 @@ struct Inner {
     recent: Arc<recent::RecentEvents>,
 }
 
+/// How long Postgres lets one of this store's connections sit inside a transaction without
+/// sending anything before it ends the session (and with it the transaction and its locks). Every
+/// transaction here sends its statements back to back and lasts milliseconds. Why: a session host
+/// that vanishes mid-transaction (a lost node, a cut link: no FIN reaches Postgres) would
+/// otherwise hold its game rows' locks until the server's TCP keepalive gives up, hours by
+/// default, and every other replica's command on those games would wait on them, filling its
+/// pool (the cluster test saw a whole replica's health fail so). The command that was cut is
+/// not applied; its retry is.
+pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
+
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL) with a pool of
     /// [`DEFAULT_MAX_CONNECTIONS`] and a [`DEFAULT_CONNECT_TIMEOUT`]. Does not migrate: call
@@ -144,6 +154,10 @@ impl PostgresStore {
         if options.get_application_name().is_none() {
             options = options.application_name("hidden-front");
         }
+        options = options.options([(
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_TIMEOUT,
+        )]);
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(DEFAULT_CONNECT_TIMEOUT)
