@@ -37,9 +37,10 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
@@ -172,7 +173,9 @@ struct Run {
     config: ClusterConfig,
     pool: Pool,
     run_id: String,
-    stopping: AtomicBool,
+    /// Cancelled when the run winds down: every seat concedes at its next turn, and a seat
+    /// letting its clock run out gives that up at once instead of waiting for its timer.
+    stop: CancellationToken,
     games_seq: AtomicU64,
     out: Mutex<Outputs>,
     summary: Mutex<ClusterSummary>,
@@ -265,7 +268,7 @@ impl Run {
     }
 
     fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
+        self.stop.is_cancelled()
     }
 }
 
@@ -293,7 +296,7 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
     let run = Arc::new(Run {
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
         pool,
-        stopping: AtomicBool::new(false),
+        stop: CancellationToken::new(),
         games_seq: AtomicU64::new(0),
         out: Mutex::new(out),
         summary: Mutex::new(ClusterSummary {
@@ -319,7 +322,7 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
         let _ = out.streams.flush();
         let _ = out.commands.flush();
     }
-    run.stopping.store(true, Ordering::Relaxed);
+    run.stop.cancel();
     let finish = async {
         for slot in slots {
             let _ = slot.await;
@@ -777,6 +780,8 @@ impl Seat {
         let mut my_turn = false;
         // Since when this seat has been letting its clock run out, and at which version.
         let mut stalled: Option<(Instant, u64, u64)> = None;
+        // A stall given up at the wind-down: its timer may still fire before the concession.
+        let mut withdrawn: Option<(Instant, u64, u64)> = None;
         loop {
             if my_turn
                 && stalled.is_none()
@@ -809,7 +814,21 @@ impl Seat {
                 }
             }
             let mut rng = self.rng.clone();
-            let delivered = follower.next(&run, &mut rng, self.next_seq).await;
+            let delivered = match stalled {
+                // Letting the clock run out: until the timer fires, or the run winds down
+                // (then the seat concedes now rather than wait out its clock).
+                Some((since, at_ms, version)) => tokio::select! {
+                    delivered = follower.next(&run, &mut rng, self.next_seq) => delivered,
+                    () = run.stop.cancelled() => {
+                        self.rng = rng;
+                        self.stall_note(at_ms, version, "withdrawn", since);
+                        withdrawn = stalled.take();
+                        my_turn = true;
+                        continue;
+                    }
+                },
+                None => follower.next(&run, &mut rng, self.next_seq).await,
+            };
             self.rng = rng;
             match delivered {
                 Delivered::Event(event) => {
@@ -825,7 +844,7 @@ impl Seat {
                         Some(Event::TimedOut(out)) => {
                             my_turn = out.side != self.side as i32;
                             if out.side == self.side as i32 {
-                                match stalled.take() {
+                                match stalled.take().or_else(|| withdrawn.take()) {
                                     Some((since, at_ms, version)) => {
                                         self.stall_note(at_ms, version, "fired", since);
                                     }
