@@ -13,6 +13,7 @@
 //! The outages are real time passing (the scenario itself); every wait for the service is for a
 //! state, with a deadline.
 
+use hidden_front_e2e::cli::{TempFile, run, text};
 use hidden_front_e2e::client::{
     self, Client, confirm, create_timed, now_unix_ms, time_control, wait_for_view,
 };
@@ -216,6 +217,34 @@ async fn a_long_outage_in_play_costs_nobody_time() {
     );
     assert!(outages[0].0 >= OUTAGE.as_secs_f64(), "{outages:?}");
     assert!(outages[0].1 >= 1, "the move deadline moved: {outages:?}");
+
+    // The game's replay across the outage: its clock readings are the ones its times give (the
+    // ply after the outage reads negative, though no timeout happened), and the verifier,
+    // which derives each reading again, accepts the file.
+    client::resign(
+        &mut session,
+        &game,
+        pb::Side::South,
+        "after-outage-resign",
+        None,
+    )
+    .await
+    .expect("resigned");
+    let file = TempFile::new("outage-replay", "play.txt");
+    let session_url = format!("http://{}", server.session_addr());
+    let export = run(&[
+        "replay",
+        "export",
+        &game,
+        "--session-url",
+        &session_url,
+        "-o",
+        file.path(),
+    ])
+    .await;
+    assert!(export.status.success(), "export: {}", text(&export.stderr));
+    let verify = run(&["replay", "verify", file.path()]).await;
+    assert!(verify.status.success(), "verify: {}", text(&verify.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
