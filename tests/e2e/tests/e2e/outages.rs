@@ -13,7 +13,7 @@
 //! The outages are real time passing (the scenario itself); every wait for the service is for a
 //! state, with a deadline.
 
-use hidden_front_e2e::cli::{TempFile, run, text};
+use hidden_front_e2e::cli::TempFile;
 use hidden_front_e2e::client::{
     self, Client, confirm, create_timed, now_unix_ms, time_control, wait_for_view,
 };
@@ -232,19 +232,7 @@ async fn a_long_outage_in_play_costs_nobody_time() {
     .expect("resigned");
     let file = TempFile::new("outage-replay", "play.txt");
     let session_url = format!("http://{}", server.session_addr());
-    let export = run(&[
-        "replay",
-        "export",
-        &game,
-        "--session-url",
-        &session_url,
-        "-o",
-        file.path(),
-    ])
-    .await;
-    assert!(export.status.success(), "export: {}", text(&export.stderr));
-    let verify = run(&["replay", "verify", file.path()]).await;
-    assert!(verify.status.success(), "verify: {}", text(&verify.stderr));
+    crate::replay_export::export_and_verify(&session_url, &game, &file).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,8 +14,9 @@ use std::path::Path;
 /// A random Junqi game ends well within this: at most 49 fights, at most 100 plies between.
 const MAX_PLIES: usize = 50 * 101;
 
-/// Exports `game_id` into `file`, then verifies the file; returns the parsed replay.
-async fn export_and_verify(session: &str, game_id: &str, file: &TempFile) -> Replay {
+/// Exports `game_id` into `file`, then verifies the file; returns the parsed replay. (The
+/// outage tests use it too.)
+pub(crate) async fn export_and_verify(session: &str, game_id: &str, file: &TempFile) -> Replay {
     let export = run(&[
         "replay",
         "export",
