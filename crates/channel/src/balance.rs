@@ -95,7 +95,9 @@ pub fn balanced_channel(
         let host = host.clone();
         async move {
             let found = tokio::net::lookup_host((host.as_str(), port)).await;
-            found.map(|found| found.collect()).map_err(|error| (host, error))
+            found
+                .map(|found| found.collect())
+                .map_err(|error| (host, error))
         }
     };
     Ok(balanced_over(resolve, scheme, membership, configure))
@@ -269,10 +271,13 @@ mod tests {
 
     /// Waits for the next probe's count equal to `n`.
     async fn serving_becomes(serving: &mut Serving, n: usize) {
-        tokio::time::timeout(Duration::from_secs(20), serving.wait_for(|now| *now == Some(n)))
-            .await
-            .expect("the count in time")
-            .expect("the prober runs");
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            serving.wait_for(|now| *now == Some(n)),
+        )
+        .await
+        .expect("the count in time")
+        .expect("the prober runs");
     }
 
     /// Asks [`SERVICE`]'s health through the balanced channel itself, `times` times: every
@@ -310,12 +315,14 @@ mod tests {
             let addrs = addrs.clone();
             async move { Ok(addrs) }
         };
-        let (channel, mut serving) =
-            balanced_over(resolve, "http".to_string(), membership, |e| e);
+        let (channel, mut serving) = balanced_over(resolve, "http".to_string(), membership, |e| e);
         serving_becomes(&mut serving, 1).await;
         let serving_answer = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
         assert!(
-            answers_through(&channel, 20).await.iter().all(|&s| s == serving_answer),
+            answers_through(&channel, 20)
+                .await
+                .iter()
+                .all(|&s| s == serving_answer),
             "a call reached the address that does not serve"
         );
 
@@ -337,6 +344,11 @@ mod tests {
         // The other comes back: it alone gets the calls.
         set(&down_reporter, true).await;
         serving_becomes(&mut serving, 1).await;
-        assert!(answers_through(&channel, 20).await.iter().all(|&s| s == serving_answer));
+        assert!(
+            answers_through(&channel, 20)
+                .await
+                .iter()
+                .all(|&s| s == serving_answer)
+        );
     }
 }

@@ -16,6 +16,7 @@
 //! starts, [`Readiness::Draining`] is set and every status of every port turns NOT_SERVING for
 //! good, so gRPC and HTTP probes alike take the process out of rotation while it drains.
 
+use hidden_front_channel::Serving;
 use hidden_front_gateway::http::Readiness;
 use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
@@ -23,7 +24,6 @@ use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAK
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 use hidden_front_store::GameStore;
-use hidden_front_channel::Serving;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;

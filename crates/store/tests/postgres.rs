@@ -945,7 +945,10 @@ async fn every_connection_limits_idle_transactions() {
             .fetch_one(&mut *conn)
             .await
             .unwrap();
-        assert_eq!(limit, hidden_front_store::postgres::IDLE_IN_TRANSACTION_TIMEOUT);
+        assert_eq!(
+            limit,
+            hidden_front_store::postgres::IDLE_IN_TRANSACTION_TIMEOUT
+        );
         held.push(conn);
     }
 }

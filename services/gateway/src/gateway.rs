@@ -553,14 +553,12 @@ impl Gateway {
                 .await
                 .map(|r| r.into_inner().result),
         };
-        let result = result
-            .map_err(session_status)?
-            .ok_or_else(|| {
-                Status::from(ApiError::new(
-                    Reason::SessionUnavailable,
-                    "the session answered without a result",
-                ))
-            })?;
+        let result = result.map_err(session_status)?.ok_or_else(|| {
+            Status::from(ApiError::new(
+                Reason::SessionUnavailable,
+                "the session answered without a result",
+            ))
+        })?;
         Ok(pb::ActionResult {
             version: result.version,
             events: result.events,
