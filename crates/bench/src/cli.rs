@@ -687,6 +687,15 @@ pub fn play_table(report: &PlayReport) -> String {
         mib(m.rss_before_bytes),
         mib(m.rss_at_peak_bytes)
     );
+    let cpu = &p.cpu;
+    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} µs"));
+    let _ = writeln!(
+        out,
+        "  {:<34} server {} (process accounting), bench {}",
+        "CPU per move",
+        us(cpu.server_us_per_move),
+        us(cpu.bench_us_per_move)
+    );
     match (&report.pgbench, &report.pgbench_error) {
         (Some(pg), _) => {
             let _ = writeln!(

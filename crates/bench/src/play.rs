@@ -34,7 +34,7 @@ use crate::pb::player_service_client::PlayerServiceClient;
 use crate::pb::session_service_client::SessionServiceClient;
 use crate::report::{Latency, Load, latency_histogram};
 use crate::rng::SeatRng;
-use crate::server::rss_bytes;
+use crate::server::{cpu_seconds, own_cpu_seconds, rss_bytes};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -117,6 +117,46 @@ pub struct MemoryFigures {
     pub bytes_per_stream: Option<f64>,
 }
 
+/// CPU time spent during the run's window (its start to its end), by the server process and by
+/// the bench itself, from each process's own accounting (`/proc/PID/stat`). On a machine the
+/// bench shares with the server, moves/s and latency measure both; these say which one paid.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CpuFigures {
+    /// The server process's CPU seconds (user + system) in the window, if its pid is known.
+    pub server_seconds: Option<f64>,
+    /// `server_seconds` / moves, in microseconds.
+    pub server_us_per_move: Option<f64>,
+    /// The bench's own CPU seconds in the window.
+    pub bench_seconds: Option<f64>,
+    /// `bench_seconds` / moves, in microseconds.
+    pub bench_us_per_move: Option<f64>,
+}
+
+impl CpuFigures {
+    /// The figures of a window whose ends read `before` and `after` (server, bench) and in
+    /// which `moves` moves were acknowledged.
+    fn of(
+        before: (Option<f64>, Option<f64>),
+        after: (Option<f64>, Option<f64>),
+        moves: u64,
+    ) -> CpuFigures {
+        let spent = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+        let per_move = |seconds: Option<f64>| {
+            seconds
+                .filter(|_| moves > 0)
+                .map(|s| s * 1e6 / moves as f64)
+        };
+        let server_seconds = spent(before.0, after.0);
+        let bench_seconds = spent(before.1, after.1);
+        CpuFigures {
+            server_seconds,
+            server_us_per_move: per_move(server_seconds),
+            bench_seconds,
+            bench_us_per_move: per_move(bench_seconds),
+        }
+    }
+}
+
 /// The figures of a `bench play` run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PlayFigures {
@@ -161,6 +201,8 @@ pub struct PlayFigures {
     pub errors: BTreeMap<String, u64>,
     /// Server memory.
     pub memory: MemoryFigures,
+    /// CPU time of the server and of the bench within the run's window.
+    pub cpu: CpuFigures,
     /// Machine load before the run.
     pub load_before: Load,
     /// Machine load at its end.
@@ -338,8 +380,14 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     let pid = config.server_pid;
     let rss_before = pid.and_then(rss_bytes);
     let load_before = Load::now();
+    let cpu_before = (pid.and_then(cpu_seconds), own_cpu_seconds());
     let start = Instant::now();
     let end = start + config.duration;
+    // The CPU times at the window's end, read on time whatever the games are doing then.
+    let cpu_after = tokio::spawn(async move {
+        tokio::time::sleep_until(end).await;
+        (pid.and_then(cpu_seconds), own_cpu_seconds())
+    });
     let run = Arc::new(Run {
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
         pool,
@@ -398,6 +446,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     let elapsed = end.saturating_duration_since(start).min(start.elapsed());
     let (streams_at_peak, rss_at_peak) = sampler.await.unwrap_or((0, None));
     let moves = run.moves.load(Ordering::Relaxed);
+    let cpu_after = cpu_after.await.unwrap_or((None, None));
     let recorder = run.recorder.lock();
     let bytes_per_stream = match (rss_before, rss_at_peak) {
         (Some(before), Some(peak)) if streams_at_peak > 0 => {
@@ -447,6 +496,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             streams_at_peak: streams_at_peak as u64,
             bytes_per_stream,
         },
+        cpu: CpuFigures::of(cpu_before, cpu_after, moves),
         load_before,
         load_after: Load::now(),
     })

@@ -310,6 +310,29 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// CPU time (user + system) the process `pid` has used so far, from `/proc/PID/stat`, or `None`
+/// where it cannot be read. Taken at both ends of a run, it gives the server's own CPU per move,
+/// which stays true when the bench shares the cores (and its own CPU) with the server.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    stat_cpu_seconds(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// [`cpu_seconds`] of this process (the bench).
+pub fn own_cpu_seconds() -> Option<f64> {
+    stat_cpu_seconds(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// `utime` + `stime` of a `/proc/PID/stat` line. They are fields 14 and 15, counted after the
+/// command name, which is in parentheses and may itself hold spaces; the unit is the clock tick,
+/// 100 a second on every Linux this runs on (`USER_HZ`).
+fn stat_cpu_seconds(stat: &str) -> Option<f64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
 /// The `hidden-front` binary to spawn: this very executable when it is `hidden-front`.
 pub fn own_binary() -> Result<PathBuf, BenchError> {
     std::env::current_exe().map_err(|e| BenchError::io("locating this executable", e))
@@ -318,6 +341,18 @@ pub fn own_binary() -> Result<PathBuf, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_a_command_name_with_spaces() {
+        let stat = "4242 (hidden front) S 1 4242 4242 0 -1 4194304 100 0 0 0 250 75 0 0 20 0 9 0";
+        assert_eq!(stat_cpu_seconds(stat), Some(3.25));
+        assert_eq!(stat_cpu_seconds("4242 (cut"), None);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        assert!(own_cpu_seconds().is_some_and(|s| s >= 0.0));
+    }
 
     #[test]
     fn database_names_replace_the_path_and_keep_the_query() {
