@@ -104,9 +104,16 @@ pub struct ServeArgs {
     /// Seconds to finish in-flight work after SIGTERM/SIGINT before exiting regardless.
     #[arg(long, env = "HF_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
     pub shutdown_grace_seconds: u64,
-    /// Where the gateway finds the session service (default: this process's own port).
+    /// Where the gateway (and the clock, and matchmaking) find the session service over gRPC.
+    /// Default: this process's own session, called directly in process (no socket); without a
+    /// session here, this process's own port.
     #[arg(long, env = "HF_SESSION_URL")]
     pub session_url: Option<String>,
+    /// With the session in this process and no `--session-url`: call it in process (`true`), or
+    /// over gRPC on this process's own internal port (`false`), as a cluster's services call each
+    /// other, to compare the two or to exercise the network path on one box.
+    #[arg(long, env = "HF_IN_PROCESS_SESSION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub in_process_session: bool,
     /// HS256 secrets for player tokens, comma-separated (several allow rotation). Without any
     /// secret or public key the gateway uses the development secret and says so loudly.
     #[arg(

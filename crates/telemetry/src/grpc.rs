@@ -148,18 +148,93 @@ pub struct Injecting<S> {
 }
 
 impl<S> Injecting<S> {
-    /// Wraps `inner`.
-    pub fn new(inner: S) -> Injecting<S> {
-        Injecting { inner }
+    /// Wraps `inner` (anything that converts into it: a tonic `Channel` for a
+    /// [`TracedChannel`]).
+    pub fn new(inner: impl Into<S>) -> Injecting<S> {
+        Injecting {
+            inner: inner.into(),
+        }
     }
 }
 
-/// A tonic channel that sends the current trace context along with every call.
-pub type TracedChannel = Injecting<tonic::transport::Channel>;
+/// A client of another service that sends the current trace context along with every call:
+/// over a tonic channel to another process, or straight into a service of this process
+/// ([`Upstream::Local`]).
+pub type TracedChannel = Injecting<Upstream>;
 
 impl From<tonic::transport::Channel> for TracedChannel {
     fn from(channel: tonic::transport::Channel) -> TracedChannel {
         Injecting::new(channel)
+    }
+}
+
+impl TracedChannel {
+    /// A client that calls `service`, a server of this process with its layers, directly: the
+    /// request and answer are still gRPC messages (encoded, framed, decoded, with metadata and
+    /// trailers), but no socket, HTTP/2 or HPACK lies between them.
+    pub fn local(service: LocalService) -> TracedChannel {
+        Injecting::new(Upstream::Local(service))
+    }
+}
+
+/// Any error of a client call, as tonic's clients take it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A gRPC server of this process as a client calls it: the generated server behind the same
+/// layers its port has (span, metrics, the error contract), answering with a tonic body.
+pub type LocalService = tower::util::BoxCloneSyncService<
+    http::Request<tonic::body::Body>,
+    http::Response<tonic::body::Body>,
+    BoxError,
+>;
+
+/// Where a client's calls go: to another process over a tonic channel, or to a server of this
+/// process called as a tower service. Inside one process the second saves the sockets, HTTP/2
+/// framing and header compression of every call on both sides (the one-box mode's gateway
+/// calls its own session this way); between processes it is always the first.
+#[derive(Clone)]
+pub enum Upstream {
+    /// Another process, over HTTP/2.
+    Remote(tonic::transport::Channel),
+    /// A server of this process, called directly.
+    Local(LocalService),
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Upstream::Remote(channel) => f.debug_tuple("Remote").field(channel).finish(),
+            Upstream::Local(_) => f.write_str("Local"),
+        }
+    }
+}
+
+impl From<tonic::transport::Channel> for Upstream {
+    fn from(channel: tonic::transport::Channel) -> Upstream {
+        Upstream::Remote(channel)
+    }
+}
+
+impl Service<http::Request<tonic::body::Body>> for Upstream {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        match self {
+            Upstream::Remote(channel) => channel.poll_ready(cx).map_err(Into::into),
+            Upstream::Local(service) => service.poll_ready(cx),
+        }
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        match self {
+            Upstream::Remote(channel) => {
+                let answer = channel.call(request);
+                Box::pin(async move { answer.await.map_err(Into::into) })
+            }
+            Upstream::Local(service) => service.call(request),
+        }
     }
 }
 
@@ -245,7 +320,7 @@ mod tests {
             let caller_context = caller.context();
             let trace_id = caller_context.span().span_context().trace_id();
             let sent = caller
-                .in_scope(|| Injecting::new(Echo).call(http::Request::new(())))
+                .in_scope(|| Injecting::<Echo>::new(Echo).call(http::Request::new(())))
                 .into_inner()
                 .expect("the echo answers")
                 .into_body();
@@ -268,7 +343,7 @@ mod tests {
     #[test]
     fn without_a_current_span_nothing_is_sent() {
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-        let sent = Injecting::new(Echo)
+        let sent = Injecting::<Echo>::new(Echo)
             .call(http::Request::new(()))
             .into_inner()
             .expect("the echo answers")

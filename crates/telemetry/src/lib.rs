@@ -16,8 +16,8 @@
 mod grpc;
 
 pub use grpc::{
-    GrpcServerLayer, GrpcServerService, InjectLayer, Injecting, TracedChannel, current_traceparent,
-    set_remote_parent,
+    BoxError, GrpcServerLayer, GrpcServerService, InjectLayer, Injecting, LocalService,
+    TracedChannel, Upstream, current_traceparent, set_remote_parent,
 };
 
 use opentelemetry::trace::TracerProvider as _;

@@ -1,8 +1,7 @@
 //! The clock of this process: its read-only gRPC API and its firing loop, aimed at the session
-//! at `session_url`.
+//! by its route (this process's own, called directly, or another's over gRPC).
 
 use crate::config::ServeArgs;
-use anyhow::Context;
 use hidden_front_clock::{Clock, ClockConfig, ClockService, SessionTarget};
 use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
 use hidden_front_store::{GameStore, TimerStore};
@@ -13,10 +12,9 @@ use std::time::Duration;
 pub(crate) fn parts(
     args: &ServeArgs,
     store: Arc<dyn GameStore>,
-    session_url: &str,
+    session: &super::session::SessionRoute,
 ) -> anyhow::Result<(ClockServiceServer<ClockService>, Clock)> {
-    let session = hidden_front_channel::session_client(session_url)
-        .with_context(|| format!("session URL {session_url:?}"))?;
+    let session = session.client()?;
     let config = ClockConfig {
         owner: args
             .clock_id

@@ -23,18 +23,17 @@ pub(crate) struct Built {
     pub(crate) session_serving: hidden_front_channel::Serving,
 }
 
-/// The gateway, its gRPC face and its HTTP routes. Without `matchmaking_url` the matchmaking
+/// The gateway, its gRPC face and its HTTP routes, calling the session by `session`. Without `matchmaking_url` the matchmaking
 /// operations answer UNAVAILABLE.
 pub(crate) fn build(
     args: &ServeArgs,
-    session_url: &str,
+    session: &super::session::SessionRoute,
     matchmaking_url: Option<&str>,
 ) -> anyhow::Result<Built> {
     let auth = auth_config(args)?;
     let http = http_config(args, &auth)?;
     let authenticator = Authenticator::new(auth).context("player token configuration")?;
-    let (session, session_serving) = hidden_front_channel::session_client_and_health(session_url)
-        .with_context(|| format!("session URL {session_url:?}"))?;
+    let (session, session_serving) = session.client_and_health()?;
     let matchmaking = matchmaking_url
         .map(|url| {
             hidden_front_channel::matchmaking_client(url)

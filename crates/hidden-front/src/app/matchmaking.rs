@@ -1,7 +1,6 @@
 //! The matchmaking service of this process, on the process's Postgres (or in memory), calling
-//! the session at `session_url`, making invite links under `invite_base_url`.
+//! the session by its route, making invite links under `invite_base_url`.
 
-use anyhow::Context;
 use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
@@ -15,7 +14,7 @@ use std::sync::Arc;
 pub(crate) fn service(
     postgres: Option<&PostgresStore>,
     memory: Option<&Arc<MemoryStore>>,
-    session_url: &str,
+    session: &super::session::SessionRoute,
     invite_base_url: &str,
 ) -> anyhow::Result<MatchmakingService> {
     let store: Arc<dyn MatchStore> = match postgres {
@@ -27,8 +26,7 @@ pub(crate) fn service(
             None => Arc::new(MemoryMatchStore::new()),
         },
     };
-    let session = hidden_front_channel::session_client(session_url)
-        .with_context(|| format!("session URL {session_url:?}"))?;
+    let session = session.client()?;
     Ok(MatchmakingService::new(
         store,
         session,

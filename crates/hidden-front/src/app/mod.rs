@@ -107,6 +107,15 @@ impl Application {
             }
             false => (None, None, None),
         };
+        // This process's gateway, clock and matchmaking call its own session directly (unless
+        // `--session-url` names one, or `--in-process-session false`); another process's over
+        // gRPC.
+        let session_route = match (&session, &args.session_url) {
+            (Some(server), None) if args.in_process_session => {
+                session::SessionRoute::Local(grpc::local_service(server.clone()))
+            }
+            _ => session::SessionRoute::Remote(session_url.clone()),
+        };
         let webhooks = webhooks::build(&args, roles.session, &stores)?;
         // Bound before matchmaking is built: its invite links default to this listener's page.
         let http_listener = match roles.gateway {
@@ -126,14 +135,14 @@ impl Application {
                 matchmaking::service(
                     stores.postgres.as_ref(),
                     stores.memory.as_ref(),
-                    &session_url,
+                    &session_route,
                     &invite_base_url,
                 )
             })
             .transpose()?;
         let (player, gateway, http_routes, session_serving) = match roles.gateway {
             true => {
-                let built = gateway::build(&args, &session_url, matchmaking_url.as_deref())?;
+                let built = gateway::build(&args, &session_route, matchmaking_url.as_deref())?;
                 (
                     Some(built.api),
                     Some(built.gateway),
@@ -145,7 +154,7 @@ impl Application {
         };
         let (clock_api, clock) = roles
             .clock
-            .then(|| clock::parts(&args, stores.games.clone(), &session_url))
+            .then(|| clock::parts(&args, stores.games.clone(), &session_route))
             .transpose()?
             .unzip();
 

@@ -3,11 +3,53 @@
 use crate::config::ServeArgs;
 use anyhow::Context;
 use hidden_front_proto::v1::admin_service_server::AdminServiceServer;
+use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
 use hidden_front_session::{AdminService, AdminTokens, PulseConfig, SessionConfig, SessionService};
 use hidden_front_store::GameStore;
+use hidden_front_telemetry::{LocalService, TracedChannel};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How this process's gateway, clock and matchmaking reach the session.
+#[derive(Clone)]
+pub(crate) enum SessionRoute {
+    /// The session of another process (`--session-url`, or no session here): gRPC over HTTP/2,
+    /// balanced over every address of its host.
+    Remote(String),
+    /// The session server of this process, called directly as a tower service behind its port's
+    /// layers ([`super::grpc::local_service`]). The same requests, handlers, spans, metrics and
+    /// error mapping as over a socket; none of the loopback connection's HTTP/2 framing, HPACK
+    /// and socket writes, which were most of a one-box move's cost (docs/benchmarks.md).
+    Local(LocalService),
+}
+
+impl SessionRoute {
+    /// A client of the session by this route, with the answer limit every session client has.
+    pub(crate) fn client(&self) -> anyhow::Result<SessionServiceClient<TracedChannel>> {
+        self.client_and_health().map(|(client, _)| client)
+    }
+
+    /// [`Self::client`], and how many of the session's addresses serve (the gateway's readiness
+    /// follows it). The session of this process has one, always there: its health is the
+    /// store's, which this process checks itself.
+    pub(crate) fn client_and_health(
+        &self,
+    ) -> anyhow::Result<(
+        SessionServiceClient<TracedChannel>,
+        hidden_front_channel::Serving,
+    )> {
+        match self {
+            SessionRoute::Remote(url) => hidden_front_channel::session_client_and_health(url)
+                .with_context(|| format!("session URL {url:?}")),
+            SessionRoute::Local(service) => Ok((
+                SessionServiceClient::new(TracedChannel::local(service.clone()))
+                    .max_decoding_message_size(hidden_front_channel::MAX_ANSWER_BYTES),
+                tokio::sync::watch::channel(Some(1)).1,
+            )),
+        }
+    }
+}
 
 /// The session's gRPC service on `store`, and its admin API on the same session (store, cache and
 /// command path). The session's answers may be large (a whole game's events), so they may reach
