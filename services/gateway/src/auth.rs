@@ -30,6 +30,16 @@
 //! anything decoded from it (messages end up in client logs and bug reports).
 //!
 //! The crypto is `jsonwebtoken` on its pure-Rust backend, so building needs no system library.
+//!
+//! # Tokens verified before
+//!
+//! A player sends the same token with every call (two a move), so each [`Authenticator`] keeps
+//! the tokens it verified ([`MAX_VERIFIED_TOKENS`] at most, all forgotten when full): a token
+//! seen again, byte for byte, is the same player without the signature, base64 and JSON work
+//! again, but only while its own times hold without any leeway (after `nbf` and `iat`, before
+//! `exp`); outside them it is checked in full, which gives the exact answer. The keys, issuer,
+//! audience and guest policy are fixed for an authenticator's life, so nothing else can change
+//! the answer for the same bytes. Only accepted tokens are kept.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -55,6 +65,10 @@ pub const MIN_HS256_SECRET_BYTES: usize = 32;
 /// Largest accepted `sub` (player id), in bytes: ids travel in every event and log line, and
 /// the session service stores them.
 pub const MAX_SUBJECT_BYTES: usize = 128;
+
+/// Most tokens an [`Authenticator`] remembers as verified; when full it forgets them all (each
+/// is then verified once more on its next use). A few hundred bytes each.
+pub const MAX_VERIFIED_TOKENS: usize = 32_768;
 
 /// Largest accepted token, in bytes. Platform tokens are a few hundred bytes; the cap keeps a
 /// hostile client from making the gateway base64-decode and parse megabytes per request.
@@ -338,6 +352,44 @@ struct Inner {
     allow_guest_tokens: bool,
     leeway_seconds: u64,
     uses_dev_secret: bool,
+    /// Tokens accepted before, by their exact text ([module docs](self)).
+    verified: parking_lot::Mutex<HashMap<Box<str>, Verified>>,
+}
+
+/// An accepted token's player and the seconds between which that answer stands without a
+/// fresh check: from its `nbf` and `iat` (the later, rounded up) to just before its `exp`
+/// (rounded down), no leeway either side.
+#[derive(Debug, Clone)]
+struct Verified {
+    player: Player,
+    from: u64,
+    until: u64,
+}
+
+impl Verified {
+    /// The window of `claims` (already accepted), or `None` for an `exp` that is not a number.
+    fn of(player: &Player, claims: &Map<String, Value>) -> Option<Verified> {
+        let seconds = |name: &str| claims.get(name).and_then(Value::as_f64);
+        let until = seconds("exp")
+            .filter(|exp| exp.is_finite() && *exp > 0.0)?
+            .floor() as u64;
+        let from = [seconds("nbf"), seconds("iat")]
+            .into_iter()
+            .flatten()
+            .filter(|t| t.is_finite())
+            .fold(0.0_f64, f64::max)
+            .ceil() as u64;
+        Some(Verified {
+            player: player.clone(),
+            from,
+            until,
+        })
+    }
+
+    /// Whether the answer stands at `now` (seconds since the epoch).
+    fn holds_at(&self, now: u64) -> bool {
+        self.from <= now && now < self.until
+    }
 }
 
 /// Everything needed to check a token of one algorithm.
@@ -432,6 +484,7 @@ impl Authenticator {
                     .hs256_secrets
                     .iter()
                     .any(|secret| secret.as_slice() == DEV_SECRET.as_bytes()),
+                verified: parking_lot::Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -521,6 +574,31 @@ impl Authenticator {
     /// WebSocket handshake).
     pub fn authenticate_token(&self, token: &str) -> Result<Player, AuthError> {
         let token = token.trim();
+        if let Some(known) = self.inner.verified.lock().get(token)
+            && known.holds_at(now_seconds())
+        {
+            return Ok(known.player.clone());
+        }
+        let (player, claims) = self.verify(token)?;
+        if let Some(verified) = Verified::of(&player, &claims)
+            && verified.holds_at(now_seconds())
+        {
+            let mut known = self.inner.verified.lock();
+            if known.len() >= MAX_VERIFIED_TOKENS {
+                known.clear();
+            }
+            known.insert(token.into(), verified);
+        }
+        Ok(player)
+    }
+
+    /// Tokens remembered as verified now.
+    pub fn verified_tokens(&self) -> usize {
+        self.inner.verified.lock().len()
+    }
+
+    /// The full check of a token: shape, header, signature, claims. The player and the claims.
+    fn verify(&self, token: &str) -> Result<(Player, Map<String, Value>), AuthError> {
         check_token_shape(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             AuthError::Malformed(
@@ -547,7 +625,8 @@ impl Authenticator {
             }
         }
         let claims = claims.ok_or(AuthError::BadSignature)?;
-        self.player(&claims)
+        let player = self.player(&claims)?;
+        Ok((player, claims))
     }
 
     /// The checks `jsonwebtoken` does not make: `iat`, `sub`, `guest`.
@@ -907,4 +986,35 @@ fn now_seconds() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(claims: Value) -> Option<Verified> {
+        let player = Player {
+            id: "p".into(),
+            guest: false,
+        };
+        Verified::of(&player, claims.as_object().expect("an object"))
+    }
+
+    #[test]
+    fn a_remembered_answer_holds_only_inside_the_tokens_own_times() {
+        let verified =
+            window(serde_json::json!({ "nbf": 10, "iat": 9.5, "exp": 20.7 })).expect("a window");
+        assert_eq!((verified.from, verified.until), (10, 20));
+        assert!(!verified.holds_at(9));
+        assert!(verified.holds_at(10));
+        assert!(verified.holds_at(19));
+        // From `exp` on (leeway or not), only the full check answers.
+        assert!(!verified.holds_at(20));
+        assert!(!verified.holds_at(21));
+        // `iat` in a fraction of a second: from the next whole second.
+        let verified = window(serde_json::json!({ "iat": 11.2, "exp": 30 })).expect("a window");
+        assert_eq!(verified.from, 12);
+        assert!(window(serde_json::json!({ "iat": 11 })).is_none());
+        assert!(window(serde_json::json!({ "exp": "soon" })).is_none());
+    }
 }

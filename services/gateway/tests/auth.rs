@@ -134,6 +134,54 @@ fn assert_no_leak(message: &str, token: &str) {
 }
 
 #[test]
+fn a_token_seen_again_is_the_same_player_from_the_verified_tokens() {
+    let auth = auth(hs_config());
+    let token = hs256(SECRET, &claims("alice"));
+    assert_eq!(auth.authenticate_token(&token), Ok(player("alice")));
+    assert_eq!(auth.verified_tokens(), 1);
+    let header = format!("Bearer {token}");
+    assert_eq!(auth.authenticate_header(Some(&header)), Ok(player("alice")));
+    assert_eq!(auth.verified_tokens(), 1);
+    // A clone shares them: one set per gateway, whichever connection asks.
+    assert_eq!(auth.clone().authenticate_token(&token), Ok(player("alice")));
+    assert_eq!(auth.verified_tokens(), 1);
+}
+
+#[test]
+fn refused_tokens_are_never_remembered() {
+    let auth = auth(hs_config());
+    let forged = hs256(OTHER_SECRET, &claims("mallory"));
+    for _ in 0..2 {
+        assert_refused(
+            auth.authenticate_token(&forged),
+            AuthError::BadSignature,
+            &forged,
+        );
+    }
+    let expired = hs256(SECRET, &with(claims("bob"), "exp", json!(now() - 3600)));
+    assert_refused(
+        auth.authenticate_token(&expired),
+        AuthError::Expired,
+        &expired,
+    );
+    assert_eq!(auth.verified_tokens(), 0);
+}
+
+#[test]
+fn tokens_accepted_only_by_the_leeway_are_checked_in_full_every_time() {
+    // Within the default leeway of a minute: accepted, but not inside their own times, so never
+    // answered from memory.
+    let auth = auth(hs_config());
+    let just_expired = hs256(SECRET, &with(claims("carol"), "exp", json!(now() - 5)));
+    let not_yet = hs256(SECRET, &with(claims("dave"), "nbf", json!(now() + 30)));
+    for token in [&just_expired, &not_yet] {
+        assert!(auth.authenticate_token(token).is_ok());
+        assert!(auth.authenticate_token(token).is_ok());
+    }
+    assert_eq!(auth.verified_tokens(), 0);
+}
+
+#[test]
 fn authenticator_is_cheap_to_share() {
     fn shareable<T: Clone + Send + Sync + 'static>() {}
     shareable::<Authenticator>();
