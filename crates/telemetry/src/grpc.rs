@@ -233,7 +233,20 @@ impl Service<http::Request<tonic::body::Body>> for Upstream {
                 let answer = channel.call(request);
                 Box::pin(async move { answer.await.map_err(Into::into) })
             }
-            Upstream::Local(service) => service.call(request),
+            // Run in a task of its own, as a server runs each call: the handler then goes on at
+            // the runtime's pace whatever the caller does with this future meanwhile (holds it
+            // unpolled behind other work, drops it). Polled only by its caller, a handler could
+            // sit inside a store transaction, holding its locks, until Postgres ends the session
+            // (`idle_in_transaction_session_timeout`); the presence pushes test caught that.
+            Upstream::Local(service) => {
+                let answer = tokio::spawn(service.call(request));
+                Box::pin(async move {
+                    match answer.await {
+                        Ok(answer) => answer,
+                        Err(failed) => Err(Box::new(failed) as BoxError),
+                    }
+                })
+            }
         }
     }
 }
