@@ -27,16 +27,21 @@ pub fn new_game(seed: u64, south: &str, north: &str) -> (GameMeta, Game, Vec<Eve
     (meta, game, events)
 }
 
-/// Creates a real game in `store` under a fresh creation key; returns its metadata and state.
+/// Creates a real game in `store` under a fresh creation key, with the id the store gives it
+/// ([`GameStore::new_game_id`]); returns its metadata and state.
 pub async fn create_game(
     store: &dyn GameStore,
     seed: u64,
     south: &str,
     north: &str,
 ) -> (GameMeta, Game) {
-    let (meta, game, events) = new_game(seed, south, north);
+    let (mut meta, game, events) = new_game(seed, south, north);
+    let key = format!("create-{}", meta.game_id);
+    // Placed by the store, as the session places a new game: on a sharded store the games of
+    // a check spread over the shards.
+    meta.game_id = store.new_game_id(&key);
     let created = store
-        .create(&format!("create-{}", meta.game_id), &meta, &events, &game)
+        .create(&key, &meta, &events, &game)
         .await
         .expect("create a game");
     assert_eq!(created.game_id, meta.game_id, "create returns the new id");

@@ -321,7 +321,11 @@ pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore
     let (barrier, _) = create_game(store, 41, &player("bs"), &player("bn")).await;
     let (id, other) = (meta.game_id, barrier.game_id);
     // As the session's pump takes them: `watch` first (it starts listening), then the status.
+    // Both games, as the contract asks of a status reader (a sharded store listens per shard,
+    // and the two games may be on different shards). On one database the barrier below orders
+    // the notifications; across shards it cannot, and the "nobody woken" checks are weaker.
     let _versions = store.watch(id).await.expect("watch");
+    let _barrier_versions = store.watch(other).await.expect("watch the barrier game");
     let mut changes = store.status_changes(id);
     let mut barrier_changes = store.status_changes(other);
     let now = whole_second_now();

@@ -30,7 +30,9 @@ pub mod admin;
 pub mod continuity;
 pub mod memory;
 pub mod notifier;
+pub mod placement;
 pub mod postgres;
+pub mod sharded;
 pub mod timers;
 
 pub use admin::{
@@ -297,6 +299,57 @@ pub enum StoreError {
     /// Migrations failed.
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The shard that holds the game cannot serve it now: it is unreachable, or it was and its
+    /// pulse has not yet accounted for the time it was away (so no deadline is judged before the
+    /// outage moved it). Retriable; the other shards' games are unaffected.
+    #[error("shard {shard} is unavailable: {reason}")]
+    ShardUnavailable {
+        /// The shard's index.
+        shard: placement::ShardIndex,
+        /// Why.
+        reason: String,
+    },
+    /// The game id names a shard this store does not have (fewer shards are configured than
+    /// when the game was created).
+    #[error(
+        "game {game_id} lives on shard {shard}, but only {shards} shards are configured: was a shard removed from the list?"
+    )]
+    NoSuchShard {
+        /// The game.
+        game_id: Uuid,
+        /// The shard its id names.
+        shard: placement::ShardIndex,
+        /// How many shards are configured.
+        shards: usize,
+    },
+    /// A database of a sharded store records another index than the one it is configured at:
+    /// the list of shards is in the wrong order or names a wrong database, and games would be
+    /// looked for in the wrong place.
+    #[error(
+        "the database configured as shard {configured} is shard {recorded}: list the shards in the order they were first given"
+    )]
+    WrongShard {
+        /// Its index in the configured list.
+        configured: placement::ShardIndex,
+        /// The index the database recorded when it was first opened as a shard.
+        recorded: placement::ShardIndex,
+    },
+}
+
+impl StoreError {
+    /// Whether the failure is the store's (unreachable, broken or misconfigured), not an answer
+    /// about a game: what a caller reports as unavailable and counts as a store failure.
+    pub fn is_store_failure(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(_)
+                | StoreError::Corrupt { .. }
+                | StoreError::Migrate(_)
+                | StoreError::ShardUnavailable { .. }
+                | StoreError::NoSuchShard { .. }
+                | StoreError::WrongShard { .. }
+        )
+    }
 }
 
 /// A game in the feed of ended games ([`GameStore::ended_games`]).
@@ -369,6 +422,15 @@ pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
         timers: &[Timer],
         facts: &[NewFact],
     ) -> Result<Created, StoreError>;
+
+    /// The id for a new game created under `creation_key`: where the store will keep it is
+    /// written in it ([`placement`]), so a sharded store finds the game from its id alone. A
+    /// store of one database answers a time-ordered (version 7) id; a sharded one, the same id
+    /// placed on the shard the key hashes to, so a retried creation meets its first attempt.
+    fn new_game_id(&self, creation_key: &str) -> Uuid {
+        let _ = creation_key;
+        Uuid::now_v7()
+    }
 
     /// The game's metadata, version and state; `None` if there is no such game.
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError>;

@@ -426,7 +426,8 @@ async fn migrations_are_idempotent(pool: PgPool) {
             "lifecycle_facts",
             "presence",
             "service_outages",
-            "service_pulse"
+            "service_pulse",
+            "store_shard"
         ]
     );
     store.close().await;

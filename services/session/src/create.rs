@@ -52,17 +52,19 @@ impl SessionService {
             Side::North
         };
         let (game, events) = Game::create(rules, first_mover, &mut rng);
-        let meta = GameMeta {
-            game_id: Uuid::now_v7(),
-            rules: rules.name(),
-            time_control,
-            south_player: request.south_player,
-            north_player: request.north_player,
-        };
         let key = if request.idempotency_key.is_empty() {
             Uuid::new_v4().to_string()
         } else {
             request.idempotency_key
+        };
+        let meta = GameMeta {
+            // Placed by the store (on a sharded store, on the key's shard, so a retry with this
+            // key meets the first creation).
+            game_id: self.store.new_game_id(&key),
+            rules: rules.name(),
+            time_control,
+            south_player: request.south_player,
+            north_player: request.north_player,
         };
         // The deployment deadline is durable with the game itself, armed only once any outage
         // before it was accounted for (else the outage would move it too).

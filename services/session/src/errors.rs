@@ -79,6 +79,23 @@ pub fn store_error_status(error: &StoreError) -> Status {
             )
             .into()
         }
+        // The game's shard cannot serve it now; the others' games go on.
+        StoreError::ShardUnavailable { .. } => {
+            tracing::warn!(error = %error, "a shard is unavailable");
+            ApiError::new(
+                Reason::StoreUnavailable,
+                "the shard of this game is unavailable; retry with the same idempotency key",
+            )
+            .into()
+        }
+        StoreError::NoSuchShard { .. } | StoreError::WrongShard { .. } => {
+            tracing::error!(error = %error, "the store's shards are misconfigured");
+            ApiError::new(
+                Reason::StoreUnavailable,
+                "the game store is unavailable; retry with the same idempotency key",
+            )
+            .into()
+        }
         StoreError::Corrupt { game_id, .. } => {
             tracing::error!(error = %error, "corrupt game data");
             ApiError::new(

@@ -32,9 +32,7 @@ impl MeteredStore {
 /// error; conflicts, duplicates and unknown games are answers, not failures).
 fn counted<T>(operation: &'static str, result: Result<T, StoreError>) -> Result<T, StoreError> {
     metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation).increment(1);
-    if let Err(StoreError::Database(_) | StoreError::Corrupt { .. } | StoreError::Migrate(_)) =
-        &result
-    {
+    if result.as_ref().is_err_and(StoreError::is_store_failure) {
         metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => operation).increment(1);
     }
     result
@@ -53,6 +51,10 @@ impl LifecycleOutbox for MeteredStore {
 
 #[async_trait]
 impl GameStore for MeteredStore {
+    fn new_game_id(&self, creation_key: &str) -> Uuid {
+        self.inner.new_game_id(creation_key)
+    }
+
     async fn create_armed(
         &self,
         creation_key: &str,

@@ -362,8 +362,8 @@ static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
              AS i (game_id, expected, version, snapshot, phase, command_key, response, \
                    event_count, end_rank, fired_slot, fired_kind, fired_version, fired_at)), \
          counter AS ( \
-           UPDATE ended_games_counter SET last = last + $10 WHERE $10 > 0 \
-           RETURNING last - $10 AS base), \
+           UPDATE ended_games_counter SET last = hf_feed_advance(last, $10) WHERE $10 > 0 \
+           RETURNING last - hf_feed_stride() * $10 AS base, hf_feed_stride() AS stride), \
          guard AS ( \
            UPDATE games g SET \
              raw_snapshot = CASE WHEN i.snapshot IS NULL THEN g.raw_snapshot \
@@ -371,7 +371,8 @@ static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
              raw_version = CASE WHEN i.snapshot IS NULL THEN g.raw_version ELSE i.version END, \
              head_version = CASE WHEN i.version = g.version THEN NULL ELSE i.version END, \
              phase = i.phase, updated_at = now(), \
-             ended_seq = CASE WHEN i.end_rank > 0 THEN (SELECT base FROM counter) + i.end_rank \
+             ended_seq = CASE WHEN i.end_rank > 0 \
+                              THEN (SELECT base + stride * i.end_rank FROM counter) \
                               ELSE g.ended_seq END \
            FROM input i WHERE g.game_id = i.game_id \
              AND COALESCE(g.head_version, g.version) = i.expected \

@@ -227,6 +227,57 @@ impl PostgresStore {
         self.inner.group_commit.failures()
     }
 
+    /// Records this database as shard `index` of a sharded store, or checks that it already is
+    /// ([`crate::sharded::ShardedStore::open`]); from then on its feeds' positions are those of
+    /// a shard (`migrations/0012_shards.sql`).
+    pub async fn claim_shard(&self, index: crate::placement::ShardIndex) -> Result<(), StoreError> {
+        let recorded: i32 = sqlx::query_scalar(
+            "WITH claimed AS (INSERT INTO store_shard (id, shard) VALUES (true, $1) \
+                              ON CONFLICT (id) DO NOTHING RETURNING shard) \
+             SELECT shard FROM claimed UNION ALL SELECT shard FROM store_shard LIMIT 1",
+        )
+        .bind(i32::from(index))
+        .fetch_one(&self.inner.pool)
+        .await?;
+        if recorded == i32::from(index) {
+            Ok(())
+        } else {
+            Err(StoreError::WrongShard {
+                configured: index,
+                recorded: u16::try_from(recorded).unwrap_or(u16::MAX),
+            })
+        }
+    }
+
+    /// The outbox's facts after `after` up to its committed counter, and the counter, from one
+    /// snapshot: what a reader merging shards needs (`sharded.rs`).
+    pub async fn facts_page(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<Fact>, u64), StoreError> {
+        outbox::facts_page(self, after, limit).await
+    }
+
+    /// Moves the outbox's counter up to at least `target`, recording nothing; returns it.
+    pub async fn reach_facts(&self, target: u64) -> Result<u64, StoreError> {
+        outbox::reach(self, target).await
+    }
+
+    /// The ended games after `after` up to the feed's committed counter, and the counter.
+    pub async fn ended_page(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<EndedRecord>, u64), StoreError> {
+        ended::ended_page(self, after, limit).await
+    }
+
+    /// Moves the ended games' counter up to at least `target`; returns it.
+    pub async fn reach_ended(&self, target: u64) -> Result<u64, StoreError> {
+        ended::reach(self, target).await
+    }
+
     /// Stops the LISTEN task and closes both pools, waiting for checked-out connections to come
     /// back: for a graceful shutdown. Every clone of this store is unusable afterwards.
     pub async fn close(&self) {

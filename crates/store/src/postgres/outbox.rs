@@ -86,25 +86,71 @@ pub(super) async fn facts_after(
     .bind(to_limit(limit))
     .fetch_all(&store.inner.pool)
     .await?;
-    rows.iter()
-        .map(|row| {
-            let game_id: Uuid = row.try_get("game_id")?;
-            let body: String = row.try_get("body")?;
-            let occurred_at: OffsetDateTime = row.try_get("occurred_at")?;
-            let game_created_at: OffsetDateTime = row.try_get("game_created_at")?;
-            Ok(Fact {
-                position: from_db(game_id, "position", row.try_get("position")?)?,
-                id: row.try_get("fact_id")?,
-                game_id,
-                occurred_at: SystemTime::from(occurred_at),
-                game_created_at: SystemTime::from(game_created_at),
-                body: FactBody::from_json(&body).map_err(|e| StoreError::Corrupt {
-                    game_id,
-                    reason: e.to_string(),
-                })?,
-            })
-        })
-        .collect()
+    rows.iter().map(fact_of).collect()
+}
+
+/// The facts after `after` up to the outbox's committed counter (at most `limit`), and that
+/// counter, read in one statement (one snapshot): no fact at or below the counter can commit
+/// later, which is what a reader merging several shards needs to know (`sharded.rs`).
+#[tracing::instrument(name = "store.facts_page", level = "debug", skip_all, fields(db.system = "postgresql", after = after))]
+pub(super) async fn facts_page(
+    store: &PostgresStore,
+    after: u64,
+    limit: usize,
+) -> Result<(Vec<Fact>, u64), StoreError> {
+    let rows = sqlx::query(
+        "WITH c AS (SELECT last FROM lifecycle_counter) \
+         SELECT c.last AS watermark, f.position, f.fact_id, f.game_id, f.body::text AS body, \
+                f.occurred_at, coalesce(g.created_at, f.occurred_at) AS game_created_at \
+         FROM c LEFT JOIN LATERAL ( \
+           SELECT * FROM lifecycle_facts f WHERE f.position > $1 AND f.position <= c.last \
+           ORDER BY f.position LIMIT $2) f ON true \
+         LEFT JOIN games g ON g.game_id = f.game_id \
+         ORDER BY f.position",
+    )
+    .bind(to_db(after))
+    .bind(to_limit(limit))
+    .fetch_all(&store.inner.pool)
+    .await?;
+    let mut watermark = 0;
+    let mut facts = Vec::with_capacity(rows.len());
+    for row in &rows {
+        watermark = from_db(Uuid::nil(), "lifecycle counter", row.try_get("watermark")?)?;
+        if row.try_get::<Option<i64>, _>("position")?.is_some() {
+            facts.push(fact_of(row)?);
+        }
+    }
+    Ok((facts, watermark))
+}
+
+/// Moves the outbox's counter up to at least `target` (`hf_feed_reach`), recording nothing;
+/// returns the committed counter.
+pub(super) async fn reach(store: &PostgresStore, target: u64) -> Result<u64, StoreError> {
+    let last: i64 = sqlx::query_scalar(
+        "UPDATE lifecycle_counter SET last = hf_feed_reach(last, $1) RETURNING last",
+    )
+    .bind(to_db(target))
+    .fetch_one(&store.inner.pool)
+    .await?;
+    from_db(Uuid::nil(), "lifecycle counter", last)
+}
+
+fn fact_of(row: &sqlx::postgres::PgRow) -> Result<Fact, StoreError> {
+    let game_id: Uuid = row.try_get("game_id")?;
+    let body: String = row.try_get("body")?;
+    let occurred_at: OffsetDateTime = row.try_get("occurred_at")?;
+    let game_created_at: OffsetDateTime = row.try_get("game_created_at")?;
+    Ok(Fact {
+        position: from_db(game_id, "position", row.try_get("position")?)?,
+        id: row.try_get("fact_id")?,
+        game_id,
+        occurred_at: SystemTime::from(occurred_at),
+        game_created_at: SystemTime::from(game_created_at),
+        body: FactBody::from_json(&body).map_err(|e| StoreError::Corrupt {
+            game_id,
+            reason: e.to_string(),
+        })?,
+    })
 }
 
 /// The outbox's last committed position.

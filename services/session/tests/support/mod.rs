@@ -59,6 +59,10 @@ impl LifecycleOutbox for HookedStore {
 
 #[async_trait]
 impl GameStore for HookedStore {
+    fn new_game_id(&self, creation_key: &str) -> Uuid {
+        self.inner.new_game_id(creation_key)
+    }
+
     async fn create_armed(
         &self,
         creation_key: &str,
