@@ -71,6 +71,19 @@ pub struct ServeArgs {
     /// Postgres URL. Without it games are kept in memory and lost when the process stops.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Postgres URL of a further game shard, each a separate database (usually its own
+    /// primary); repeat the flag, or list them comma-separated in `HF_DATABASE_SHARDS`. The
+    /// `--database-url` database is shard 0 and keeps the global tables (matchmaking, webhooks,
+    /// the admin audit log); these are shards 1, 2, ... in the order given, which must never
+    /// change (a new shard goes at the end). New games spread over all shards; a game stays on
+    /// the shard it was created on (docs/sharding.md). None: one database, as before.
+    #[arg(
+        long = "database-shard",
+        env = "HF_DATABASE_SHARDS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub database_shards: Vec<String>,
     /// Most connections this process's Postgres pool opens (1 to 1000; the LISTEN connection
     /// and the group commit's connection come on top). Every replica has its own pool, so the
     /// replicas times this (plus two) must stay under the server's `max_connections`
@@ -227,6 +240,14 @@ pub struct MigrateArgs {
     /// Postgres URL of the database to migrate.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
+    /// Postgres URLs of the further game shards to migrate too (as `serve` takes them).
+    #[arg(
+        long = "database-shard",
+        env = "HF_DATABASE_SHARDS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub database_shards: Vec<String>,
     /// After migrating, write the `jsonb` snapshot of every game whose `jsonb` snapshot lags its
     /// log at its head, clearing its raw snapshot: before rolling back to a release that does
     /// not read `head_version`, once no replica of a release that writes raw snapshots runs.

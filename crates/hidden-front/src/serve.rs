@@ -12,6 +12,7 @@
 use crate::app::Application;
 use crate::config::{LogFormat, MigrateArgs, ServeArgs};
 use crate::database;
+use anyhow::Context as _;
 use hidden_front_gateway::ws::WS_PATH;
 use std::time::Duration;
 
@@ -41,6 +42,26 @@ pub async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     if args.snapshots_at_head {
         let written = store.snapshot_lagging_games().await?;
         println!("wrote {written} game snapshot(s) at their log's head; no game's snapshot lags");
+    }
+    for (index, url) in args.database_shards.iter().enumerate() {
+        let shard = index + 1;
+        let (store, target) = database::connect(url)
+            .await
+            .with_context(|| format!("shard {shard}"))?;
+        let applied = database::migrate(&store, &target)
+            .await
+            .with_context(|| format!("shard {shard}"))?;
+        if !applied.is_empty() {
+            println!(
+                "applied {} migration(s) to shard {shard}, {target}:",
+                applied.len()
+            );
+        }
+        println!("the schema of shard {shard}, {target}, is up to date");
+        if args.snapshots_at_head {
+            let written = store.snapshot_lagging_games().await?;
+            println!("shard {shard}: wrote {written} game snapshot(s) at their log's head");
+        }
     }
     Ok(())
 }

@@ -111,6 +111,39 @@ fn check_settings(args: &ServeArgs, roles: Roles) -> anyhow::Result<()> {
     {
         crate::database::check_url(url)?;
     }
+    if !args.database_shards.is_empty() {
+        if args.database_url.is_none() {
+            bail!(
+                "--database-shard (HF_DATABASE_SHARDS) needs --database-url (DATABASE_URL): that \
+                 database is shard 0 and holds the global tables; without it games are in memory"
+            );
+        }
+        if args.database_shards.len() + 1 > hidden_front_store::placement::MAX_SHARDS {
+            bail!(
+                "--database-shard (HF_DATABASE_SHARDS): at most {} shards in all, not {}",
+                hidden_front_store::placement::MAX_SHARDS,
+                args.database_shards.len() + 1
+            );
+        }
+        for (index, url) in args.database_shards.iter().enumerate() {
+            crate::database::check_url(url).with_context(|| {
+                format!(
+                    "--database-shard number {} (shard {})",
+                    index + 1,
+                    index + 1
+                )
+            })?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for url in args.database_url.iter().chain(&args.database_shards) {
+            if !seen.insert(url.trim()) {
+                bail!(
+                    "--database-shard (HF_DATABASE_SHARDS): a database is listed twice; each shard \
+                     must be a database of its own"
+                );
+            }
+        }
+    }
     if let Some(path) = &args.webhooks_config {
         if !roles.session {
             bail!(
@@ -247,6 +280,28 @@ mod tests {
             &["--webhooks-config"],
         );
         refused(&["--session-url", "session:50051"], &["--session-url"]);
+        refused(
+            &["--database-shard", "postgres://u@h/s1"],
+            &["--database-shard", "needs --database-url"],
+        );
+        refused(
+            &[
+                "--database-url",
+                "postgres://u@h/main",
+                "--database-shard",
+                "mysql://u@h/s1",
+            ],
+            &["--database-shard number 1", "\"mysql\""],
+        );
+        refused(
+            &[
+                "--database-url",
+                "postgres://u@h/main",
+                "--database-shard",
+                "postgres://u@h/main",
+            ],
+            &["listed twice"],
+        );
         refused(
             &["--web-frame-ancestors", "'self'; script-src *"],
             &["--web-frame-ancestors"],

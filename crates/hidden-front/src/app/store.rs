@@ -1,13 +1,16 @@
 //! The game store of this process: Postgres at `DATABASE_URL` (migrated at start unless told
-//! otherwise; a pool of `--database-max-connections`), or memory, said loudly, when no URL is
-//! given.
+//! otherwise; a pool of `--database-max-connections`), spread over it and every
+//! `--database-shard` when some are given (each migrated and with a pool of that size), or
+//! memory, said loudly, when no URL is given.
 
 use super::roles::Roles;
 use crate::config::ServeArgs;
 use crate::database;
+use anyhow::Context as _;
 use hidden_front_store::GameStore;
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
+use hidden_front_store::sharded::ShardedStore;
 use std::sync::Arc;
 
 /// The store every service of this process shares, and the Postgres behind it if there is one
@@ -34,24 +37,56 @@ pub(crate) async fn open(args: &ServeArgs, roles: Roles) -> anyhow::Result<Store
         return Ok(memory());
     };
     // The URL was checked with every other setting (`Roles::of`); this is the first touch.
-    let (store, target) = database::connect_with(url, args.database_max_connections).await?;
+    let main = open_one(args, url, 0).await?;
+    if args.database_shards.is_empty() {
+        return Ok(Stores {
+            games: Arc::new(main.clone()),
+            postgres: Some(main),
+            memory: None,
+        });
+    }
+    let mut shards = vec![main.clone()];
+    for (index, url) in args.database_shards.iter().enumerate() {
+        shards.push(open_one(args, url, index + 1).await?);
+    }
+    let count = shards.len();
+    let sharded = ShardedStore::open(shards)
+        .await
+        .context("opening the game shards (--database-url, then each --database-shard)")?;
+    tracing::info!(
+        shards = count,
+        "games are spread over {count} Postgres shards"
+    );
+    Ok(Stores {
+        games: Arc::new(sharded),
+        postgres: Some(main),
+        memory: None,
+    })
+}
+
+/// One database of the store, connected and (with `--migrate-on-start`) migrated: shard
+/// `shard` (0 is `--database-url`, the main database).
+async fn open_one(args: &ServeArgs, url: &str, shard: usize) -> anyhow::Result<PostgresStore> {
+    let (store, target) = database::connect_with(url, args.database_max_connections)
+        .await
+        .with_context(|| format!("shard {shard}"))?;
     let store = store.with_snapshot_interval(args.snapshot_interval);
     if args.migrate_on_start {
-        for (version, description) in database::migrate(&store, &target).await? {
-            tracing::info!(version, description, "applied a migration");
+        for (version, description) in database::migrate(&store, &target)
+            .await
+            .with_context(|| format!("shard {shard}"))?
+        {
+            tracing::info!(shard, version, description, "applied a migration");
         }
     }
     tracing::info!(
+        shard,
         %target,
         snapshot_interval = args.snapshot_interval,
         max_connections = args.database_max_connections,
         "games are stored in Postgres"
     );
-    Ok(Stores {
-        games: Arc::new(store.clone()),
-        postgres: Some(store),
-        memory: None,
-    })
+    Ok(store)
 }
 
 fn memory() -> Stores {
