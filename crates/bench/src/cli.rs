@@ -116,6 +116,11 @@ pub struct TargetArgs {
     /// The spawned server's store (postgres: a fresh database on --admin-url, dropped after).
     #[arg(long, value_enum, default_value = "memory")]
     pub store: StoreKind,
+    /// With `--spawn --store postgres`: spread the games over this many fresh databases (the
+    /// first is `--database-url`, the others `--database-shard`s), and report each shard's
+    /// moves (`play.shards`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub database_shards: u16,
     /// Postgres where the bench may create databases (for --store postgres and pgbench).
     #[arg(long, env = "HF_BENCH_ADMIN_URL", default_value = DEFAULT_ADMIN_URL)]
     pub admin_url: String,
@@ -316,8 +321,19 @@ impl Target {
                 Some(path) => path.clone(),
                 None => own_binary()?,
             };
-            let server =
-                SpawnedServer::start(&binary, args.store, &args.admin_url, &serve_args).await?;
+            if args.database_shards > 1 && args.store != StoreKind::Postgres {
+                return Err(BenchError::Setting(
+                    "--database-shards needs --store postgres".into(),
+                ));
+            }
+            let server = SpawnedServer::start_sharded(
+                &binary,
+                args.store,
+                &args.admin_url,
+                usize::from(args.database_shards),
+                &serve_args,
+            )
+            .await?;
             return Ok(Target {
                 public: server.public(),
                 internal: server.internal(),
@@ -424,6 +440,7 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
         jwt_secret: args.target.jwt_secret.clone(),
         server_pid: target.pid,
         seed: args.seed,
+        shards: usize::from(args.target.database_shards),
     };
     let played = play::run(config).await;
     let store = target.spawned.as_ref().map(|_| args.target.store);
@@ -631,6 +648,14 @@ pub fn play_table(report: &PlayReport) -> String {
         "  {:<34} {} moves, {} games started, {} finished, {} abandoned, {} connections",
         "totals", p.moves, p.games_started, p.games_finished, p.games_abandoned, p.connections
     );
+    if p.shards.len() > 1 {
+        let shards: Vec<String> = p
+            .shards
+            .iter()
+            .map(|s| format!("{}: {} moves, {} games", s.shard, s.moves, s.games_started))
+            .collect();
+        let _ = writeln!(out, "  {:<34} {}", "per shard", shards.join("; "));
+    }
     latency_row(&mut out, "submit -> acknowledge", &p.submit_to_ack);
     let mut slowest: Vec<_> = p.submit_to_ack_by_second.iter().collect();
     slowest.sort_by(|a, b| {

@@ -82,6 +82,36 @@ pub struct PlayConfig {
     pub server_pid: Option<u32>,
     /// Seed of the seats' random choices.
     pub seed: u64,
+    /// How many shards the server's store has (1 unless it was started with
+    /// `--database-shard`s): [`PlayFigures::shards`] lists each, from the shard written in
+    /// each game's id.
+    pub shards: usize,
+}
+
+/// One shard's part of a run ([`PlayFigures::shards`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ShardMoves {
+    /// The shard's index (0 is the main database).
+    pub shard: u16,
+    /// Moves acknowledged OK within the run on games of that shard.
+    pub moves: u64,
+    /// Games created on it.
+    pub games_started: u64,
+}
+
+/// Every configured shard (0 ..`configured`) and any other seen, with its counts.
+fn shard_moves(configured: usize, counts: &BTreeMap<u16, ShardCount>) -> Vec<ShardMoves> {
+    let mut all: BTreeMap<u16, ShardCount> = (0..configured.clamp(1, 256))
+        .map(|shard| (shard as u16, ShardCount::default()))
+        .collect();
+    all.extend(counts.iter().map(|(shard, count)| (*shard, *count)));
+    all.into_iter()
+        .map(|(shard, count)| ShardMoves {
+            shard,
+            moves: count.moves,
+            games_started: count.games_started,
+        })
+        .collect()
 }
 
 /// Timer figures of a run.
@@ -203,6 +233,9 @@ pub struct PlayFigures {
     pub memory: MemoryFigures,
     /// CPU time of the server and of the bench within the run's window.
     pub cpu: CpuFigures,
+    /// Per shard of the store, its moves (every shard configured, also those that got none;
+    /// shards seen in game ids beyond the configured count are listed too).
+    pub shards: Vec<ShardMoves>,
     /// Machine load before the run.
     pub load_before: Load,
     /// Machine load at its end.
@@ -254,6 +287,15 @@ struct Recorder {
     games_finished: u64,
     games_abandoned: u64,
     reconnects: u64,
+    /// Moves and games per shard.
+    shards: BTreeMap<u16, ShardCount>,
+}
+
+/// [`Recorder::shards`]: one shard's counts.
+#[derive(Debug, Default, Clone, Copy)]
+struct ShardCount {
+    moves: u64,
+    games_started: u64,
 }
 
 impl Run {
@@ -412,6 +454,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             games_finished: 0,
             games_abandoned: 0,
             reconnects: 0,
+            shards: BTreeMap::new(),
         }),
         config,
     });
@@ -497,6 +540,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             bytes_per_stream,
         },
         cpu: CpuFigures::of(cpu_before, cpu_after, moves),
+        shards: shard_moves(run.config.shards, &recorder.shards),
         load_before,
         load_after: Load::now(),
     })
@@ -534,7 +578,14 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
                 continue;
             }
         };
-        run.record(|r| r.games_started += 1);
+        // The shard is written in the game's id (hidden_front_store::placement).
+        let shard = uuid::Uuid::parse_str(&created.game_id)
+            .map(hidden_front_store::placement::shard_of)
+            .unwrap_or(0);
+        run.record(|r| {
+            r.games_started += 1;
+            r.shards.entry(shard).or_default().games_started += 1;
+        });
         let game = Arc::new(GameShared {
             clock: Mutex::new(GameClock::default()),
             abandon: CancellationToken::new(),
@@ -554,6 +605,7 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
                 run: Arc::clone(&run),
                 game: Arc::clone(&game),
                 game_id: created.game_id.clone(),
+                shard,
                 side,
                 first,
                 token,
@@ -591,6 +643,8 @@ struct Seat {
     run: Arc<Run>,
     game: Arc<GameShared>,
     game_id: String,
+    /// The shard the game lives on.
+    shard: u16,
     side: pb::Side,
     first: pb::Side,
     token: String,
@@ -886,6 +940,8 @@ impl Seat {
                     });
                     if acked <= run.end {
                         run.moves.fetch_add(1, Ordering::Relaxed);
+                        let shard = self.shard;
+                        run.record(|r| r.shards.entry(shard).or_default().moves += 1);
                     }
                     let result = answer.into_inner().result.unwrap_or_default();
                     self.game.turn_started(result.version, acked);

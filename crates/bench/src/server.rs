@@ -137,6 +137,8 @@ pub struct SpawnedServer {
     internal: SocketAddr,
     metrics: Option<SocketAddr>,
     database: Option<FreshDatabase>,
+    /// The databases of shards 1, 2, ... (`--database-shards`).
+    more_shards: Vec<FreshDatabase>,
 }
 
 impl SpawnedServer {
@@ -148,10 +150,28 @@ impl SpawnedServer {
         admin_url: &str,
         extra_args: &[String],
     ) -> Result<SpawnedServer, BenchError> {
+        SpawnedServer::start_sharded(binary, store, admin_url, 1, extra_args).await
+    }
+
+    /// [`SpawnedServer::start`] with the games spread over `shards` fresh databases (Postgres
+    /// only; the first is the main one, the others `--database-shard`s).
+    pub async fn start_sharded(
+        binary: &Path,
+        store: StoreKind,
+        admin_url: &str,
+        shards: usize,
+        extra_args: &[String],
+    ) -> Result<SpawnedServer, BenchError> {
         let database = match store {
             StoreKind::Memory => None,
             StoreKind::Postgres => Some(FreshDatabase::create(admin_url, "hf_bench").await?),
         };
+        let mut more_shards = Vec::new();
+        if store == StoreKind::Postgres {
+            for _ in 1..shards {
+                more_shards.push(FreshDatabase::create(admin_url, "hf_bench_shard").await?);
+            }
+        }
         let spawn_error = |reason: String| BenchError::Spawn {
             binary: binary.to_path_buf(),
             reason,
@@ -177,6 +197,10 @@ impl SpawnedServer {
             .kill_on_drop(true);
         if let Some(database) = &database {
             command.env("DATABASE_URL", database.url());
+        }
+        command.env_remove("HF_DATABASE_SHARDS");
+        for shard in &more_shards {
+            command.args(["--database-shard", shard.url()]);
         }
         let mut child = command.spawn().map_err(|e| spawn_error(e.to_string()))?;
         let pid = child
@@ -222,6 +246,7 @@ impl SpawnedServer {
             internal,
             metrics,
             database,
+            more_shards,
         })
     }
 
@@ -250,7 +275,7 @@ impl SpawnedServer {
         self.database.as_ref()
     }
 
-    /// Stops the child (SIGTERM, then SIGKILL after 15 s) and drops its database.
+    /// Stops the child (SIGTERM, then SIGKILL after 15 s) and drops its databases.
     pub async fn stop(mut self) -> Result<(), BenchError> {
         let _ = Command::new("kill")
             .args(["-TERM", &self.pid.to_string()])
@@ -264,6 +289,9 @@ impl SpawnedServer {
         }
         if let Some(database) = self.database.take() {
             database.drop_database().await?;
+        }
+        for shard in std::mem::take(&mut self.more_shards) {
+            shard.drop_database().await?;
         }
         Ok(())
     }
