@@ -79,6 +79,8 @@ struct ShardPulse {
     state: Mutex<PulseState>,
     /// One pulse of this shard at a time in this process.
     running: tokio::sync::Mutex<()>,
+    /// Whether its due timers could not be claimed last time (said once per run of failures).
+    claims_failing: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -232,10 +234,18 @@ impl ShardedStore {
         let mut state = self.inner.pulses[usize::from(index)].state.lock();
         match &result {
             Ok(_) => {
+                if state.last_failed {
+                    tracing::info!(shard = index, "a shard's pulse reaches it again");
+                }
                 state.last_ok = Some(Instant::now());
                 state.last_failed = false;
             }
-            Err(_) => state.last_failed = true,
+            Err(error) => {
+                if !state.last_failed {
+                    tracing::warn!(shard = index, %error, "a shard's pulse failed: its games are refused until a pulse reaches it");
+                }
+                state.last_failed = true;
+            }
         }
         result
     }
@@ -442,13 +452,19 @@ impl TimerStore for ShardedStore {
         let mut failure = None;
         let mut answered = false;
         for (index, answer) in answers.into_iter().enumerate() {
+            let failing = &self.inner.pulses[index].claims_failing;
             match answer {
                 Ok(timers) => {
                     answered = true;
                     claimed.extend(timers);
+                    if failing.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                        tracing::info!(shard = index, "a shard's due timers are claimed again");
+                    }
                 }
                 Err(error) => {
-                    tracing::warn!(shard = index, %error, "a shard's due timers could not be claimed; the other shards' fire");
+                    if !failing.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        tracing::warn!(shard = index, %error, "a shard's due timers cannot be claimed until it is back; the other shards' fire");
+                    }
                     failure = Some(error);
                 }
             }
@@ -775,7 +791,7 @@ impl GameStore for ShardedStore {
         let mut found: Option<Outage> = None;
         let mut failure = None;
         let mut answered = false;
-        for (index, answer) in answers.into_iter().enumerate() {
+        for answer in answers {
             match answer {
                 Ok(outage) => {
                     answered = true;
@@ -790,10 +806,7 @@ impl GameStore for ShardedStore {
                         });
                     }
                 }
-                Err(error) => {
-                    tracing::warn!(shard = index, %error, "a shard's pulse failed: its games wait until a pulse reaches it");
-                    failure = Some(error);
-                }
+                Err(error) => failure = Some(error),
             }
         }
         match (answered, failure) {

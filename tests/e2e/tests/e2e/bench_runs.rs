@@ -27,6 +27,7 @@ fn target(store: StoreKind) -> TargetArgs {
         server_pid: None,
         spawn: true,
         store,
+        database_shards: 1,
         admin_url: std::env::var("HF_BENCH_ADMIN_URL")
             .unwrap_or_else(|_| DEFAULT_ADMIN_URL.to_string()),
         serve_binary: Some(binary()),
@@ -158,6 +159,37 @@ async fn play_on_both_stores_plays_durable_moves_and_reports_the_ratio() {
             && lines.contains("median of 2 rounds"),
         "{lines}"
     );
+}
+
+/// `--store postgres --database-shards 2`: the games spread over two databases and the report
+/// says each shard's moves (`play.shards`), which add up to the run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_on_two_shards_reports_each_shards_moves() {
+    let mut args = play_args(StoreKind::Postgres, 0);
+    // Enough games that both shards get some (each lands on a shard by a hash of a random
+    // key: all 16 on one shard has a chance of 2 in 65,536).
+    args.games = 16;
+    args.target.database_shards = 2;
+    let report = run_play(&args).await.expect("the bench runs");
+    let play = &report.play;
+    assert!(play.errors.is_empty(), "errors: {:?}", play.errors);
+    let shards: Vec<u16> = play.shards.iter().map(|s| s.shard).collect();
+    assert_eq!(shards, [0, 1], "{:?}", play.shards);
+    assert_eq!(
+        play.shards.iter().map(|s| s.moves).sum::<u64>(),
+        play.moves,
+        "{:?}",
+        play.shards
+    );
+    assert!(
+        play.shards
+            .iter()
+            .all(|s| s.games_started > 0 && s.moves > 0),
+        "both shards carried games: {:?}",
+        play.shards
+    );
+    let value = serde_json::to_value(&report).expect("the report encodes");
+    assert!(value.pointer("/play/shards/1/moves").is_some(), "{value}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

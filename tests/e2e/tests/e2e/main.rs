@@ -20,6 +20,7 @@ mod public_port;
 mod refusals;
 mod replay_export;
 mod replay_gateway;
+mod sharding;
 mod shutdown;
 mod sigkill_restart;
 mod tracing;

@@ -1,0 +1,188 @@
+//! Games spread over two shards (docs/sharding.md): the real binary with `--database-url` on the
+//! shared Postgres (shard 0) and `--database-shard` on a private cluster (shard 1), which the
+//! test stops while players follow games on both.
+//!
+//! - `one_shard_stopped_leaves_the_other_serving`: while shard 1's server is down, shard 0's game
+//!   takes moves and its move clock runs out on time; shard 1's game is refused `UNAVAILABLE`
+//!   (`STORE_UNAVAILABLE`, retriable); when shard 1 is back its game resumes with nobody's time
+//!   lost and takes moves again.
+
+use hidden_front_e2e::client::{self, Client, confirm, create_timed, now_unix_ms, time_control};
+use hidden_front_e2e::gateway::{self, PlayerClient};
+use hidden_front_e2e::private_postgres::PrivatePostgres;
+use hidden_front_e2e::{Player, Server, TestDatabase, pb};
+use hidden_front_store::placement::{shard_for_key, shard_of};
+use pb::game_event::Event;
+use std::time::Duration;
+use tonic::Streaming;
+use tonic_types::StatusExt;
+
+/// Presence reports of 3 s, as in the outage tests.
+const LEASE: [&str; 2] = ["--presence-lease-seconds", "3"];
+/// Seconds a move: shorter than the outage, so shard 0's clock runs out during it.
+const MOVE_SECONDS: u32 = 6;
+/// How long shard 1 is down (its first refusals may take the pool's connect timeout, and shard 0's
+/// move clock must run out meanwhile).
+const OUTAGE: Duration = Duration::from_secs(20);
+/// As in outages.rs: the time from the shard's first pulse to the test reading the view.
+const TOLERANCE_MS: u64 = 1_500;
+
+/// A creation key (and player prefix) that the placement rule puts on `shard` of two.
+fn key_on(shard: u16, prefix: &str) -> String {
+    (0..)
+        .map(|n| format!("{prefix}-{n}-{}", uuid::Uuid::new_v4().simple()))
+        .find(|key| shard_for_key(key, 2) == shard)
+        .expect("some key hashes to every shard")
+}
+
+/// Both players following the game through the gateway, as the session sees them.
+struct Seated {
+    _players: Vec<PlayerClient>,
+    _streams: Vec<Streaming<pb::SubscribeResponse>>,
+}
+
+/// A game of `key` in play, both players following it.
+async fn in_play(server: &Server, session: &mut Client, key: &str) -> (String, Seated) {
+    let game = create_timed(session, key, time_control(600, MOVE_SECONDS, 600))
+        .await
+        .game_id;
+    confirm(session, &game, pb::Side::South).await;
+    confirm(session, &game, pb::Side::North).await;
+    let mut players = Vec::new();
+    let mut streams = Vec::new();
+    for side in ["south", "north"] {
+        let mut player = PlayerClient::new(
+            gateway::channel(server.addr()).await,
+            &format!("{key}-{side}"),
+        );
+        streams.push(player.subscribe(&game, 1, false).await.expect("subscribe"));
+        players.push(player);
+    }
+    client::wait_for_view(session, &game, |v| v.south_connected && v.north_connected).await;
+    (
+        game,
+        Seated {
+            _players: players,
+            _streams: streams,
+        },
+    )
+}
+
+/// The side to move plays a legal move through the gateway; the game's version after it.
+async fn one_move(server: &Server, session: &mut Client, game: &str, key: &str) -> u64 {
+    let view = client::get_game(session, game, pb::Viewer::Spectator).await;
+    let side = client::side_of(view.to_move);
+    let name = if side == pb::Side::South {
+        "south"
+    } else {
+        "north"
+    };
+    let mut player = PlayerClient::new(
+        gateway::channel(server.addr()).await,
+        &format!("{key}-{name}"),
+    );
+    let own = player
+        .get_game(game, false)
+        .await
+        .expect("the player's view");
+    let mv = Player::new(side, 7)
+        .choose_move(&own)
+        .expect("a legal move");
+    let answer = player
+        .play(
+            gateway::context(game, &format!("move-{}", own.version), Some(own.version)),
+            mv,
+        )
+        .await
+        .expect("the move is taken");
+    answer.version
+}
+
+/// The first refusal of `GetGame` for `game` (a call already under way when the shard stopped
+/// may still have been answered), within a deadline.
+async fn refusal(session: &mut Client, game: &str) -> tonic::Status {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Err(status) = client::try_get_game(session, game, pb::Viewer::Spectator).await {
+                return status;
+            }
+        }
+    })
+    .await
+    .expect("the game of the stopped shard is refused")
+}
+
+fn left(deadline: u64) -> u64 {
+    deadline.saturating_sub(now_unix_ms())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shard_stopped_leaves_the_other_serving() {
+    let main = TestDatabase::create().await;
+    let shard_1 = PrivatePostgres::start();
+    let shard_1_url = shard_1.url();
+    let mut args = vec!["--database-shard", shard_1_url.as_str()];
+    args.extend(LEASE);
+    let server = Server::start_with_args("shards", main.url(), &args).await;
+    let mut session = server.connect().await;
+
+    let (key_0, key_1) = (key_on(0, "shard0"), key_on(1, "shard1"));
+    let (game_0, _seated_0) = in_play(&server, &mut session, &key_0).await;
+    let (game_1, _seated_1) = in_play(&server, &mut session, &key_1).await;
+    let shard = |game: &str| shard_of(game.parse().expect("a game id is a UUID"));
+    assert_eq!((shard(&game_0), shard(&game_1)), (0, 1));
+    one_move(&server, &mut session, &game_1, &key_1).await;
+    let before_1 = client::get_game(&mut session, &game_1, pb::Viewer::Spectator).await;
+    let had_1 = left(before_1.turn_deadline_unix_millis);
+
+    shard_1.stop();
+    let stopped_at = now_unix_ms();
+    // Shard 1's game: refused, retriably, and said so.
+    let refused = refusal(&mut session, &game_1).await;
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    let reason = refused
+        .get_error_details()
+        .error_info()
+        .map(|info| info.reason.clone())
+        .unwrap_or_default();
+    assert_eq!(reason, "STORE_UNAVAILABLE", "{refused:?}");
+
+    // Shard 0's game goes on: a move, then its move clock runs out on time.
+    let version = one_move(&server, &mut session, &game_0, &key_0).await;
+    let moved_at = now_unix_ms();
+    let events = client::watch_until(&mut session, &game_0, version + 1, version + 1).await;
+    assert!(
+        matches!(
+            events.last().and_then(|e| e.event.as_ref()),
+            Some(Event::TimedOut(_))
+        ),
+        "{events:?}"
+    );
+    let timed_out_after = now_unix_ms() - moved_at;
+    assert!(
+        timed_out_after < u64::from(MOVE_SECONDS) * 1000 + 3_000,
+        "shard 0's clock fired {timed_out_after} ms after the move, with shard 1 down"
+    );
+    assert!(
+        now_unix_ms() - stopped_at < OUTAGE.as_millis() as u64,
+        "the timeout came while shard 1 was still down"
+    );
+
+    tokio::time::sleep(OUTAGE.saturating_sub(Duration::from_millis(now_unix_ms() - stopped_at)))
+        .await;
+    shard_1.start_again();
+
+    // Shard 1's game resumes where it was, its mover's time kept, and takes moves.
+    let after_1 = client::wait_for_view(&mut session, &game_1, |_| true).await;
+    assert_eq!(after_1.version, before_1.version, "nothing happened to it");
+    assert_eq!((after_1.south_timeouts, after_1.north_timeouts), (0, 0));
+    let has_1 = left(after_1.turn_deadline_unix_millis);
+    assert!(
+        has_1 + TOLERANCE_MS >= had_1,
+        "the mover had {had_1} ms when shard 1 stopped and has {has_1} ms after"
+    );
+    let moved = one_move(&server, &mut session, &game_1, &key_1).await;
+    assert_eq!(moved, after_1.version + 1);
+    drop(server);
+    drop(shard_1);
+}
