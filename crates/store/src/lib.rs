@@ -1,5 +1,6 @@
 //! Game storage: every game is an append-only log of engine events plus a snapshot of the engine
-//! state at the latest version, kept either in Postgres ([`postgres::PostgresStore`]) or in memory
+//! state at the latest version, kept either in Postgres ([`postgres::PostgresStore`]; spread over
+//! several databases by game id, [`sharded::ShardedStore`] and [`placement`]) or in memory
 //! ([`memory::MemoryStore`], the one-box default and a test aid). Both implement [`GameStore`] and
 //! pass the same conformance suite (the `hidden-front-store-conformance` crate, run by this
 //! crate's tests; it is test support, not part of this library).
