@@ -59,6 +59,9 @@ struct Inner {
     /// (a process that never pulses, a clock alone, gates nothing: the session it fires at
     /// does).
     pulsing: Mutex<Option<Pulsing>>,
+    /// One [`GameStore::pulse`] of every shard at a time in this process, so that racing
+    /// pulses find an outage of several shards in one call, as on one database.
+    pulse_all: tokio::sync::Mutex<()>,
     /// The merged outbox's last position: the largest of the shards'.
     fact_position: watch::Sender<u64>,
     /// The tasks that follow every shard's outbox position into `fact_position`.
@@ -101,6 +104,10 @@ impl Drop for AbortOnDrop {
 /// The longest one shard's pulse may take (or half the outage threshold, if shorter).
 const PULSE_BOUND: Duration = Duration::from_secs(1);
 
+/// The longest one shard's timer claim may take (`claim_due`): under the clock's claim horizon
+/// (2 s), so the other shards' claimed timers still fire on time.
+const CLAIM_BOUND: Duration = Duration::from_secs(1);
+
 /// Why a shard's games are refused until its pulse succeeds.
 const UNPULSED: &str = "it could not be reached and its pulse has not yet accounted for the time it was away; retry shortly";
 
@@ -133,6 +140,7 @@ impl ShardedStore {
                 shards,
                 pulses,
                 pulsing: Mutex::new(None),
+                pulse_all: tokio::sync::Mutex::new(()),
                 fact_position: watch::channel(0).0,
                 fact_followers: OnceCell::new(),
             }),
@@ -444,8 +452,24 @@ impl TimerStore for ShardedStore {
     ) -> Result<Vec<Timer>, StoreError> {
         let answers = self
             .on_every_shard(|index, shard| async move {
-                self.ensure_pulsed(index).await?;
-                shard.claim_due(owner, horizon, lease, limit).await
+                // Bounded: a shard that hangs (a partition, or a pool waiting out its connect
+                // timeout) must not hold up the others' claims past the clock's horizon. A claim
+                // cut off after the database took it leaves those timers claimed until their
+                // lease lapses; only a shard slower than this bound pays that.
+                let claim = async {
+                    self.ensure_pulsed(index).await?;
+                    shard.claim_due(owner, horizon, lease, limit).await
+                };
+                match tokio::time::timeout(CLAIM_BOUND, claim).await {
+                    Ok(answer) => answer,
+                    Err(_) => Err(StoreError::ShardUnavailable {
+                        shard: index,
+                        reason: format!(
+                            "its due timers did not answer within {} ms",
+                            CLAIM_BOUND.as_millis()
+                        ),
+                    }),
+                }
             })
             .await;
         let mut claimed = Vec::new();
@@ -773,6 +797,7 @@ impl GameStore for ShardedStore {
         now: SystemTime,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
+        let _one_at_a_time = self.inner.pulse_all.lock().await;
         *self.inner.pulsing.lock() = Some(Pulsing {
             rule: *rule,
             last_now: now,
