@@ -19,7 +19,7 @@ use hidden_front_e2e::client::{
 };
 use hidden_front_e2e::gateway::{self, PlayerClient};
 use hidden_front_e2e::private_postgres::PrivatePostgres;
-use hidden_front_e2e::{Player, Server, TestDatabase, pb};
+use hidden_front_e2e::{Server, TestDatabase, pb};
 use pb::game_event::Event;
 use sqlx::{Connection, PgConnection};
 use std::time::Duration;
@@ -114,31 +114,9 @@ fn unchanged(before: &pb::GameView, after: &pb::GameView, phase: pb::Phase) {
 
 /// The side to move plays a legal move of its own view through the gateway, then the other.
 async fn both_move_on(server: &Server, game: &str, key: &str) {
+    let mut session = server.connect().await;
     for _ in 0..2 {
-        let mut session = server.connect().await;
-        let view = client::get_game(&mut session, game, pb::Viewer::Spectator).await;
-        let side = client::side_of(view.to_move);
-        let name = if side == pb::Side::South {
-            "south"
-        } else {
-            "north"
-        };
-        let mut player = PlayerClient::new(
-            gateway::channel(server.addr()).await,
-            &format!("{key}-{name}"),
-        );
-        let own = player
-            .get_game(game, false)
-            .await
-            .expect("the player's view");
-        let mv = Player::new(side, 7)
-            .choose_move(&own)
-            .expect("a legal move");
-        let key = format!("after-outage-{}", own.version);
-        player
-            .play(gateway::context(game, &key, Some(own.version)), mv)
-            .await
-            .expect("the move after the outage is taken");
+        crate::sharding::one_move(server, &mut session, game, key).await;
     }
 }
 

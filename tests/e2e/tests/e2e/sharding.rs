@@ -68,8 +68,9 @@ async fn in_play(server: &Server, session: &mut Client, key: &str) -> (String, S
     )
 }
 
-/// The side to move plays a legal move through the gateway; the game's version after it.
-async fn one_move(server: &Server, session: &mut Client, game: &str, key: &str) -> u64 {
+/// The side to move plays a legal move through the gateway; the game's version after it. (The
+/// outage tests use it too.)
+pub(crate) async fn one_move(server: &Server, session: &mut Client, game: &str, key: &str) -> u64 {
     let view = client::get_game(session, game, pb::Viewer::Spectator).await;
     let side = client::side_of(view.to_move);
     let name = if side == pb::Side::South {
