@@ -300,6 +300,28 @@ async fn two_clients_are_matched_and_a_wait_can_be_cancelled() {
 /// is told at once that the opponent is away, and when it comes back that it is back, with
 /// nothing typed and no view read; and `moves` lists the legal moves from the board on screen
 /// with the engine in the binary, so it answers with the server gone.
+/// Waits until the store holds an unexpired "connected" report of a north player (polled).
+async fn north_on_record(pool: &sqlx::PgPool) {
+    let on_record = async {
+        loop {
+            let reports: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM presence \
+                 WHERE side = 'north' AND connected AND lease_until > now()",
+            )
+            .fetch_one(pool)
+            .await
+            .expect("presence read");
+            if reports > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, on_record)
+        .await
+        .expect("north's connection recorded in time");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_is_pushed_and_moves_need_no_server() {
     let db = TestDatabase::create().await;
@@ -308,6 +330,7 @@ async fn presence_is_pushed_and_moves_need_no_server() {
     let mut bob = Player::start("tp-bob", &server, &[]);
     // Taken into the blocking work, which stops it halfway.
     let server = std::sync::Mutex::new(Some(server));
+    let (runtime, pool) = (tokio::runtime::Handle::current(), db.pool(1).await);
     blocking(move || {
         alice.wait_for("lobby: play the computer");
         alice.send("invite junqi");
@@ -321,6 +344,10 @@ async fn presence_is_pushed_and_moves_need_no_server() {
         for player in [&mut alice, &mut bob] {
             player.wait_for("play starts");
         }
+        // Bob's connection is on record before he leaves: on a loaded machine his report can
+        // trail his "play starts", and one still queued when he leaves is never sent, so nothing
+        // would flip for alice to be told of.
+        runtime.block_on(north_on_record(&pool));
 
         // Bob leaves for the lobby and comes back: alice is told both, typing nothing.
         bob.send("lobby");
