@@ -597,3 +597,32 @@ pub(crate) fn session_status(status: Status) -> Status {
         _ => ensure_reason(status),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::session_status;
+    use hidden_front_api_error::{ApiError, ErrorSummary, Reason};
+    use tonic::{Code, Status};
+
+    /// What the session did not answer itself (a broken stream, a call that timed out on the
+    /// way) reaches the player as SESSION_UNAVAILABLE, which every client retries; the session's
+    /// own refusals pass through with their reason.
+    #[test]
+    fn failures_the_session_did_not_answer_are_retriable() {
+        for broken in [
+            Status::internal("h2 protocol error: http2 error"),
+            Status::unknown("protocol error: missing grpc-status trailer"),
+            Status::unavailable("tcp connect error"),
+            Status::cancelled("Timeout expired"),
+            Status::deadline_exceeded("deadline has elapsed"),
+        ] {
+            let seen = session_status(broken.clone());
+            assert_eq!(seen.code(), Code::Unavailable, "{broken:?}");
+            assert_eq!(ErrorSummary::of(&seen).reason, "SESSION_UNAVAILABLE");
+        }
+        let refused: Status = ApiError::new(Reason::StaleVersion, "the game moved on").into();
+        let seen = session_status(refused);
+        assert_eq!(seen.code(), Code::Aborted);
+        assert_eq!(ErrorSummary::of(&seen).reason, "STALE_VERSION");
+    }
+}
