@@ -3,6 +3,7 @@
 
 use hidden_front_rules::{Command, Event, Game, GameRng, Rules, Side};
 use hidden_front_store::{GameMeta, GameRecord, GameStore, StoreError, StoredEvent, TimeControl};
+use hidden_front_time::WallClock;
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uuid::Uuid;
@@ -193,4 +194,9 @@ pub(crate) fn whole_second_now() -> SystemTime {
         .duration_since(UNIX_EPOCH)
         .expect("the clock is after 1970");
     UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs())
+}
+
+/// A clock that always reads `t`: a pulse dated by hand.
+pub fn at(t: SystemTime) -> WallClock {
+    WallClock::from_fn(move || t)
 }

@@ -358,11 +358,11 @@ pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore
     // An outage accounted for wakes every watched game.
     let barrier_seen = *barrier_changes.borrow_and_update();
     store
-        .pulse(now, &crate::pulse::RULE)
+        .pulse(&at(now), &crate::pulse::RULE)
         .await
         .expect("first pulse");
     let outage = store
-        .pulse(now + Duration::from_secs(60), &crate::pulse::RULE)
+        .pulse(&at(now + Duration::from_secs(60)), &crate::pulse::RULE)
         .await
         .expect("pulse after the gap");
     assert!(outage.is_some(), "a 60 s gap is an outage");

@@ -64,19 +64,19 @@ pub async fn pulse_accounts_for_an_outage_once(store: Arc<dyn GameStore>) {
     assert_eq!(claimed.len(), 4, "every timer is claimed");
 
     assert_eq!(
-        store.pulse(t0, &RULE).await.expect("pulse"),
+        store.pulse(&at(t0), &RULE).await.expect("pulse"),
         None,
         "the first pulse finds no outage"
     );
     assert_eq!(
-        store.pulse(t0 + secs(1), &RULE).await.expect("pulse"),
+        store.pulse(&at(t0 + secs(1)), &RULE).await.expect("pulse"),
         None,
         "a pulse a second later is no outage"
     );
     // Nothing served from t0 + 1 s to t0 + 46 s.
     let back = t0 + secs(46);
     let outage = store
-        .pulse(back, &RULE)
+        .pulse(&at(back), &RULE)
         .await
         .expect("pulse after the outage");
     assert_eq!(
@@ -134,17 +134,23 @@ pub async fn pulse_accounts_for_an_outage_once(store: Arc<dyn GameStore>) {
     assert_eq!(reclaimed, want, "claims on moved deadlines are dropped");
 
     assert_eq!(
-        store.pulse(back, &RULE).await.expect("pulse"),
+        store.pulse(&at(back), &RULE).await.expect("pulse"),
         None,
         "another process's pulse right after finds no second outage"
     );
     assert_eq!(
-        store.pulse(back - secs(2), &RULE).await.expect("pulse"),
+        store
+            .pulse(&at(back - secs(2)), &RULE)
+            .await
+            .expect("pulse"),
         None,
         "a pulse from a clock a little behind is no outage"
     );
     assert_eq!(
-        store.pulse(back + secs(3), &RULE).await.expect("pulse"),
+        store
+            .pulse(&at(back + secs(3)), &RULE)
+            .await
+            .expect("pulse"),
         None,
         "and does not move the recorded pulse back"
     );
@@ -161,7 +167,7 @@ pub async fn pulse_within_the_threshold_moves_nothing(store: Arc<dyn GameStore>)
     for step in 0..4 {
         assert_eq!(
             store
-                .pulse(t0 + RULE.outage_after * step, &RULE)
+                .pulse(&at(t0 + RULE.outage_after * step), &RULE)
                 .await
                 .expect("pulse"),
             None
@@ -177,7 +183,7 @@ pub async fn concurrent_pulses_account_for_an_outage_once(store: Arc<dyn GameSto
     let (meta, _) = create_game(&*store, 73, &player("rs"), &player("rn")).await;
     let armed = timer(meta.game_id, TimerKind::Move, Side::North, t0 + secs(10));
     store.arm_timer(&armed).await.expect("arm");
-    store.pulse(t0, &RULE).await.expect("pulse");
+    store.pulse(&at(t0), &RULE).await.expect("pulse");
     let back = t0 + secs(60);
     let barrier = Arc::new(Barrier::new(8));
     let mut racers = JoinSet::new();
@@ -187,7 +193,7 @@ pub async fn concurrent_pulses_account_for_an_outage_once(store: Arc<dyn GameSto
         racers.spawn(async move {
             barrier.wait().await;
             store
-                .pulse(back + Duration::from_millis(i), &RULE)
+                .pulse(&at(back + Duration::from_millis(i)), &RULE)
                 .await
                 .expect("pulse")
         });

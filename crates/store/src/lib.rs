@@ -50,6 +50,7 @@ use hidden_front_lifecycle::{Fact, NewFact};
 
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
+use hidden_front_time::WallClock;
 use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
 use thiserror::Error;
@@ -566,13 +567,21 @@ pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
         Ok(())
     }
 
-    /// The service's pulse ([`continuity`]): records that a process serves at `now` (the
+    /// The service's pulse ([`continuity`]): records that a process serves now (by `clock`, the
     /// session's clock) and, when the previous pulse of any process is older than
     /// `rule.outage_after`, moves every deadline still running then
     /// ([`continuity::moved_deadline`], claims on them dropped) and records the outage, all in
     /// one transaction ordered with every other process's pulse, so an outage is accounted for
     /// once. Returns the outage this pulse found, if any. A pulse never moves the recorded
     /// time back (a process whose clock is a little behind another's).
-    async fn pulse(&self, now: SystemTime, rule: &OutageRule)
-    -> Result<Option<Outage>, StoreError>;
+    ///
+    /// The time is read from `clock` only once the pulse holds what orders it (the pulse row's
+    /// lock), not when the call begins: a pulse that starts during an outage waits there (for
+    /// a connection, for the lock) until the store is back, and dated at its start it would end
+    /// the outage too early and move the deadlines by too little.
+    async fn pulse(
+        &self,
+        clock: &WallClock,
+        rule: &OutageRule,
+    ) -> Result<Option<Outage>, StoreError>;
 }

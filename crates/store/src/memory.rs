@@ -15,6 +15,7 @@ use crate::{
 use async_trait::async_trait;
 use hidden_front_lifecycle::{Fact, NewFact};
 use hidden_front_rules::{Event, Game, Phase, Side};
+use hidden_front_time::WallClock;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
@@ -505,10 +506,11 @@ impl GameStore for MemoryStore {
 
     async fn pulse(
         &self,
-        now: SystemTime,
+        clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
         let mut state = self.state();
+        let now = clock.now();
         let last = state.pulse;
         state.pulse = Some(last.map_or(now, |last| last.max(now)));
         let (Some(from), Some(gap)) = (last, continuity::outage_gap(last, now, rule)) else {

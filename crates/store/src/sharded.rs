@@ -37,6 +37,7 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use hidden_front_lifecycle::{Fact, NewFact};
 use hidden_front_rules::{Event, Game, Side};
+use hidden_front_time::WallClock;
 use parking_lot::Mutex;
 use std::future::Future;
 use std::sync::Arc;
@@ -68,12 +69,12 @@ struct Inner {
     fact_followers: OnceCell<Vec<AbortOnDrop>>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Pulsing {
     rule: OutageRule,
-    /// The session clock's `now` of the last pulse, and when (here) it was.
-    last_now: SystemTime,
-    last_at: Instant,
+    /// The session's clock, which the last pulse read: a shard pulsed on its own (to serve one
+    /// of its games) reads the same one.
+    clock: WallClock,
 }
 
 #[derive(Debug, Default)]
@@ -182,7 +183,7 @@ impl ShardedStore {
 
     /// Returns once shard `index` may serve (see [`ShardedStore::serving`]).
     async fn ensure_pulsed(&self, index: ShardIndex) -> Result<(), StoreError> {
-        let Some(pulsing) = *self.inner.pulsing.lock() else {
+        let Some(pulsing) = self.inner.pulsing.lock().clone() else {
             return Ok(());
         };
         let pulse = &self.inner.pulses[usize::from(index)];
@@ -205,10 +206,7 @@ impl ShardedStore {
         if fresh(*pulse.state.lock()) {
             return Ok(());
         }
-        // The session's clock now, as far as this store can tell: its last pulse's reading plus
-        // the time since (the session pulses every second, so this is close).
-        let now = pulsing.last_now + pulsing.last_at.elapsed();
-        self.pulse_shard(index, now, &pulsing.rule)
+        self.pulse_shard(index, &pulsing.clock, &pulsing.rule)
             .await
             .map(|_| ())
             .map_err(|error| StoreError::ShardUnavailable {
@@ -221,7 +219,7 @@ impl ShardedStore {
     async fn pulse_shard(
         &self,
         index: ShardIndex,
-        now: SystemTime,
+        clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
         // Bounded well within the outage threshold: a shard that hangs (a network partition
@@ -229,7 +227,7 @@ impl ShardedStore {
         let bound = (rule.outage_after / 2).min(PULSE_BOUND);
         let result = match tokio::time::timeout(
             bound,
-            self.inner.shards[usize::from(index)].pulse(now, rule),
+            self.inner.shards[usize::from(index)].pulse(clock, rule),
         )
         .await
         {
@@ -794,20 +792,19 @@ impl GameStore for ShardedStore {
     /// deadline moved.
     async fn pulse(
         &self,
-        now: SystemTime,
+        clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
         let _one_at_a_time = self.inner.pulse_all.lock().await;
         *self.inner.pulsing.lock() = Some(Pulsing {
             rule: *rule,
-            last_now: now,
-            last_at: Instant::now(),
+            clock: clock.clone(),
         });
         let answers = join_all(self.inner.shards.iter().enumerate().map(|(index, _)| {
             let index = index as ShardIndex;
             async move {
                 let _one = self.inner.pulses[usize::from(index)].running.lock().await;
-                self.pulse_shard(index, now, rule)
+                self.pulse_shard(index, clock, rule)
                     .await
                     .map_err(|e| on_shard(index, e))
             }

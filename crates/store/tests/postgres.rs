@@ -953,3 +953,71 @@ async fn every_connection_limits_idle_transactions() {
         held.push(conn);
     }
 }
+
+/// A pulse that has to wait (here for the pulse row's lock, held by another transaction; in an
+/// outage, for the database to answer at all) is dated when it gets through, not when it began:
+/// the outage it finds ends when the store is back, so the deadlines move by all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pulse_that_waits_is_dated_when_it_gets_through() {
+    use hidden_front_store::OutageRule;
+    use hidden_front_time::WallClock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let db = TestDatabase::create().await;
+    let store = Arc::new(store_on(&db, 4).await);
+    let rule = OutageRule {
+        outage_after: Duration::from_secs(3),
+        reconnect_allowance: Duration::from_secs(5),
+    };
+    let t0_ms = hidden_front_time::unix_ms(SystemTime::now());
+    let hand = Arc::new(AtomicU64::new(t0_ms));
+    let clock = {
+        let hand = hand.clone();
+        WallClock::from_fn(move || hidden_front_time::from_unix_ms(hand.load(Ordering::SeqCst)))
+    };
+    assert_eq!(
+        store.pulse(&clock, &rule).await.unwrap(),
+        None,
+        "the first pulse"
+    );
+
+    // Another transaction holds the pulse row; a pulse begun 1 s later waits for it.
+    let mut holder = PgConnection::connect(db.url()).await.unwrap();
+    let mut held = sqlx::Connection::begin(&mut holder).await.unwrap();
+    sqlx::query("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    hand.store(t0_ms + 1_000, Ordering::SeqCst);
+    let waiting = tokio::spawn({
+        let (store, clock) = (store.clone(), clock.clone());
+        async move { store.pulse(&clock, &rule).await }
+    });
+    let mut watcher = PgConnection::connect(db.url()).await.unwrap();
+    loop {
+        let blocked: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock' \
+             AND query LIKE '%service_pulse%FOR UPDATE%'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if blocked > 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    // The wait lasts 20 s by the session's clock; then the row is free.
+    hand.store(t0_ms + 21_000, Ordering::SeqCst);
+    held.rollback().await.unwrap();
+
+    let outage = waiting
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the wait is an outage");
+    let ms = hidden_front_time::unix_ms;
+    assert_eq!(ms(outage.from), t0_ms);
+    assert_eq!(ms(outage.to), t0_ms + 21_000, "dated when it got the lock");
+}

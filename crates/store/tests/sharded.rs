@@ -14,7 +14,7 @@ use hidden_front_store::{
     AdminStore, Append, GameFilter, GameStore, LifecycleOutbox, OutageRule, StoreError, Timer,
     TimerChange, TimerKind, TimerStore,
 };
-use hidden_front_store_conformance::{Check, new_game, player, reshuffle};
+use hidden_front_store_conformance::{Check, at, new_game, player, reshuffle};
 use hidden_front_test_database::TestDatabase;
 use sqlx::Connection;
 use std::collections::{HashMap, HashSet};
@@ -395,12 +395,12 @@ async fn one_shard_down_leaves_the_other_serving() {
     };
     store.arm_timer(&deadline(on0)).await.expect("arm on 0");
     store.arm_timer(&later).await.expect("arm on 1");
-    assert_eq!(store.pulse(t0, &rule).await.expect("pulse"), None);
+    assert_eq!(store.pulse(&at(t0), &rule).await.expect("pulse"), None);
 
     set_down(&dbs[1], true).await;
     // The pulse reaches shard 0 only; that is no failure of the service.
     store
-        .pulse(t0 + Duration::from_secs(1), &rule)
+        .pulse(&at(t0 + Duration::from_secs(1)), &rule)
         .await
         .expect("a pulse with one shard down");
     let record = store.load(on0).await.unwrap().unwrap();
@@ -434,7 +434,7 @@ async fn one_shard_down_leaves_the_other_serving() {
     // deadline; shard 0 had pulsed through, so it finds none.
     let back = t0 + Duration::from_secs(61);
     let outage = store
-        .pulse(back, &rule)
+        .pulse(&at(back), &rule)
         .await
         .expect("pulse")
         .expect("shard 1's outage found");

@@ -11,6 +11,7 @@ use hidden_front_store::{
     ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot,
     TimerStore,
 };
+use hidden_front_time::WallClock;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -159,10 +160,10 @@ impl GameStore for MeteredStore {
 
     async fn pulse(
         &self,
-        now: SystemTime,
+        clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
-        counted("pulse", self.inner.pulse(now, rule).await)
+        counted("pulse", self.inner.pulse(clock, rule).await)
     }
 
     async fn ended_games(

@@ -55,8 +55,10 @@ impl SessionService {
         let Some(config) = self.config.pulse else {
             return Ok(None);
         };
+        // Read before the store reads its own (`GameStore::pulse`), so this process's last
+        // pulse is never taken for later than the one recorded.
         let now = self.config.clock.now();
-        let outage = self.store.pulse(now, &config.rule).await?;
+        let outage = self.store.pulse(&self.config.clock, &config.rule).await?;
         self.pulse_state
             .last_ok_ms
             .fetch_max(unix_ms(now), Ordering::Relaxed);

@@ -407,10 +407,10 @@ impl GameStore for PostgresStore {
 
     async fn pulse(
         &self,
-        now: SystemTime,
+        clock: &hidden_front_time::WallClock,
         rule: &crate::OutageRule,
     ) -> Result<Option<crate::Outage>, StoreError> {
-        pulse::pulse(self, now, rule).await
+        pulse::pulse(self, clock, rule).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@
 use super::PostgresStore;
 use crate::StoreError;
 use crate::continuity::{Outage, OutageRule, outage_gap};
-use hidden_front_time::{from_unix_ms, unix_ms};
+use hidden_front_time::{WallClock, from_unix_ms};
 use sqlx::types::time::OffsetDateTime;
 use std::time::SystemTime;
 
@@ -34,16 +34,17 @@ const MOVE_RUNNING_DEADLINES: &str = "\
 #[tracing::instrument(name = "store.pulse", level = "debug", skip_all, fields(db.system = "postgresql"))]
 pub(super) async fn pulse(
     store: &PostgresStore,
-    now: SystemTime,
+    clock: &WallClock,
     rule: &OutageRule,
 ) -> Result<Option<Outage>, StoreError> {
-    let now = from_unix_ms(unix_ms(now));
     let mut tx = store.inner.pool.begin().await?;
     // The row lock orders this pulse with every other process's.
     let last: Option<OffsetDateTime> =
         sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
             .fetch_one(&mut *tx)
             .await?;
+    // Read only now that the database answered and the lock is held (see `GameStore::pulse`).
+    let now = from_unix_ms(clock.now_unix_ms());
     let last = last.map(SystemTime::from);
     let outage = match (last, outage_gap(last, now, rule)) {
         (Some(from), Some(gap)) => {

@@ -13,6 +13,7 @@ use hidden_front_store::{
     ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot,
     TimerStore,
 };
+use hidden_front_time::WallClock;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -155,10 +156,10 @@ impl GameStore for HookedStore {
 
     async fn pulse(
         &self,
-        now: SystemTime,
+        clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
-        self.inner.pulse(now, rule).await
+        self.inner.pulse(clock, rule).await
     }
 
     async fn ended_games(
