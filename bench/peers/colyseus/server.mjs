@@ -1,8 +1,9 @@
-// A minimal Colyseus room for the peer comparison of docs/benchmarks.md ("Colyseus peer"): the
-// game of game.mjs, in memory, two seats a room. Each move is checked (turn, ownership, one step,
-// not onto one's own piece), judged by rank, and answered with one message to each seat: the
-// mover's acknowledgement and the opponent's own view of the move, neither naming a rank of the
-// other side. When a game ends the room deals a new one and tells each seat its own view.
+// A minimal Colyseus room for the peer comparison of docs/benchmarks.md ("Current state: what a
+// move costs, and a Node.js peer"): the game of game.mjs, in memory, two seats a room. Each move is
+// checked (turn, ownership, one step, not onto one's own piece), judged by rank, and answered with
+// one message to each seat: the mover's acknowledgement and the opponent's own view of the move,
+// neither naming a rank of the other side. When a game ends the room deals a new one and tells each
+// seat its own view.
 //
 //   node server.mjs PORT
 import { Room, Server } from "@colyseus/core";

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 /// The allocator of every subcommand. Under load, glibc's `malloc` and `free` took about a third
 /// of the server's CPU (`_int_malloc`, `_int_free`, `malloc_consolidate`, `unlink_chunk` in a
 /// `perf` profile of `bench play`); with mimalloc the same bench makes 1.6 times as many moves a
-/// second on the memory store and 1.15 times as many on Postgres (docs/benchmarks.md, round 10).
+/// second on the memory store and 1.15 times as many on Postgres (docs/benchmarks.md,
+/// "mimalloc instead of glibc malloc").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

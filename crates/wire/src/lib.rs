@@ -62,7 +62,8 @@ impl FieldError {
     /// This error naming `field` instead. The readers of lists (a deployment's placements, a
     /// position's pieces) read each element under an unnamed field and name the element's path
     /// only when it fails: formatting two to four paths for every element that succeeds was a
-    /// third of decoding a deployment (docs/benchmarks.md, round 13).
+    /// third of decoding a deployment (docs/benchmarks.md,
+    /// "List elements named only when they fail").
     fn in_field(self, field: impl FnOnce() -> String) -> FieldError {
         match self {
             FieldError::Invalid { reason, .. } => FieldError::Invalid {

@@ -123,8 +123,9 @@ async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiv
 /// (from its game id's random bits). Why: seats that connected together (a gateway restarted, a
 /// thousand games started at once) would otherwise all renew in the same instant, every time, and
 /// each renewal is a durable write (the lease and the reconnect timer) in the session's store;
-/// 2,000 renewals in one instant held every move for half a second (docs/benchmarks.md, round 7).
-/// Spread, they fall across the period, and further apart with every round.
+/// 2,000 renewals in one instant held every move for half a second (docs/benchmarks.md,
+/// "Renewals at one instant held the moves"). Spread, they fall across the period, and further
+/// apart with every round.
 fn renewal_interval(lease: Duration, (game_id, side): (Uuid, Side)) -> Duration {
     let bits =
         (game_id.as_u128() as u64) ^ (side.index() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);

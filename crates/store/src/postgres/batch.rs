@@ -28,8 +28,9 @@
 //!
 //! Creations queue in the same queue: each creation records a lifecycle fact, which locks the
 //! outbox's counter until its commit is durable, so creations written one by one committed one
-//! after the other (1,000 at once took a second; docs/benchmarks.md, round 11). A batch holds
-//! appends and creations; each kind is written by its own statement ([`Statement`]).
+//! after the other (1,000 at once took a second; docs/benchmarks.md,
+//! "Creations in the group commit"). A batch holds appends and creations; each kind is written
+//! by its own statement ([`Statement`]).
 
 use super::CHANNEL;
 use super::games::Creation;
@@ -155,7 +156,7 @@ struct Pending {
 pub(super) struct GroupCommit {
     /// Connections of the flushers' own ([`FLUSHERS`]), so a batch never waits in the main
     /// pool's queue behind other work: 2,000 presence renewals at once used to hold every move
-    /// for half a second (docs/benchmarks.md, round 7).
+    /// for half a second (docs/benchmarks.md, "Renewals at one instant held the moves").
     pool: PgPool,
     queue: OnceLock<mpsc::UnboundedSender<Pending>>,
     /// Statements that failed (nothing of them written).

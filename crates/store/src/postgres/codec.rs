@@ -97,8 +97,8 @@ fn decode_json<T: DeserializeOwned>(
 /// Reads the `jsonb` (or `json`) column `column` of `row` straight into `T`, or `None` for SQL
 /// NULL. sqlx hands serde the column's bytes, so no `serde_json::Value` tree is built and walked
 /// on the way: that detour was more than half the cost of decoding a game or a page of its log
-/// (docs/benchmarks.md, round 13). A value that does not decode is [`StoreError::Corrupt`],
-/// naming `what`.
+/// (docs/benchmarks.md, "jsonb read straight into its type"). A value that does not decode is
+/// [`StoreError::Corrupt`], naming `what`.
 pub(super) fn nullable_json_column<T: DeserializeOwned>(
     row: &PgRow,
     column: &str,

@@ -96,7 +96,8 @@ pub const MAX_SNAPSHOT_INTERVAL: u64 = 1024;
 
 /// Events between snapshots unless configured otherwise. Why 16: writing the ~3.4 KB snapshot
 /// on every append cost the 100-game Postgres bench about 5 % of its moves a second
-/// (docs/benchmarks.md, round 11), while a load that replays 15 events costs microseconds.
+/// (docs/benchmarks.md, "Snapshots every 16 events"), while a load that replays 15 events
+/// costs microseconds.
 pub const DEFAULT_SNAPSHOT_INTERVAL: u64 = 16;
 
 #[derive(Debug)]

@@ -97,8 +97,8 @@ pub(super) struct Report<'a> {
 }
 
 /// Writes a report, reads the game's other reports and, when asked, arms the side's timer, in
-/// one statement where it can (docs/benchmarks.md, rounds 8 and 9: gateways renew every seat's
-/// report every few seconds, so each statement saved counts).
+/// one statement where it can (docs/benchmarks.md, "Presence renewals in one statement":
+/// gateways renew every seat's report every few seconds, so each statement saved counts).
 ///
 /// The statement sees the table as it was before its own write, so it reads the *other*
 /// reports and this one is counted in afterwards ([`Presence::count`]). The timer depends on

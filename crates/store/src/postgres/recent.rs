@@ -1,7 +1,7 @@
 //! The newest events of each game's latest writes by this process, kept after their commit so the
 //! `WatchGame` pump that the commit wakes reads them from memory instead of querying the log
 //! again. That read was 8.6 % of the server's CPU per durable move (`docs/benchmarks.md`,
-//! round 6), on the path from one player's move to the opponent's screen.
+//! "Stream pages from memory"), on the path from one player's move to the opponent's screen.
 //!
 //! Why it cannot serve a stale or gapped page: committed events never change (the log is
 //! append-only behind the version guard), an entry is stored only after its statement committed
@@ -15,9 +15,10 @@
 //! Why our own `NOTIFY` waits for our own write ([`OwnWrite`]): the commit's notification reaches
 //! the LISTEN connection about when the statement's answer reaches the writer, and often first.
 //! Announced first, it woke the pump before the events were remembered, and the pump read the
-//! log: more than half of the pages under load (docs/benchmarks.md, round 10). So while this
-//! process has a write in flight for a game, a notification for that game is held, and the
-//! write's end announces it, after remembering its events.
+//! log: more than half of the pages under load (docs/benchmarks.md,
+//! "Our notification waits for our write"). So while this process has a write in flight for a
+//! game, a notification for that game is held, and the write's end announces it, after
+//! remembering its events.
 
 use crate::StoredEvent;
 use crate::notifier::Notifier;
@@ -32,7 +33,8 @@ const CAPACITY: usize = 16_384;
 /// Events remembered at most per game: the newest, from this process's latest writes while they
 /// follow each other without a gap. A new game's first watchers start from seq 1 after the
 /// creation and one or both deployments have been written; with only the latest write kept, one
-/// backfill per game read the log in the opening (docs/benchmarks.md, round 13).
+/// backfill per game read the log in the opening (docs/benchmarks.md,
+/// "Newest events kept across writes").
 const TAIL: usize = 16;
 
 /// Per game, the newest events of this process's latest committed writes (contiguous, in seq
