@@ -13,6 +13,9 @@
 
 pub mod cloudevents;
 pub mod derive;
+pub mod position;
+
+pub use position::{FeedPosition, PositionError};
 
 use hidden_front_rules::{EndReason, Side};
 use serde::{Deserialize, Serialize};
@@ -58,6 +61,16 @@ pub struct Fact {
     pub game_created_at: SystemTime,
     /// What happened.
     pub body: FactBody,
+}
+
+/// A fact with the reader's place in the feed just after it: the position to store once the
+/// fact is processed, so that a reader resuming from it gets exactly what came after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionedFact {
+    /// The fact.
+    pub fact: Fact,
+    /// Every shard's entry as of just after this fact.
+    pub after: FeedPosition,
 }
 
 impl Fact {
