@@ -103,7 +103,7 @@ pub const TIMER_KINDS: [&str; 3] = ["deployment", "move", "reconnect"];
 /// on: nothing changed), `retry` (the session could not be reached or it was not due yet).
 pub const TIMER_RESULTS: [&str; 3] = ["applied", "stale", "retry"];
 /// Every value of [`OPERATION`].
-pub const STORE_OPERATIONS: [&str; 26] = [
+pub const STORE_OPERATIONS: [&str; 28] = [
     "create",
     "load",
     "observe",
@@ -126,6 +126,8 @@ pub const STORE_OPERATIONS: [&str; 26] = [
     "armed_timer_count",
     "facts_after",
     "watch_facts",
+    "facts_after_position",
+    "watch_fact_positions",
     "find_games",
     "append_audit",
     "audit_log",

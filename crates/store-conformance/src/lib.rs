@@ -113,6 +113,7 @@ macro_rules! conformance_tests {
             lifecycle_facts_commit_with_their_events,
             lifecycle_watch_wakes_after_facts,
             lifecycle_followers_miss_nothing_under_concurrent_writers,
+            lifecycle_by_position_reads_each_fact_once_in_order,
             find_games_by_every_criterion,
             audit_log_appends_lists_and_filters,
             pulse_accounts_for_an_outage_once,

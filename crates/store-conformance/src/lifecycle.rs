@@ -5,7 +5,9 @@
 use crate::helpers::*;
 use crate::{RACE_DEADLINE, WAKE_DEADLINE};
 use hidden_front_rules::{EndReason, Side};
-use hidden_front_store::lifecycle::{Fact, FactBody, NewFact};
+use hidden_front_store::lifecycle::{
+    Fact, FactBody, FeedPosition, NewFact, PositionError, PositionedFact,
+};
 use hidden_front_store::{Append, CommandRecord, GameStore, StoreError, TimerChange};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -246,5 +248,167 @@ pub async fn lifecycle_followers_miss_nothing_under_concurrent_writers(store: Ar
         ids(&seen).into_iter().collect::<HashSet<_>>().len(),
         expected,
         "each fact once"
+    );
+}
+
+/// Every fact after `after`, read by position in small pages: each with the position after it.
+pub async fn all_facts_after_position(
+    store: &dyn GameStore,
+    mut after: FeedPosition,
+) -> Vec<PositionedFact> {
+    let mut facts = Vec::new();
+    loop {
+        let page = store
+            .facts_after_position(&after, 3)
+            .await
+            .expect("read facts by position");
+        assert_eq!(page.unanswered, Vec::<u16>::new(), "every shard answers");
+        let Some(last) = page.facts.last() else {
+            return facts;
+        };
+        after = last.after.clone();
+        facts.extend(page.facts);
+    }
+}
+
+/// The feed read by position, per shard, against the same feed read by the merged cursor: the
+/// same facts in the same order (every shard answers), each game's in commit order; each fact's
+/// position moves only one shard's entry, to the fact's own position, and survives its text
+/// form; resuming from any fact's position reads exactly the facts after it; the cursor a
+/// reader had becomes a position that reads what the cursor reads; a position naming a shard
+/// the store lacks is refused.
+pub async fn lifecycle_by_position_reads_each_fact_once_in_order(store: Arc<dyn GameStore>) {
+    let shards = store.feed_shards();
+    let start_cursor = position_now(&*store).await;
+    let start = store
+        .watch_fact_positions()
+        .await
+        .expect("watch positions")
+        .borrow()
+        .clone();
+    assert_eq!(start.shards(), shards, "the positions name every shard");
+    let mut games = HashSet::new();
+    let mut written: Vec<Uuid> = Vec::new();
+    for g in 0..6u32 {
+        let (meta, game, events) = new_game(400 + u64::from(g), &player("lps"), &player("lpn"));
+        games.insert(meta.game_id);
+        let created = [fact(meta.game_id, g * 10), fact(meta.game_id, g * 10 + 1)];
+        written.extend(created.iter().map(|f| f.id));
+        store
+            .create_armed(
+                &format!("by-position-{}", meta.game_id),
+                &meta,
+                &events,
+                &game,
+                &[],
+                &created,
+            )
+            .await
+            .expect("create");
+        let (next, step) = reshuffle(&game, u64::from(g));
+        let appended = [fact(meta.game_id, g * 10 + 2)];
+        written.extend(appended.iter().map(|f| f.id));
+        store
+            .append_armed(Append {
+                game_id: meta.game_id,
+                expected_version: events.len() as u64,
+                events: &step,
+                game: &next,
+                command: None,
+                timers: &TimerChange::none(),
+                trace_parent: None,
+                facts: &appended,
+                fired: None,
+            })
+            .await
+            .expect("append");
+    }
+    let read = all_facts_after_position(&*store, start.clone()).await;
+    let mine: Vec<&PositionedFact> = read
+        .iter()
+        .filter(|p| games.contains(&p.fact.game_id))
+        .collect();
+    let ids = |facts: &[&PositionedFact]| facts.iter().map(|p| p.fact.id).collect::<Vec<_>>();
+    let merged = only_of(all_facts_after(&*store, start_cursor).await, &games);
+    assert_eq!(
+        ids(&mine),
+        merged.iter().map(|f| f.id).collect::<Vec<_>>(),
+        "by position, the facts and order of the merged feed"
+    );
+    assert_eq!(
+        ids(&mine).into_iter().collect::<HashSet<_>>(),
+        written.iter().copied().collect::<HashSet<_>>(),
+        "every fact written, once"
+    );
+    assert_eq!(mine.len(), written.len(), "no fact twice");
+    for game in &games {
+        let of_game: Vec<Uuid> = ids(&mine)
+            .into_iter()
+            .filter(|id| {
+                mine.iter()
+                    .any(|p| p.fact.id == *id && p.fact.game_id == *game)
+            })
+            .collect();
+        let in_order: Vec<Uuid> = written
+            .iter()
+            .copied()
+            .filter(|id| of_game.contains(id))
+            .collect();
+        assert_eq!(of_game, in_order, "game {game}'s facts in commit order");
+    }
+    let mut before = start.clone();
+    for positioned in &read {
+        let changed: Vec<usize> = (0..shards)
+            .filter(|&s| positioned.after.get(s) != before.get(s))
+            .collect();
+        assert_eq!(changed.len(), 1, "one shard's entry moves per fact");
+        assert_eq!(positioned.after.get(changed[0]), positioned.fact.position);
+        assert!(positioned.fact.position > before.get(changed[0]));
+        let text = positioned.after.to_string();
+        assert_eq!(
+            text.parse::<FeedPosition>().as_ref(),
+            Ok(&positioned.after),
+            "{text}"
+        );
+        before = positioned.after.clone();
+    }
+    // Resuming from any fact's position reads exactly the rest.
+    for cut in [0, read.len() / 2, read.len() - 1] {
+        let rest = all_facts_after_position(&*store, read[cut].after.clone()).await;
+        assert_eq!(
+            rest.iter().map(|p| p.fact.id).collect::<Vec<_>>(),
+            read[cut + 1..]
+                .iter()
+                .map(|p| p.fact.id)
+                .collect::<Vec<_>>(),
+            "resuming after fact {cut}"
+        );
+    }
+    // A reader's merged cursor continues by position from every shard at it.
+    let from_cursor = all_facts_after_position(
+        &*store,
+        FeedPosition::from_cursor(merged[2].position, shards),
+    )
+    .await;
+    let from_cursor: Vec<&PositionedFact> = from_cursor
+        .iter()
+        .filter(|p| games.contains(&p.fact.game_id))
+        .collect();
+    assert_eq!(
+        ids(&from_cursor),
+        merged[3..].iter().map(|f| f.id).collect::<Vec<_>>()
+    );
+    // A page is at most the limit, each fact's position the next page's start.
+    let page = store.facts_after_position(&start, 2).await.unwrap();
+    assert_eq!(page.facts.len(), 2);
+    // A position of a store with more shards is not this one's.
+    let beyond: FeedPosition = format!("v1.0:0,{}:5", shards).parse().unwrap();
+    assert!(
+        matches!(
+            store.facts_after_position(&beyond, 10).await,
+            Err(StoreError::Position(PositionError::UnknownShard { shard, shards: n }))
+                if shard == shards && n == shards
+        ),
+        "a shard the store lacks is refused"
     );
 }

@@ -46,7 +46,7 @@ pub use timers::{Timer, TimerChange, TimerKind, TimerSlot, TimerStore, TurnTimer
 /// The lifecycle facts the store keeps in its outbox (their own crate: what is told is a domain
 /// decision, where it is kept is the store's).
 pub use hidden_front_lifecycle as lifecycle;
-use hidden_front_lifecycle::{Fact, NewFact};
+use hidden_front_lifecycle::{Fact, FeedPosition, NewFact, PositionError, PositionedFact};
 
 use async_trait::async_trait;
 use hidden_front_rules::{Event, Game, Phase, Side};
@@ -324,6 +324,10 @@ pub enum StoreError {
         /// How many shards are configured.
         shards: usize,
     },
+    /// A feed position this store cannot read from: it names a shard the store does not have.
+    /// The caller's mistake (a position of another store, or of one with more shards).
+    #[error("the feed position {0}")]
+    Position(#[from] PositionError),
     /// A database of a sharded store records another index than the one it is configured at:
     /// the list of shards is in the wrong order or names a wrong database, and games would be
     /// looked for in the wrong place.
@@ -389,6 +393,91 @@ pub trait LifecycleOutbox: Send + Sync + 'static {
     /// into one wake-up; read with [`LifecycleOutbox::facts_after`] from your cursor). It starts
     /// at the current position, marked as seen.
     async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError>;
+
+    /// How many shards the feed's positions name ([`FeedPosition`]): 1 unless the store is
+    /// sharded. A position naming more is not this store's.
+    fn feed_shards(&self) -> usize {
+        1
+    }
+
+    /// The outbox's facts after `after`, read **per shard**: each shard after its own entry, so
+    /// a shard that does not answer holds back only its own facts (it is named in
+    /// [`FactsPage::unanswered`] and read again from the same entry next time), never the
+    /// others'. At most `limit`, in position order among the shards that answered; each fact
+    /// comes with the position just after it, which is what a reader stores. Each game's facts
+    /// come in commit order (a game lives on one shard); a shard that answers again after
+    /// missing a page delivers facts below positions already delivered from the others.
+    ///
+    /// The default serves a store of one database, whose one entry is its cursor: the same
+    /// facts as [`LifecycleOutbox::facts_after`]. A position naming more shards than
+    /// [`LifecycleOutbox::feed_shards`] is refused ([`StoreError::Position`]).
+    async fn facts_after_position(
+        &self,
+        after: &FeedPosition,
+        limit: usize,
+    ) -> Result<FactsPage, StoreError> {
+        after.check_shards(self.feed_shards())?;
+        let mut position = after.clone();
+        let facts = self
+            .facts_after(after.get(0), limit)
+            .await?
+            .into_iter()
+            .map(|fact| {
+                position.advance(0, fact.position);
+                PositionedFact {
+                    fact,
+                    after: position.clone(),
+                }
+            })
+            .collect();
+        Ok(FactsPage {
+            facts,
+            unanswered: Vec::new(),
+        })
+    }
+
+    /// A receiver of every shard's last outbox position (one entry unless sharded): it changes
+    /// after every commit that records facts on any shard, including commits whose position is
+    /// below another shard's last (which a single merged number would not show). It starts at
+    /// the current positions, marked as seen: mark it seen before reading with
+    /// [`LifecycleOutbox::facts_after_position`] and wait for a change after a short page.
+    ///
+    /// The default follows [`LifecycleOutbox::watch_facts`] with a task that ends when the last
+    /// receiver is dropped.
+    async fn watch_fact_positions(&self) -> Result<watch::Receiver<FeedPosition>, StoreError> {
+        let mut source = self.watch_facts().await?;
+        let first = *source.borrow_and_update();
+        let (sender, receiver) = watch::channel(FeedPosition::from_cursor(first, 1));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = source.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let last = *source.borrow_and_update();
+                        sender.send_if_modified(|position| {
+                            let newer = last > position.get(0);
+                            position.advance(0, last);
+                            newer
+                        });
+                    }
+                    () = sender.closed() => return,
+                }
+            }
+        });
+        Ok(receiver)
+    }
+}
+
+/// One page of [`LifecycleOutbox::facts_after_position`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FactsPage {
+    /// The facts, each with the position just after it.
+    pub facts: Vec<PositionedFact>,
+    /// The shards that did not answer this time, in index order: their facts were not read
+    /// (their entries stay where they were), so read again later even if nothing wakes you.
+    pub unanswered: Vec<placement::ShardIndex>,
 }
 
 /// Where games live. Implementations: [`memory::MemoryStore`], [`postgres::PostgresStore`].

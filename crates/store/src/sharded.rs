@@ -29,13 +29,13 @@ use crate::placement::{self, MAX_SHARDS, ShardIndex};
 use crate::postgres::PostgresStore;
 use crate::timers::{Timer, TimerSlot, TimerStore};
 use crate::{
-    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox, NewAuditEntry,
-    ObservedGame, Presence, StoreError, StoredEvent,
+    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FactsPage,
+    FoundGame, GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox,
+    NewAuditEntry, ObservedGame, Presence, StoreError, StoredEvent,
 };
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use hidden_front_lifecycle::{Fact, NewFact};
+use hidden_front_lifecycle::{Fact, FeedPosition, NewFact, PositionedFact};
 use hidden_front_rules::{Event, Game, Side};
 use hidden_front_time::WallClock;
 use parking_lot::Mutex;
@@ -65,8 +65,15 @@ struct Inner {
     pulse_all: tokio::sync::Mutex<()>,
     /// The merged outbox's last position: the largest of the shards'.
     fact_position: watch::Sender<u64>,
-    /// The tasks that follow every shard's outbox position into `fact_position`.
+    /// Every shard's last outbox position, by shard (what a reader by position waits on: a
+    /// commit below another shard's last position changes it too).
+    fact_positions: watch::Sender<FeedPosition>,
+    /// The tasks that follow every shard's outbox position into `fact_position` and
+    /// `fact_positions`.
     fact_followers: OnceCell<Vec<AbortOnDrop>>,
+    /// Per shard, whether its lifecycle facts could not be read last time (said once per run
+    /// of failures).
+    feed_failing: Vec<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Debug, Clone)]
@@ -109,6 +116,14 @@ const PULSE_BOUND: Duration = Duration::from_secs(1);
 /// (2 s), so the other shards' claimed timers still fire on time.
 const CLAIM_BOUND: Duration = Duration::from_secs(1);
 
+/// The longest one shard's page of the lifecycle feed by position may take (its read, and the
+/// move of its counter when it lags): a shard that hangs is skipped for that page, so the
+/// others' facts still flow.
+const FEED_BOUND: Duration = Duration::from_secs(2);
+
+/// How long a follower of a shard's outbox waits before subscribing again after a failure.
+const FOLLOW_RETRY: Duration = Duration::from_secs(1);
+
 /// Why a shard's games are refused until its pulse succeeds.
 const UNPULSED: &str = "it could not be reached and its pulse has not yet accounted for the time it was away; retry shortly";
 
@@ -136,6 +151,7 @@ impl ShardedStore {
             })?;
         }
         let pulses = shards.iter().map(|_| ShardPulse::default()).collect();
+        let shard_count = shards.len();
         Ok(ShardedStore {
             inner: Arc::new(Inner {
                 shards,
@@ -143,7 +159,11 @@ impl ShardedStore {
                 pulsing: Mutex::new(None),
                 pulse_all: tokio::sync::Mutex::new(()),
                 fact_position: watch::channel(0).0,
+                fact_positions: watch::channel(FeedPosition::start(shard_count)).0,
                 fact_followers: OnceCell::new(),
+                feed_failing: (0..shard_count)
+                    .map(|_| std::sync::atomic::AtomicBool::new(false))
+                    .collect(),
             }),
         })
     }
@@ -363,30 +383,239 @@ impl ShardedStore {
         Ok(merged)
     }
 
-    /// Starts following every shard's outbox position (once).
-    async fn follow_facts(&self) -> Result<(), StoreError> {
+    /// Starts following every shard's outbox position (once). A shard that cannot be
+    /// subscribed to now (it is down) is followed by a task that keeps trying, so one shard
+    /// down does not stop the others' readers from waiting on their commits; the shards that
+    /// answer are subscribed to before this returns, so the positions start where they are.
+    async fn follow_facts(&self) {
         self.inner
             .fact_followers
-            .get_or_try_init(|| async {
-                let mut tasks = Vec::new();
-                for (index, shard) in self.inner.shards.iter().enumerate() {
-                    let mut receiver = shard
-                        .watch_facts()
-                        .await
-                        .map_err(|e| on_shard(index as ShardIndex, e))?;
-                    let merged = self.inner.fact_position.clone();
-                    advance(&merged, *receiver.borrow_and_update());
-                    tasks.push(AbortOnDrop(tokio::spawn(async move {
-                        while receiver.changed().await.is_ok() {
-                            let position = *receiver.borrow_and_update();
-                            advance(&merged, position);
+            .get_or_init(|| async {
+                let shards = &self.inner.shards;
+                let first = join_all(shards.iter().enumerate().map(|(index, shard)| async move {
+                    match tokio::time::timeout(FEED_BOUND, shard.watch_facts()).await {
+                        Ok(Ok(receiver)) => Some(receiver),
+                        Ok(Err(error)) => {
+                            tracing::warn!(shard = index, %error, "cannot follow a shard's lifecycle outbox yet; retrying");
+                            None
                         }
-                    })));
-                }
-                Ok::<_, StoreError>(tasks)
+                        Err(_) => {
+                            tracing::warn!(shard = index, "a shard's lifecycle outbox did not answer; retrying");
+                            None
+                        }
+                    }
+                }))
+                .await;
+                first
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, first)| {
+                        let follower = ShardFollower {
+                            index,
+                            shard: shards[index].clone(),
+                            merged: self.inner.fact_position.clone(),
+                            positions: self.inner.fact_positions.clone(),
+                        };
+                        let first = first.map(|mut receiver| {
+                            follower.seen(*receiver.borrow_and_update());
+                            receiver
+                        });
+                        AbortOnDrop(tokio::spawn(follower.run(first)))
+                    })
+                    .collect()
             })
-            .await?;
-        Ok(())
+            .await;
+    }
+
+    /// One page of the lifecycle feed by position (see
+    /// [`LifecycleOutbox::facts_after_position`]): every shard's page after its own entry, each
+    /// bounded by [`FEED_BOUND`]; the shards that did not answer are left out of this page.
+    /// Among the others it is [`ShardedStore::merged_page`]'s rule: deliver only positions
+    /// every answering shard's committed counter has reached (moving a lagging one up first),
+    /// so while all shards answer the facts come in position order across shards.
+    async fn page_by_position(
+        &self,
+        after: &FeedPosition,
+        limit: usize,
+    ) -> Result<FactsPage, StoreError> {
+        after.check_shards(self.inner.shards.len())?;
+        let mut unanswered = Vec::new();
+        if limit == 0 {
+            return Ok(FactsPage::default());
+        }
+        let shards = &self.inner.shards;
+        let answers =
+            join_all(shards.iter().enumerate().map(|(index, shard)| {
+                bounded_feed(index, shard.facts_page(after.get(index), limit))
+            }))
+            .await;
+        let mut pages: Vec<Option<(Vec<Fact>, u64)>> = Vec::with_capacity(answers.len());
+        for (index, answer) in answers.into_iter().enumerate() {
+            pages.push(self.answered(index, answer, &mut unanswered));
+        }
+        let position = |fact: &Fact| fact.position;
+        let answering = || pages.iter().flatten();
+        let largest = answering()
+            .filter_map(|(facts, _)| facts.last().map(position))
+            .max();
+        let full = answering()
+            .filter(|(facts, _)| facts.len() >= limit)
+            .filter_map(|(facts, _)| facts.last().map(position))
+            .min();
+        let want = match (largest, full) {
+            (Some(largest), Some(full)) => Some(largest.min(full)),
+            (largest, _) => largest,
+        };
+        let Some(want) = want else {
+            return Ok(FactsPage {
+                facts: Vec::new(),
+                unanswered,
+            });
+        };
+        let lagging: Vec<usize> = pages
+            .iter()
+            .enumerate()
+            .filter(|(_, page)| {
+                page.as_ref()
+                    .is_some_and(|(_, watermark)| *watermark < want)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        if !lagging.is_empty() {
+            let moved = join_all(lagging.iter().map(|&index| {
+                let shard = &shards[index];
+                let after = after.get(index);
+                bounded_feed(index, async move {
+                    shard.reach_facts(want).await?;
+                    shard.facts_page(after, limit).await
+                })
+            }))
+            .await;
+            for (index, reread) in lagging.into_iter().zip(moved) {
+                pages[index] = self.answered(index, reread, &mut unanswered);
+            }
+            unanswered.sort_unstable();
+        }
+        let cut = pages
+            .iter()
+            .flatten()
+            .map(|(facts, watermark)| {
+                if facts.len() >= limit {
+                    facts.last().map_or(*watermark, position)
+                } else {
+                    *watermark
+                }
+            })
+            .min()
+            .unwrap_or(0)
+            .min(want);
+        let mut merged: Vec<(usize, Fact)> = pages
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, page)| page.map(|(facts, _)| (index, facts)))
+            .flat_map(|(index, facts)| facts.into_iter().map(move |fact| (index, fact)))
+            .filter(|(_, fact)| fact.position <= cut)
+            .collect();
+        merged.sort_by_key(|(_, fact)| fact.position);
+        merged.truncate(limit);
+        let mut running = after.clone();
+        let facts = merged
+            .into_iter()
+            .map(|(index, fact)| {
+                running.advance(index, fact.position);
+                PositionedFact {
+                    fact,
+                    after: running.clone(),
+                }
+            })
+            .collect();
+        Ok(FactsPage { facts, unanswered })
+    }
+
+    /// A shard's page, or `None` (the shard noted in `unanswered`, logged once per run of
+    /// failures) when it did not answer.
+    fn answered<T>(
+        &self,
+        index: usize,
+        answer: Result<T, StoreError>,
+        unanswered: &mut Vec<ShardIndex>,
+    ) -> Option<T> {
+        let failing = &self.inner.feed_failing[index];
+        match answer {
+            Ok(page) => {
+                if failing.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::info!(shard = index, "a shard's lifecycle facts are read again");
+                }
+                Some(page)
+            }
+            Err(error) => {
+                if !failing.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(shard = index, %error, "a shard's lifecycle facts cannot be read until it is back; the other shards' flow");
+                }
+                unanswered.push(index as ShardIndex);
+                None
+            }
+        }
+    }
+}
+
+/// `read` of shard `index`'s lifecycle outbox, cut off after [`FEED_BOUND`].
+async fn bounded_feed<T>(
+    index: usize,
+    read: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(FEED_BOUND, read).await {
+        Ok(answer) => answer.map_err(|e| on_shard(index as ShardIndex, e)),
+        Err(_) => Err(StoreError::ShardUnavailable {
+            shard: index as ShardIndex,
+            reason: format!(
+                "its lifecycle outbox did not answer within {} ms",
+                FEED_BOUND.as_millis()
+            ),
+        }),
+    }
+}
+
+/// Follows one shard's outbox position into the merged position and the vector.
+struct ShardFollower {
+    index: usize,
+    shard: PostgresStore,
+    merged: watch::Sender<u64>,
+    positions: watch::Sender<FeedPosition>,
+}
+
+impl ShardFollower {
+    /// Passes the shard's last position on.
+    fn seen(&self, position: u64) {
+        advance(&self.merged, position);
+        self.positions.send_if_modified(|positions| {
+            let newer = position > positions.get(self.index);
+            positions.advance(self.index, position);
+            newer
+        });
+    }
+
+    /// Subscribes (again and again while the shard does not answer, unless `first` already
+    /// did), then passes every change on until the shard's store closes.
+    async fn run(self, first: Option<watch::Receiver<u64>>) {
+        let mut receiver = match first {
+            Some(receiver) => receiver,
+            None => loop {
+                tokio::time::sleep(FOLLOW_RETRY).await;
+                match tokio::time::timeout(FEED_BOUND, self.shard.watch_facts()).await {
+                    Ok(Ok(mut receiver)) => {
+                        tracing::info!(shard = self.index, "following a shard's lifecycle outbox");
+                        self.seen(*receiver.borrow_and_update());
+                        break receiver;
+                    }
+                    Ok(Err(_)) | Err(_) => continue,
+                }
+            },
+        };
+        while receiver.changed().await.is_ok() {
+            let position = *receiver.borrow_and_update();
+            self.seen(position);
+        }
     }
 }
 
@@ -622,8 +851,27 @@ impl LifecycleOutbox for ShardedStore {
     }
 
     async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
-        self.follow_facts().await?;
+        self.follow_facts().await;
         let mut receiver = self.inner.fact_position.subscribe();
+        receiver.borrow_and_update();
+        Ok(receiver)
+    }
+
+    fn feed_shards(&self) -> usize {
+        self.inner.shards.len()
+    }
+
+    async fn facts_after_position(
+        &self,
+        after: &FeedPosition,
+        limit: usize,
+    ) -> Result<FactsPage, StoreError> {
+        self.page_by_position(after, limit).await
+    }
+
+    async fn watch_fact_positions(&self) -> Result<watch::Receiver<FeedPosition>, StoreError> {
+        self.follow_facts().await;
+        let mut receiver = self.inner.fact_positions.subscribe();
         receiver.borrow_and_update();
         Ok(receiver)
     }

@@ -6,7 +6,7 @@
 //! Needs `DATABASE_URL` as `tests/postgres.rs` does.
 
 use hidden_front_rules::Side;
-use hidden_front_store::lifecycle::{FactBody, NewFact};
+use hidden_front_store::lifecycle::{FactBody, FeedPosition, NewFact, PositionedFact};
 use hidden_front_store::placement::{shard_for_key, shard_of};
 use hidden_front_store::postgres::PostgresStore;
 use hidden_front_store::sharded::ShardedStore;
@@ -441,5 +441,126 @@ async fn one_shard_down_leaves_the_other_serving() {
     assert_eq!(outage.deadlines_moved, 1);
     let timers = store.timers_of(on1).await.expect("shard 1 serves again");
     assert!(timers[0].fire_at > later.fire_at, "{timers:?}");
+    store.close().await;
+}
+
+/// Reads the feed by position until a page comes back empty; the facts, each with the position
+/// after it, and the shards that did not answer along the way.
+async fn read_by_position(
+    store: &ShardedStore,
+    after: &mut FeedPosition,
+) -> (Vec<PositionedFact>, HashSet<u16>) {
+    let mut facts = Vec::new();
+    let mut unanswered = HashSet::new();
+    loop {
+        let page = store
+            .facts_after_position(after, 2)
+            .await
+            .expect("a page by position");
+        unanswered.extend(page.unanswered);
+        let Some(last) = page.facts.last() else {
+            return (facts, unanswered);
+        };
+        *after = last.after.clone();
+        facts.extend(page.facts);
+    }
+}
+
+/// With shard 1 gone, a reader by position still gets shard 0's new facts (the merged feed
+/// cannot: it fails naming shard 1), and a follower of the positions still wakes for them; when
+/// shard 1 is back, the facts it committed before it went, unread until then, arrive, and no
+/// fact comes twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_position_the_feed_flows_past_a_shard_that_is_down() {
+    let (store, dbs) = two_shards().await;
+    let mut position = store
+        .watch_fact_positions()
+        .await
+        .expect("watch positions")
+        .borrow()
+        .clone();
+    let game_facts = |games: &[Uuid], facts: &[PositionedFact]| -> Vec<Uuid> {
+        facts
+            .iter()
+            .filter(|p| games.contains(&p.fact.game_id))
+            .map(|p| p.fact.game_id)
+            .collect()
+    };
+    let first = [
+        game_on(&store, 0, &player("pos"), true).await,
+        game_on(&store, 1, &player("pos"), true).await,
+    ];
+    let (mut seen, unanswered) = read_by_position(&store, &mut position).await;
+    assert!(unanswered.is_empty());
+    let per_game = game_facts(&first[..1], &seen).len();
+    assert!(per_game > 0, "creation facts are written");
+    assert_eq!(game_facts(&first, &seen).len(), 2 * per_game);
+
+    // Shard 1 commits facts nobody has read yet, then goes away.
+    let unread_on_1 = game_on(&store, 1, &player("pos"), true).await;
+    let mut follower = store.watch_fact_positions().await.expect("watch positions");
+    let cursor = store
+        .watch_facts()
+        .await
+        .expect("watch")
+        .borrow()
+        .to_owned();
+    set_down(&dbs[1], true).await;
+
+    let while_down = [
+        game_on(&store, 0, &player("pos"), true).await,
+        game_on(&store, 0, &player("pos"), true).await,
+    ];
+    tokio::time::timeout(Duration::from_secs(10), follower.changed())
+        .await
+        .expect("a commit on shard 0 wakes the follower while shard 1 is down")
+        .expect("the store is alive");
+    let before_outage = position.get(1);
+    let (during, unanswered) = read_by_position(&store, &mut position).await;
+    assert_eq!(
+        unanswered,
+        HashSet::from([1]),
+        "shard 1 is named as not answering"
+    );
+    assert_eq!(
+        game_facts(&while_down, &during).len(),
+        2 * per_game,
+        "shard 0's facts flow while shard 1 is down"
+    );
+    assert!(game_facts(&[unread_on_1], &during).is_empty());
+    assert_eq!(position.get(1), before_outage, "shard 1's entry stays");
+    let merged = store.facts_after(cursor, 10).await;
+    assert!(
+        matches!(merged, Err(StoreError::ShardUnavailable { shard: 1, .. })),
+        "the merged feed waits for every shard: {merged:?}"
+    );
+    seen.extend(during);
+
+    set_down(&dbs[1], false).await;
+    let (after, unanswered) = read_by_position(&store, &mut position).await;
+    assert!(unanswered.is_empty(), "shard 1 answers again");
+    assert_eq!(
+        game_facts(&[unread_on_1], &after).len(),
+        per_game,
+        "shard 1's unread facts arrive once it is back"
+    );
+    seen.extend(after);
+    let ids: Vec<Uuid> = seen.iter().map(|p| p.fact.id).collect();
+    assert_eq!(
+        ids.iter().collect::<HashSet<_>>().len(),
+        ids.len(),
+        "no fact twice"
+    );
+    let all = [
+        first[0],
+        first[1],
+        unread_on_1,
+        while_down[0],
+        while_down[1],
+    ];
+    assert_eq!(game_facts(&all, &seen).len(), all.len() * per_game);
+    // The position read up to is where a new reader continues: nothing is left.
+    let (rest, _) = read_by_position(&store, &mut position.clone()).await;
+    assert!(rest.is_empty(), "{rest:?}");
     store.close().await;
 }

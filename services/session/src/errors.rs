@@ -45,6 +45,9 @@ pub fn game_error_status(error: &GameError) -> Status {
     refusal.into()
 }
 
+/// The request field of a lifecycle feed position (`WatchLifecycleRequest.after_position`).
+pub(crate) const AFTER_POSITION_FIELD: &str = "after_position";
+
 /// The status for a store failure. Only database and data failures are the server's; the rest
 /// are answers about the game.
 pub fn store_error_status(error: &StoreError) -> Status {
@@ -96,6 +99,8 @@ pub fn store_error_status(error: &StoreError) -> Status {
             )
             .into()
         }
+        // Only WatchLifecycle's after_position is a position a caller sends.
+        StoreError::Position(position) => invalid_field(AFTER_POSITION_FIELD, position.to_string()),
         StoreError::Corrupt { game_id, .. } => {
             tracing::error!(error = %error, "corrupt game data");
             ApiError::new(

@@ -4,12 +4,12 @@
 use async_trait::async_trait;
 use hidden_front_metrics_names as names;
 use hidden_front_rules::{Event, Game, Side};
-use hidden_front_store::lifecycle::{Fact, NewFact};
+use hidden_front_store::lifecycle::{Fact, FeedPosition, NewFact};
 use hidden_front_store::{
-    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FoundGame,
-    GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox, NewAuditEntry,
-    ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer, TimerSlot,
-    TimerStore,
+    AdminStore, Append, ArmAfterReport, AuditEntry, AuditQuery, Created, EndedRecord, FactsPage,
+    FoundGame, GameFilter, GameMeta, GameRecord, GameStore, GameSummary, LifecycleOutbox,
+    NewAuditEntry, ObservedGame, Outage, OutageRule, Presence, StoreError, StoredEvent, Timer,
+    TimerSlot, TimerStore,
 };
 use hidden_front_time::WallClock;
 use std::sync::Arc;
@@ -47,6 +47,28 @@ impl LifecycleOutbox for MeteredStore {
 
     async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
         counted("watch_facts", self.inner.watch_facts().await)
+    }
+
+    fn feed_shards(&self) -> usize {
+        self.inner.feed_shards()
+    }
+
+    async fn facts_after_position(
+        &self,
+        after: &FeedPosition,
+        limit: usize,
+    ) -> Result<FactsPage, StoreError> {
+        counted(
+            "facts_after_position",
+            self.inner.facts_after_position(after, limit).await,
+        )
+    }
+
+    async fn watch_fact_positions(&self) -> Result<watch::Receiver<FeedPosition>, StoreError> {
+        counted(
+            "watch_fact_positions",
+            self.inner.watch_fact_positions().await,
+        )
     }
 }
 
