@@ -1004,8 +1004,12 @@ fn outcome_from_proto(field: &str, outcome: Option<&pb::Outcome>) -> Result<Outc
 }
 
 /// The proto form of a lifecycle fact (`WatchLifecycle`): the typed body, and the same data as
-/// the CloudEvents JSON a webhook carries, so both routes say one thing.
-pub fn lifecycle_fact_to_proto(fact: &hidden_front_lifecycle::Fact) -> pb::LifecycleFact {
+/// the CloudEvents JSON a webhook carries, so both routes say one thing; with `position`, the
+/// reader's place in the feed just after the fact, in its text form.
+pub fn lifecycle_fact_to_proto(
+    fact: &hidden_front_lifecycle::Fact,
+    position: &hidden_front_lifecycle::FeedPosition,
+) -> pb::LifecycleFact {
     use hidden_front_lifecycle::FactBody;
     use pb::lifecycle_fact::Body;
     let body = match &fact.body {
@@ -1077,6 +1081,7 @@ pub fn lifecycle_fact_to_proto(fact: &hidden_front_lifecycle::Fact) -> pb::Lifec
         game_id: fact.game_id.to_string(),
         occurred_at_unix_millis: u64::try_from(occurred_at.as_millis()).unwrap_or(u64::MAX),
         data_json: hidden_front_lifecycle::cloudevents::data(fact).to_string(),
+        position: position.to_string(),
         body: Some(body),
     }
 }

@@ -63,7 +63,10 @@ fn every_surface_names_end_reasons_as_the_engine_does() {
             fact.body
         );
         assert_eq!(cloudevents::data(&fact)["reason"], name, "webhook data");
-        let wire = lifecycle_fact_to_proto(&fact);
+        let wire = lifecycle_fact_to_proto(
+            &fact,
+            &hidden_front_lifecycle::FeedPosition::from_cursor(fact.position, 1),
+        );
         let data: serde_json::Value = serde_json::from_str(&wire.data_json).expect("data_json");
         assert_eq!(data["reason"], name, "WatchLifecycle data_json");
         let Some(pb::lifecycle_fact::Body::GameEnded(typed)) = wire.body else {

@@ -243,7 +243,10 @@ async fn an_operator_aborts_a_game_in_play_and_everything_follows() {
         gateway::channel(server.session_addr()).await,
     );
     let mut feed = session
-        .watch_lifecycle(pb::WatchLifecycleRequest { after_cursor: 0 })
+        .watch_lifecycle(pb::WatchLifecycleRequest {
+            after_cursor: 0,
+            ..Default::default()
+        })
         .await
         .expect("WatchLifecycle")
         .into_inner();

@@ -16,7 +16,10 @@ const FACT_DEADLINE: Duration = Duration::from_secs(20);
 
 async fn follow(client: &mut Client, after_cursor: u64) -> Streaming<pb::WatchLifecycleResponse> {
     client
-        .watch_lifecycle(pb::WatchLifecycleRequest { after_cursor })
+        .watch_lifecycle(pb::WatchLifecycleRequest {
+            after_cursor,
+            ..Default::default()
+        })
         .await
         .expect("WatchLifecycle")
         .into_inner()

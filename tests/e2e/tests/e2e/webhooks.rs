@@ -219,7 +219,10 @@ async fn play_games_at(addr: std::net::SocketAddr, tag: &str, n: usize) {
 async fn all_facts(server: &Server, expected: usize) -> Vec<pb::LifecycleFact> {
     let mut client = server.connect().await;
     let mut stream = client
-        .watch_lifecycle(pb::WatchLifecycleRequest { after_cursor: 0 })
+        .watch_lifecycle(pb::WatchLifecycleRequest {
+            after_cursor: 0,
+            ..Default::default()
+        })
         .await
         .expect("WatchLifecycle")
         .into_inner();
