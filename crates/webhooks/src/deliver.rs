@@ -1,8 +1,9 @@
 //! The deliverers: one loop per configured endpoint, in every replica, of which only the lease
 //! holder sends.
 //!
-//! A holder reads the outbox after the endpoint's cursor and sends each fact in order, the next
-//! only after the last was acknowledged (2xx) or parked. A failed attempt (non-2xx, no
+//! A holder reads the outbox after the endpoint's position (a position per shard: a shard that
+//! does not answer holds back only its own facts, which follow once it answers again) and sends
+//! each fact in order, the next only after the last was acknowledged (2xx) or parked. A failed attempt (non-2xx, no
 //! connection, timeout) is retried after an exponential, capped, jittered backoff until the
 //! horizon since the fact's first attempt has passed; then the fact is parked as a dead letter
 //! and delivery moves on. Before each live fact the holder sends the dead letters an operator
@@ -15,8 +16,8 @@
 use crate::config::{DeliveryTiming, Endpoint, WebhooksConfig};
 use crate::sender::{AttemptError, Sender};
 use crate::store::{DeadLetter, WebhookStore, WebhookStoreError};
-use hidden_front_lifecycle::Fact;
 use hidden_front_lifecycle::cloudevents::CloudEvent;
+use hidden_front_lifecycle::{Fact, FeedPosition};
 use hidden_front_metrics_names as names;
 use hidden_front_retry::Backoff;
 use hidden_front_store::LifecycleOutbox;
@@ -137,7 +138,10 @@ struct Deliverer {
     timing: DeliveryTiming,
     sender: Sender,
     stop: CancellationToken,
+    /// The cursor of the last fact delivered or parked (for operators).
     cursor: u64,
+    /// Where delivery resumes: every shard's entry after the last fact delivered or parked.
+    position: FeedPosition,
     renewed_at: Instant,
 }
 
@@ -151,6 +155,7 @@ impl Deliverer {
             timing,
             stop,
             cursor: 0,
+            position: FeedPosition::start(1),
             renewed_at: Instant::now(),
         }
     }
@@ -174,9 +179,11 @@ impl Deliverer {
         let name = self.endpoint.name.clone();
         while !self.stopped() {
             match store.acquire(&name, &holder, self.timing.lease).await {
-                Ok(Some(cursor)) => {
-                    tracing::info!(endpoint = %name, cursor, "holding the webhook endpoint");
-                    self.cursor = cursor;
+                Ok(Some(resume)) => {
+                    self.cursor = resume.cursor;
+                    self.position = resume.position(self.shared.outbox.feed_shards());
+                    tracing::info!(endpoint = %name, cursor = resume.cursor,
+                        position = %self.position, "holding the webhook endpoint");
                     self.renewed_at = Instant::now();
                     match self.hold().await {
                         Ok(Ended::Stopped) => break,
@@ -203,7 +210,7 @@ impl Deliverer {
     }
 
     /// Waits up to `limit`, or until stopped, poked, or (when given) the outbox moved.
-    async fn idle(&mut self, limit: Duration, outbox: Option<&mut watch::Receiver<u64>>) {
+    async fn idle(&mut self, limit: Duration, outbox: Option<&mut watch::Receiver<FeedPosition>>) {
         let poke = self.shared.poke.clone();
         let poked = poke.notified();
         let moved = async {
@@ -240,7 +247,7 @@ impl Deliverer {
 
     /// One turn as the endpoint's holder.
     async fn hold(&mut self) -> Result<Ended, LoopError> {
-        let mut outbox = self.shared.outbox.watch_facts().await?;
+        let mut outbox = self.shared.outbox.watch_fact_positions().await?;
         loop {
             if self.stopped() {
                 return Ok(Ended::Stopped);
@@ -251,19 +258,28 @@ impl Deliverer {
             if let Some(ended) = self.replay_requested().await? {
                 return Ok(ended);
             }
-            let facts = self
+            // Seen before the read: a commit after it wakes the wait below.
+            outbox.borrow_and_update();
+            let page = self
                 .shared
                 .outbox
-                .facts_after(self.cursor, self.timing.batch)
+                .facts_after_position(&self.position, self.timing.batch)
                 .await?;
-            self.report_lag(*outbox.borrow());
-            let Some(last) = facts.last().map(|f| f.position) else {
+            self.report_lag(&outbox.borrow());
+            let Some(last) = page
+                .facts
+                .last()
+                .map(|p| (p.fact.position, p.after.clone()))
+            else {
+                // A shard that did not answer cannot wake us when it is back: the safety poll
+                // asks it again.
                 let wait = self.timing.safety_poll.min(self.renew_every());
                 self.idle(wait, Some(&mut outbox)).await;
                 continue;
             };
             let mut skipped = false;
-            for fact in facts {
+            for positioned in page.facts {
+                let (fact, after) = (positioned.fact, positioned.after);
                 if !self.endpoint.wants(&fact.body) {
                     skipped = true;
                     continue;
@@ -272,7 +288,7 @@ impl Deliverer {
                     Sent::Delivered => {
                         self.shared
                             .store
-                            .advance(self.name(), &self.shared.holder, fact.position)
+                            .advance(self.name(), &self.shared.holder, fact.position, &after)
                             .await?
                     }
                     Sent::Parked {
@@ -293,7 +309,7 @@ impl Deliverer {
                         let parked = self
                             .shared
                             .store
-                            .park(&self.shared.holder, &letter, true)
+                            .park(&self.shared.holder, &letter, Some(&after))
                             .await?;
                         if parked {
                             metrics::counter!(names::WEBHOOK_DEAD_LETTERS_TOTAL,
@@ -310,19 +326,27 @@ impl Deliverer {
                     return Ok(Ended::LostLease);
                 }
                 self.cursor = fact.position;
+                self.position = after;
                 skipped = false;
             }
             // Facts the endpoint does not want at the end of a batch: move past them too.
-            if skipped && last > self.cursor {
+            let (last_cursor, last_position) = last;
+            if skipped && last_position != self.position {
                 if !self
                     .shared
                     .store
-                    .advance(self.name(), &self.shared.holder, last)
+                    .advance(
+                        self.name(),
+                        &self.shared.holder,
+                        last_cursor,
+                        &last_position,
+                    )
                     .await?
                 {
                     return Ok(Ended::LostLease);
                 }
-                self.cursor = last;
+                self.cursor = last_cursor;
+                self.position = last_position;
             }
         }
     }
@@ -335,11 +359,22 @@ impl Deliverer {
             .replays_requested(&self.endpoint.name)
             .await?;
         for letter in letters {
-            let fact = self
+            // Read by its cursor from the merged feed, which fails while any shard is down: the
+            // replay then waits (the letters stay requested) and live delivery goes on.
+            let read = self
                 .shared
                 .outbox
                 .facts_after(letter.position.saturating_sub(1), 1)
-                .await?
+                .await;
+            let read = match read {
+                Ok(read) => read,
+                Err(error) => {
+                    tracing::warn!(endpoint = %self.endpoint.name, position = letter.position,
+                        %error, "a requested replay waits: the outbox cannot be read by cursor");
+                    return Ok(None);
+                }
+            };
+            let fact = read
                 .into_iter()
                 .find(|f| f.position == letter.position && f.id == letter.fact_id);
             let Some(fact) = fact else {
@@ -373,7 +408,7 @@ impl Deliverer {
                     };
                     self.shared
                         .store
-                        .park(&self.shared.holder, &again, false)
+                        .park(&self.shared.holder, &again, None)
                         .await?
                 }
                 Sent::Interrupted(ended) => return Ok(Some(ended)),
@@ -479,9 +514,18 @@ impl Deliverer {
         }
     }
 
-    fn report_lag(&self, newest: u64) {
+    /// The gauge of how far behind the outbox the endpoint is: the largest difference, over
+    /// the shards, between a shard's last position and the endpoint's entry for it.
+    fn report_lag(&self, newest: &FeedPosition) {
+        let behind = newest
+            .entries()
+            .iter()
+            .enumerate()
+            .map(|(shard, &last)| last.saturating_sub(self.position.get(shard)))
+            .max()
+            .unwrap_or(0);
         metrics::gauge!(names::WEBHOOK_LAG_POSITIONS,
             names::WEBHOOK_ENDPOINT => self.endpoint.name.clone())
-        .set(newest.saturating_sub(self.cursor) as f64);
+        .set(behind as f64);
     }
 }

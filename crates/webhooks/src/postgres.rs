@@ -2,8 +2,9 @@
 //! migrations): replicas sharing a database share cursors, leases and dead letters. Lease times
 //! are the database's `now()`, so the replicas' own clocks never decide who holds a lease.
 
-use crate::store::{DeadLetter, EndpointState, WebhookStore, WebhookStoreError};
+use crate::store::{DeadLetter, EndpointState, Resume, WebhookStore, WebhookStoreError};
 use async_trait::async_trait;
+use hidden_front_lifecycle::FeedPosition;
 use sqlx::postgres::PgRow;
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgPool, Row};
@@ -38,6 +39,23 @@ fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
+/// A stored position (`webhook_endpoints.position`, migration 0013), parsed: a text that does
+/// not parse is a failure of the store (written by no version of this code), never "from the
+/// start".
+fn stored_position(
+    endpoint: &str,
+    text: Option<String>,
+) -> Result<Option<FeedPosition>, WebhookStoreError> {
+    text.map(|text| {
+        text.parse().map_err(|error| {
+            WebhookStoreError(format!(
+                "the stored position of endpoint {endpoint:?} is corrupt: it {error}"
+            ))
+        })
+    })
+    .transpose()
+}
+
 /// The guard every lease-holder write carries.
 const HELD: &str = "lease_holder = $2 AND lease_until > now()";
 
@@ -66,7 +84,7 @@ impl WebhookStore for PgWebhookStore {
         endpoint: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Option<u64>, WebhookStoreError> {
+    ) -> Result<Option<Resume>, WebhookStoreError> {
         let row = sqlx::query(
             "INSERT INTO webhook_endpoints AS e (name, lease_holder, lease_until) \
              VALUES ($1, $2, now() + $3 * interval '1 millisecond') \
@@ -74,7 +92,7 @@ impl WebhookStore for PgWebhookStore {
                SET lease_holder = excluded.lease_holder, lease_until = excluded.lease_until \
                WHERE e.lease_holder IS NULL OR e.lease_holder = excluded.lease_holder \
                   OR e.lease_until IS NULL OR e.lease_until <= now() \
-             RETURNING cursor",
+             RETURNING cursor, position",
         )
         .bind(endpoint)
         .bind(holder)
@@ -82,9 +100,13 @@ impl WebhookStore for PgWebhookStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(db)?;
-        row.map(|row| row.try_get::<i64, _>("cursor").map(unsigned))
-            .transpose()
-            .map_err(db)
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        Ok(Some(Resume {
+            cursor: unsigned(row.try_get("cursor").map_err(db)?),
+            position: stored_position(endpoint, row.try_get("position").map_err(db)?)?,
+        }))
     }
 
     async fn renew(
@@ -123,16 +145,18 @@ impl WebhookStore for PgWebhookStore {
         &self,
         endpoint: &str,
         holder: &str,
-        to: u64,
+        cursor: u64,
+        to: &FeedPosition,
     ) -> Result<bool, WebhookStoreError> {
         let done = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE webhook_endpoints \
-             SET cursor = greatest(cursor, $3), last_error = NULL, last_error_at = NULL \
+             SET cursor = $3, position = $4, last_error = NULL, last_error_at = NULL \
              WHERE name = $1 AND {HELD}"
         )))
         .bind(endpoint)
         .bind(holder)
-        .bind(position(to))
+        .bind(position(cursor))
+        .bind(to.to_string())
         .execute(&self.pool)
         .await
         .map_err(db)?;
@@ -162,13 +186,15 @@ impl WebhookStore for PgWebhookStore {
         &self,
         holder: &str,
         letter: &DeadLetter,
-        advance: bool,
+        advance: Option<&FeedPosition>,
     ) -> Result<bool, WebhookStoreError> {
-        // One statement: the guard, the cursor and the letter commit together or not at all.
+        // One statement: the guard, the cursor, the position and the letter commit together or
+        // not at all.
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH held AS ( \
                UPDATE webhook_endpoints \
-               SET cursor = CASE WHEN $9 THEN greatest(cursor, $3) ELSE cursor END \
+               SET cursor = CASE WHEN $9::text IS NULL THEN cursor ELSE $3 END, \
+                   position = coalesce($9::text, position) \
                WHERE name = $1 AND {HELD} RETURNING name) \
              INSERT INTO webhook_dead_letters \
                (endpoint, position, fact_id, attempts, last_error, first_attempt_at, parked_at, \
@@ -187,7 +213,7 @@ impl WebhookStore for PgWebhookStore {
         .bind(&letter.last_error)
         .bind(OffsetDateTime::from(letter.first_attempt_at))
         .bind(OffsetDateTime::from(letter.parked_at))
-        .bind(advance)
+        .bind(advance.map(FeedPosition::to_string))
         .fetch_optional(&self.pool)
         .await
         .map_err(db)?;
@@ -252,7 +278,8 @@ impl WebhookStore for PgWebhookStore {
 
     async fn endpoints(&self) -> Result<Vec<EndpointState>, WebhookStoreError> {
         let rows = sqlx::query(
-            "SELECT name, cursor, lease_holder, lease_until, last_error, last_error_at \
+            "SELECT name, cursor, position, lease_holder, lease_until, last_error, \
+                    last_error_at \
              FROM webhook_endpoints ORDER BY name",
         )
         .fetch_all(&self.pool)
@@ -260,21 +287,24 @@ impl WebhookStore for PgWebhookStore {
         .map_err(db)?;
         rows.iter()
             .map(|row| {
+                let name: String = row.try_get("name").map_err(db)?;
                 Ok(EndpointState {
-                    name: row.try_get("name")?,
-                    cursor: unsigned(row.try_get("cursor")?),
-                    lease_holder: row.try_get("lease_holder")?,
+                    position: stored_position(&name, row.try_get("position").map_err(db)?)?,
+                    name,
+                    cursor: unsigned(row.try_get("cursor").map_err(db)?),
+                    lease_holder: row.try_get("lease_holder").map_err(db)?,
                     lease_until: row
-                        .try_get::<Option<OffsetDateTime>, _>("lease_until")?
+                        .try_get::<Option<OffsetDateTime>, _>("lease_until")
+                        .map_err(db)?
                         .map(SystemTime::from),
-                    last_error: row.try_get("last_error")?,
+                    last_error: row.try_get("last_error").map_err(db)?,
                     last_error_at: row
-                        .try_get::<Option<OffsetDateTime>, _>("last_error_at")?
+                        .try_get::<Option<OffsetDateTime>, _>("last_error_at")
+                        .map_err(db)?
                         .map(SystemTime::from),
                 })
             })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(db)
+            .collect()
     }
 
     async fn dead_letters(

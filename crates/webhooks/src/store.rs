@@ -1,5 +1,7 @@
-//! Where delivery state lives: per endpoint a cursor (the last outbox position acknowledged or
-//! parked) and a lease (which process sends, until when), and the dead letters.
+//! Where delivery state lives: per endpoint its place in the outbox (a [`FeedPosition`], a
+//! position per shard, so that one shard down holds back only its own facts; beside it the
+//! `u64` cursor of the last fact acknowledged or parked, for operators) and a lease (which
+//! process sends, until when), and the dead letters.
 //!
 //! Every replica runs a deliverer for every endpoint; only the one holding the endpoint's lease
 //! sends. Moving the cursor, recording an error and parking are all **guarded by the lease**:
@@ -12,6 +14,7 @@
 //! replicas sharing a database; both pass the same conformance checks (`tests/conformance`).
 
 use async_trait::async_trait;
+use hidden_front_lifecycle::FeedPosition;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
@@ -27,8 +30,14 @@ pub struct WebhookStoreError(pub String);
 pub struct EndpointState {
     /// The endpoint's configured name.
     pub name: String,
-    /// The last outbox position delivered or parked: delivery resumes after it.
+    /// The outbox position (cursor) of the last fact delivered or parked. On a sharded store
+    /// a fact of a shard that was unreachable can come after facts with higher cursors, so
+    /// this may go back; delivery resumes from [`EndpointState::position`].
     pub cursor: u64,
+    /// Where delivery resumes: every shard's entry after the last fact delivered or parked.
+    /// `None` for an endpoint nothing was delivered to since positions were kept (it resumes
+    /// from [`EndpointState::cursor`], every shard at it).
+    pub position: Option<FeedPosition>,
     /// Who holds the lease (a process id), if anyone has.
     pub lease_holder: Option<String>,
     /// Until when (past: lapsed).
@@ -60,18 +69,38 @@ pub struct DeadLetter {
     pub replay_requested: bool,
 }
 
+/// Where a new lease holder resumes an endpoint's delivery ([`WebhookStore::acquire`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The cursor of the last fact delivered or parked.
+    pub cursor: u64,
+    /// The position after it, if one was recorded (see [`EndpointState::position`]).
+    pub position: Option<FeedPosition>,
+}
+
+impl Resume {
+    /// The place to read on from in a feed of `shards` shards: the recorded position, or for
+    /// an endpoint that has only a cursor (delivered to before positions were kept, when the
+    /// merged feed had delivered every shard up to it), every shard at that cursor.
+    pub fn position(&self, shards: usize) -> FeedPosition {
+        self.position
+            .clone()
+            .unwrap_or_else(|| FeedPosition::from_cursor(self.cursor, shards))
+    }
+}
+
 /// The delivery state of every endpoint, shared by every replica.
 #[async_trait]
 pub trait WebhookStore: Send + Sync + 'static {
     /// Takes `endpoint`'s lease for `holder` for `ttl` if it is free, lapsed or already
-    /// `holder`'s (creating the endpoint at cursor 0 the first time). Returns the cursor when
-    /// the lease is held, `None` when another holder has it.
+    /// `holder`'s (creating the endpoint at cursor 0 the first time). Returns where delivery
+    /// resumes when the lease is held, `None` when another holder has it.
     async fn acquire(
         &self,
         endpoint: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Option<u64>, WebhookStoreError>;
+    ) -> Result<Option<Resume>, WebhookStoreError>;
 
     /// Extends `holder`'s unexpired lease by `ttl` from now; `false` when it is not held.
     async fn renew(
@@ -84,13 +113,15 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// Gives the lease up (at shutdown), so another replica takes over at once.
     async fn release(&self, endpoint: &str, holder: &str) -> Result<(), WebhookStoreError>;
 
-    /// Moves the cursor to `position` (never back) and clears the last error, if `holder`
-    /// holds the lease.
+    /// Records that delivery got past the fact at `cursor`, resuming at `position` (the
+    /// position after that fact), and clears the last error, if `holder` holds the lease. Both
+    /// are set as given: only the lease holder writes them, and it reads the feed in order.
     async fn advance(
         &self,
         endpoint: &str,
         holder: &str,
-        position: u64,
+        cursor: u64,
+        position: &FeedPosition,
     ) -> Result<bool, WebhookStoreError>;
 
     /// Records a failed attempt's error, if `holder` holds the lease.
@@ -102,13 +133,14 @@ pub trait WebhookStore: Send + Sync + 'static {
     ) -> Result<bool, WebhookStoreError>;
 
     /// Parks `letter` (replacing an earlier letter of the same position, its replay request
-    /// cleared) and, when `advance` is set, moves the cursor to its position, in one step, if
-    /// `holder` holds the lease.
+    /// cleared) and, when `advance` is given (the position after the letter's fact), moves the
+    /// cursor to the letter's position and the endpoint's position to `advance`, in one step,
+    /// if `holder` holds the lease.
     async fn park(
         &self,
         holder: &str,
         letter: &DeadLetter,
-        advance: bool,
+        advance: Option<&FeedPosition>,
     ) -> Result<bool, WebhookStoreError>;
 
     /// Removes the dead letter at `position` (its replay was delivered), if `holder` holds
@@ -180,7 +212,7 @@ impl WebhookStore for MemoryWebhookStore {
         endpoint: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Option<u64>, WebhookStoreError> {
+    ) -> Result<Option<Resume>, WebhookStoreError> {
         let now = SystemTime::now();
         let mut state = self.state.lock();
         let entry = state
@@ -189,6 +221,7 @@ impl WebhookStore for MemoryWebhookStore {
             .or_insert_with(|| EndpointState {
                 name: endpoint.to_owned(),
                 cursor: 0,
+                position: None,
                 lease_holder: None,
                 lease_until: None,
                 last_error: None,
@@ -201,7 +234,10 @@ impl WebhookStore for MemoryWebhookStore {
         }
         entry.lease_holder = Some(holder.to_owned());
         entry.lease_until = Some(now + ttl);
-        Ok(Some(entry.cursor))
+        Ok(Some(Resume {
+            cursor: entry.cursor,
+            position: entry.position.clone(),
+        }))
     }
 
     async fn renew(
@@ -233,13 +269,15 @@ impl WebhookStore for MemoryWebhookStore {
         &self,
         endpoint: &str,
         holder: &str,
-        position: u64,
+        cursor: u64,
+        position: &FeedPosition,
     ) -> Result<bool, WebhookStoreError> {
         let mut state = self.state.lock();
         Ok(state
             .held(endpoint, holder)
             .map(|held| {
-                held.cursor = held.cursor.max(position);
+                held.cursor = cursor;
+                held.position = Some(position.clone());
                 held.last_error = None;
                 held.last_error_at = None;
             })
@@ -266,14 +304,15 @@ impl WebhookStore for MemoryWebhookStore {
         &self,
         holder: &str,
         letter: &DeadLetter,
-        advance: bool,
+        advance: Option<&FeedPosition>,
     ) -> Result<bool, WebhookStoreError> {
         let mut state = self.state.lock();
         let Some(held) = state.held(&letter.endpoint, holder) else {
             return Ok(false);
         };
-        if advance {
-            held.cursor = held.cursor.max(letter.position);
+        if let Some(position) = advance {
+            held.cursor = letter.position;
+            held.position = Some(position.clone());
         }
         let parked = DeadLetter {
             replay_requested: false,

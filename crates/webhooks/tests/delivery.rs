@@ -233,8 +233,12 @@ async fn two_deliverers_on_one_endpoint_send_each_fact_once() {
         store
             .acquire("test", "replica-new", Duration::from_secs(5))
             .await
-            .unwrap(),
-        Some(all_facts_last(&received))
+            .unwrap()
+            .map(|resume| (resume.cursor, resume.position.map(|p| p.to_string()))),
+        Some((
+            all_facts_last(&received),
+            Some(format!("v1.0:{}", all_facts_last(&received)))
+        ))
     );
 }
 

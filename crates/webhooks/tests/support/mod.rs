@@ -266,7 +266,20 @@ async fn handle(
 
 /// Creates a game in `store` whose creation writes two facts (created, seats filled).
 pub async fn write_game(store: &dyn GameStore, seed: u64) {
-    let (meta, game, events) = hidden_front_store_conformance::new_game(seed, "alice", "bob");
+    write_game_under(store, seed, None).await;
+}
+
+/// [`write_game`], the game's id the store's for `creation_key` when given (a sharded store
+/// places the game on the shard the key hashes to); returns the game's id.
+pub async fn write_game_under(
+    store: &dyn GameStore,
+    seed: u64,
+    creation_key: Option<&str>,
+) -> uuid::Uuid {
+    let (mut meta, game, events) = hidden_front_store_conformance::new_game(seed, "alice", "bob");
+    if let Some(key) = creation_key {
+        meta.game_id = store.new_game_id(key);
+    }
     let facts = [
         NewFact::new(
             meta.game_id,
@@ -296,6 +309,7 @@ pub async fn write_game(store: &dyn GameStore, seed: u64) {
         )
         .await
         .expect("create a game with facts");
+    meta.game_id
 }
 
 /// A configuration with one endpoint at `url`, millisecond timings, and `extra` endpoint fields
