@@ -5,7 +5,10 @@
 //! - `one_shard_stopped_leaves_the_other_serving`: while shard 1's server is down, shard 0's game
 //!   takes moves and its move clock runs out on time; shard 1's game is refused `UNAVAILABLE`
 //!   (`STORE_UNAVAILABLE`, retriable); when shard 1 is back its game resumes with nobody's time
-//!   lost and takes moves again.
+//!   lost and takes moves again. The lifecycle feed read by position (`after_position`) goes on
+//!   meanwhile: a game created on shard 0 during the outage is told at once, while the facts of
+//!   a game shard 1 committed just before it stopped (unread until then) come once it is back,
+//!   and no fact comes twice.
 
 use hidden_front_e2e::client::{self, Client, confirm, create_timed, now_unix_ms, time_control};
 use hidden_front_e2e::gateway::{self, PlayerClient};
@@ -13,6 +16,7 @@ use hidden_front_e2e::private_postgres::PrivatePostgres;
 use hidden_front_e2e::{Player, Server, TestDatabase, pb};
 use hidden_front_store::placement::{shard_for_key, shard_of};
 use pb::game_event::Event;
+use std::collections::HashSet;
 use std::time::Duration;
 use tonic::Streaming;
 use tonic_types::StatusExt;
@@ -113,6 +117,53 @@ async fn refusal(session: &mut Client, game: &str) -> tonic::Status {
     .expect("the game of the stopped shard is refused")
 }
 
+/// How long one fact of the feed may take to arrive.
+const FACT_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The lifecycle feed after `position`.
+async fn feed_after(session: &mut Client, position: &str) -> Streaming<pb::WatchLifecycleResponse> {
+    session
+        .watch_lifecycle(pb::WatchLifecycleRequest {
+            after_position: position.to_owned(),
+            ..Default::default()
+        })
+        .await
+        .expect("WatchLifecycle by position")
+        .into_inner()
+}
+
+/// Facts of `stream` until `done` holds of those taken (each checked to carry a position of two
+/// shards).
+async fn take_until(
+    stream: &mut Streaming<pb::WatchLifecycleResponse>,
+    what: &str,
+    done: impl Fn(&[pb::LifecycleFact]) -> bool,
+) -> Vec<pb::LifecycleFact> {
+    let mut facts = Vec::new();
+    while !done(&facts) {
+        let next = tokio::time::timeout(FACT_DEADLINE, stream.message())
+            .await
+            .unwrap_or_else(|_| panic!("{what} did not come; got {facts:#?}"))
+            .expect("the stream stays up")
+            .expect("the stream does not end");
+        let fact = next.fact.expect("a fact");
+        assert!(
+            fact.position.starts_with("v1.0:") && fact.position.contains(",1:"),
+            "a position names both shards: {:?}",
+            fact.position
+        );
+        facts.push(fact);
+    }
+    facts
+}
+
+/// Whether `facts` hold a fact of `type` about `game`.
+fn told(facts: &[pb::LifecycleFact], game: &str, kind: &str) -> bool {
+    facts
+        .iter()
+        .any(|f| f.game_id == game && f.r#type == format!("hiddenfront.game.{kind}.v1"))
+}
+
 fn left(deadline: u64) -> u64 {
     deadline.saturating_sub(now_unix_ms())
 }
@@ -135,6 +186,24 @@ async fn one_shard_stopped_leaves_the_other_serving() {
     one_move(&server, &mut session, &game_1, &key_1).await;
     let before_1 = client::get_game(&mut session, &game_1, pb::Viewer::Spectator).await;
     let had_1 = left(before_1.turn_deadline_unix_millis);
+
+    // A consumer by position reads both games' facts from the start and keeps the position of
+    // the last one it processed.
+    let mut feed = feed_after(&mut session, "v1.0:0,1:0").await;
+    let mut seen = take_until(&mut feed, "both games' play_started", |facts| {
+        told(facts, &game_0, "play_started") && told(facts, &game_1, "play_started")
+    })
+    .await;
+    drop(feed);
+    let processed = seen.last().expect("facts").position.clone();
+    // Shard 1 commits a game's facts that nobody reads before it stops.
+    let late_1 = create_timed(
+        &mut session,
+        &key_on(1, "late1"),
+        time_control(600, 60, 600),
+    )
+    .await
+    .game_id;
 
     shard_1.stop();
     let stopped_at = now_unix_ms();
@@ -169,9 +238,47 @@ async fn one_shard_stopped_leaves_the_other_serving() {
         "the timeout came while shard 1 was still down"
     );
 
+    // The feed by position goes on with shard 1 stopped: a game created on shard 0 now is told,
+    // and nothing of shard 1's (it is stopped until start_again below).
+    let during_0 = create_timed(
+        &mut session,
+        &key_on(0, "during0"),
+        time_control(600, 60, 600),
+    )
+    .await
+    .game_id;
+    let mut feed = feed_after(&mut session, &processed).await;
+    let during = take_until(
+        &mut feed,
+        "shard 0's new game, with shard 1 down",
+        |facts| told(facts, &during_0, "seats_filled"),
+    )
+    .await;
+    assert!(
+        during.iter().all(|f| f.game_id != late_1),
+        "shard 1's facts while it is stopped? {during:#?}"
+    );
+    seen.extend(during);
+
     tokio::time::sleep(OUTAGE.saturating_sub(Duration::from_millis(now_unix_ms() - stopped_at)))
         .await;
     shard_1.start_again();
+
+    // Back: the same stream delivers the facts shard 1 committed before it stopped.
+    let after = take_until(
+        &mut feed,
+        "shard 1's unread facts once it is back",
+        |facts| told(facts, &late_1, "seats_filled"),
+    )
+    .await;
+    assert!(told(&after, &late_1, "created"), "{after:#?}");
+    seen.extend(after);
+    let ids: Vec<&str> = seen.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        ids.iter().collect::<HashSet<_>>().len(),
+        ids.len(),
+        "no fact twice: {seen:#?}"
+    );
 
     // Shard 1's game resumes where it was, its mover's time kept, and takes moves.
     let after_1 = client::wait_for_view(&mut session, &game_1, |_| true).await;
