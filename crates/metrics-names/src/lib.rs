@@ -167,9 +167,10 @@ pub const WEBHOOK_DELIVERIES_TOTAL: &str = "hf_webhook_deliveries_total";
 pub const WEBHOOK_DELIVERY_LATENCY_SECONDS: &str = "hf_webhook_delivery_latency_seconds";
 /// Counter: facts parked as dead letters, by [`WEBHOOK_ENDPOINT`].
 pub const WEBHOOK_DEAD_LETTERS_TOTAL: &str = "hf_webhook_dead_letters_total";
-/// Gauge: outbox positions between the last fact written and an endpoint's cursor, by
-/// [`WEBHOOK_ENDPOINT`], as the endpoint's lease holder last saw it (positions may skip
-/// numbers, so this is at least the facts behind).
+/// Gauge: outbox positions between the last fact written and an endpoint's position, by
+/// [`WEBHOOK_ENDPOINT`], as the endpoint's lease holder last saw it: on a sharded store the
+/// largest over the shards (positions may skip numbers, so this is at least the facts behind
+/// on one database, and not a count of facts on shards).
 pub const WEBHOOK_LAG_POSITIONS: &str = "hf_webhook_lag_positions";
 /// Label: a configured webhook endpoint's name (a small set the operator chose; never an id).
 pub const WEBHOOK_ENDPOINT: &str = "endpoint";

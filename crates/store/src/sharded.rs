@@ -9,13 +9,16 @@
 //!   one shard down does not stop the others' clocks).
 //! - **The feeds.** Each shard keeps its own lifecycle outbox and ended-games feed, with its own
 //!   counter row, so no transaction of one shard waits for another's. Their positions are hybrid
-//!   logical clocks ending in the shard's index (`migrations/0012_shards.sql`), so one `u64`
-//!   cursor still says how far a reader got in every shard: the merged feed delivers a position
-//!   only once every shard's committed counter has reached it, moving a lagging shard's counter
-//!   up first. Each game's facts come in their commit order (a game is on one shard); facts of
-//!   games on different shards come in about the order their commits happened (by the shards'
-//!   clocks). While a shard is unreachable the merged feeds wait for it (they cannot tell what
-//!   it holds) and resume where they were.
+//!   logical clocks ending in the shard's index (`migrations/0012_shards.sql`). Read **by
+//!   position** (the lifecycle feed: [`LifecycleOutbox::facts_after_position`]), each shard is
+//!   read after its own entry and a shard that does not answer is skipped for that page, so the
+//!   others' facts flow while it is down and its own follow once it is back. Read **by one `u64`
+//!   cursor** (the ended games, and the lifecycle feed's `after_cursor`), the merged feed
+//!   delivers a position only once every shard's committed counter has reached it, moving a
+//!   lagging shard's counter up first; while a shard is unreachable it waits for it (it cannot
+//!   tell what it holds) and resumes where it was. Either way each game's facts come in their
+//!   commit order (a game is on one shard); facts of games on different shards come in about the
+//!   order their commits happened (by the shards' clocks) while every shard answers.
 //! - **The global parts** (the admin audit log here; matchmaking and webhooks beside it) stay on
 //!   shard 0, the main database.
 //! - **One shard down.** Its games' operations fail with [`StoreError::ShardUnavailable`]
