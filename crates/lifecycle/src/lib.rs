@@ -4,8 +4,10 @@
 //! A fact is derived from the engine's events of one append ([`derive`]) and written to the
 //! outbox in the same transaction as those events, so a fact exists if and only if what it
 //! reports committed. Consumers read the outbox from a cursor (its commit-ordered
-//! [`Fact::position`]), over the session's `WatchLifecycle` stream or as webhooks, and each fact
-//! keeps the [`Fact::id`] it was written with, so a redelivery is recognisable.
+//! [`Fact::position`]) or, so that one unreachable shard of a sharded store holds back only its
+//! own facts, from a position per shard ([`FeedPosition`]), over the session's `WatchLifecycle`
+//! stream or as webhooks, and each fact keeps the [`Fact::id`] it was written with, so a
+//! redelivery is recognisable.
 //!
 //! **No fact carries hidden information.** Payloads name players, seats, results, reasons, ply
 //! counts and times, never a piece, a kind or a square: a consumer may be told of a game in
@@ -49,7 +51,9 @@ impl NewFact {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fact {
     /// Its place in the outbox: increasing in commit order, so "after cursor N" is exactly what
-    /// committed after the fact at N (positions may skip numbers, never go back).
+    /// committed after the fact at N (positions may skip numbers, never go back). On a sharded
+    /// store that holds per shard, and for the merged feed, which waits for every shard; a
+    /// reader by [`FeedPosition`] may get a late shard's fact below one it already has.
     pub position: u64,
     /// The id it was written with.
     pub id: Uuid,
