@@ -82,10 +82,19 @@ impl Resume {
     /// The place to read on from in a feed of `shards` shards: the recorded position, or for
     /// an endpoint that has only a cursor (delivered to before positions were kept, when the
     /// merged feed had delivered every shard up to it), every shard at that cursor.
+    ///
+    /// On one database the two say the same thing and the later one wins: a replica of a
+    /// release from before positions (during a rolling upgrade or a rollback) moves only the
+    /// cursor, and resuming from the position it left behind would send again what it sent.
+    /// (No such release runs a sharded store, so on shards the position is the whole truth.)
     pub fn position(&self, shards: usize) -> FeedPosition {
-        self.position
-            .clone()
-            .unwrap_or_else(|| FeedPosition::from_cursor(self.cursor, shards))
+        match &self.position {
+            Some(position) if shards <= 1 && position.shards() <= 1 => {
+                FeedPosition::from_cursor(self.cursor.max(position.get(0)), 1)
+            }
+            Some(position) => position.clone(),
+            None => FeedPosition::from_cursor(self.cursor, shards),
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use hidden_front_store::{GameStore, LifecycleOutbox};
 use hidden_front_test_database::TestDatabase;
 use hidden_front_webhooks::Deliveries;
 use hidden_front_webhooks::postgres::PgWebhookStore;
-use hidden_front_webhooks::store::WebhookStore;
+use hidden_front_webhooks::store::{Resume, WebhookStore};
 use sqlx::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -124,6 +124,30 @@ async fn an_endpoint_with_only_a_cursor_resumes_from_it_on_every_shard() {
     assert_eq!(resume.cursor, 42);
     assert_eq!(resume.position, None);
     assert_eq!(resume.position(2).to_string(), "v1.0:42,1:42");
+    // A replica of a release without positions delivers on and moves only the cursor: on one
+    // database the holder after it resumes from the later of the two, sending nothing again.
+    assert!(
+        store
+            .advance("old", "a", 50, &"v1.0:50".parse().unwrap())
+            .await
+            .unwrap()
+    );
+    sqlx::query("UPDATE webhook_endpoints SET cursor = 61 WHERE name = 'old'")
+        .execute(games.pool())
+        .await
+        .unwrap();
+    let resume = store
+        .acquire("old", "a", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("held");
+    assert_eq!(resume.position(1).to_string(), "v1.0:61");
+    // On shards the position is the whole truth (no release without positions runs them).
+    let sharded = Resume {
+        cursor: 61,
+        position: Some("v1.0:50,1:40".parse().unwrap()),
+    };
+    assert_eq!(sharded.position(2).to_string(), "v1.0:50,1:40");
     let refused = store.acquire("bad", "a", Duration::from_secs(60)).await;
     assert!(
         refused.as_ref().is_err_and(|e| e
