@@ -7,6 +7,7 @@
 
 use crate::gateway::SessionClient;
 use hidden_front_proto::v1 as pb;
+use hidden_front_retry::Backoff;
 use hidden_front_rules::Side;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -74,7 +75,8 @@ impl Presence {
         }
     }
 
-    async fn send(&self, (game_id, side): (Uuid, Side), connected: bool) {
+    /// Sends one report; whether the session took it.
+    async fn send(&self, (game_id, side): (Uuid, Side), connected: bool) -> bool {
         let request = pb::ReportPresenceRequest {
             game_id: game_id.to_string(),
             side: hidden_front_wire::side_to_proto(side) as i32,
@@ -82,23 +84,48 @@ impl Presence {
             gateway_id: self.inner.gateway_id.clone(),
             lease_seconds: self.inner.lease.as_secs() as u32,
         };
-        if let Err(status) = self.inner.session.clone().report_presence(request).await {
-            tracing::warn!(%game_id, side = side.name(), connected, error = %status, "presence report failed");
+        match self.inner.session.clone().report_presence(request).await {
+            Ok(_) => true,
+            Err(status) => {
+                tracing::warn!(%game_id, side = side.name(), connected, error = %status, "presence report failed");
+                false
+            }
         }
     }
 }
 
+/// The first retry of a connected report that failed comes this soon; later ones double, up to
+/// the renewal interval, with jitter so a gateway's seats do not retry in step.
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+
 /// Reports the seat connected, renews the report every sixth to third of the lease
 /// ([`renewal_interval`]) while any connection is open, and reports it disconnected when the
 /// last one closes.
+///
+/// A connected report that fails (the session busy, restarting, or a shard of it down) is sent
+/// again within [`FIRST_RETRY`] and backing off, not at the next renewal: until the session has
+/// it, a player who is here shows as away to the opponent and their time to come back may run.
+/// A failed disconnected report is not retried: the lease ends the seat's presence anyway, and
+/// a late retry could land after the player's next connection had reported them back.
 async fn report(presence: Presence, seat: (Uuid, Side), mut count: watch::Receiver<usize>) {
     let renew = renewal_interval(presence.inner.lease, seat);
-    presence.send(seat, true).await;
+    let mut retries = Backoff::new(FIRST_RETRY, renew).jittered();
+    let mut next_report = |sent: bool| {
+        if sent {
+            retries.reset();
+            renew
+        } else {
+            retries.next_delay().min(renew)
+        }
+    };
+    let mut wait = next_report(presence.send(seat, true).await);
     loop {
         while *count.borrow_and_update() > 0 {
             tokio::select! {
                 changed = count.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(renew) => presence.send(seat, true).await,
+                () = tokio::time::sleep(wait) => {
+                    wait = next_report(presence.send(seat, true).await);
+                }
             }
         }
         // Forget the seat before reporting, so a later connection starts a fresh reporter. A

@@ -2,6 +2,7 @@
 //! a client that stops reading is cut off with a resume hint while another keeps every event, and
 //! resuming from the hint continues with no gap and no duplicate.
 
+use futures_util::future::BoxFuture;
 use hidden_front_gateway::auth::{AuthConfig, Authenticator, Player};
 use hidden_front_gateway::{Gateway, GatewayConfig, SessionClient};
 use hidden_front_proto::v1 as pb;
@@ -10,19 +11,31 @@ use hidden_front_proto::v1::session_service_server::SessionServiceServer;
 use hidden_front_session::{SessionConfig, SessionService};
 use hidden_front_store::memory::MemoryStore;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
+use tonic::server::NamedService;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
 async fn session() -> SessionClient {
+    session_refusing_presence(Arc::default()).await
+}
+
+/// A session on loopback that refuses its next `refusals` presence reports with `UNAVAILABLE`
+/// (a session busy or restarting when a player connects), counting them down.
+async fn session_refusing_presence(refusals: Arc<AtomicUsize>) -> SessionClient {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let service = SessionService::new(Arc::new(MemoryStore::new()), SessionConfig::default());
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(SessionServiceServer::new(service))
+            .add_service(RefusingPresence {
+                inner: SessionServiceServer::new(service),
+                refusals,
+            })
             .serve_with_incoming(
                 tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             ),
@@ -35,9 +48,54 @@ async fn session() -> SessionClient {
     )
 }
 
+/// The session service behind [`session_refusing_presence`].
+#[derive(Clone)]
+struct RefusingPresence {
+    inner: SessionServiceServer<SessionService>,
+    refusals: Arc<AtomicUsize>,
+}
+
+impl NamedService for RefusingPresence {
+    const NAME: &'static str = <SessionServiceServer<SessionService> as NamedService>::NAME;
+}
+
+impl tower::Service<axum::http::Request<tonic::body::Body>> for RefusingPresence {
+    type Response = axum::http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        tower::Service::<axum::http::Request<tonic::body::Body>>::poll_ready(&mut self.inner, cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<tonic::body::Body>) -> Self::Future {
+        let refused = request.uri().path().ends_with("/ReportPresence")
+            && self
+                .refusals
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if refused {
+            return Box::pin(async {
+                Ok(
+                    tonic::Status::unavailable("the test's session refuses this report")
+                        .into_http(),
+                )
+            });
+        }
+        Box::pin(tower::Service::call(&mut self.inner, request))
+    }
+}
+
 /// A session on loopback, a gateway over it, and a game between sue (south) and ned (north).
 async fn setup(config: GatewayConfig) -> (SessionClient, Gateway, String) {
-    let mut session = session().await;
+    setup_over(session().await, config).await
+}
+
+/// A gateway over `session`, and a game between sue (south) and ned (north).
+async fn setup_over(
+    mut session: SessionClient,
+    config: GatewayConfig,
+) -> (SessionClient, Gateway, String) {
     let gateway = Gateway::new(
         config,
         Authenticator::new(AuthConfig::dev()).unwrap(),
@@ -259,6 +317,60 @@ async fn a_seated_players_stream_is_their_presence() {
     assert_eq!(presence(&mut session).await, (false, true));
     drop(second);
     until(|| presence(&mut session), (false, false)).await;
+}
+
+/// A seat whose first presence report the session refused is reported again at once, not at
+/// the next renewal: here the lease is ten minutes (renewals every 100 s or more), and the
+/// player still shows as connected within the test's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_presence_report_is_sent_again_before_the_renewal() {
+    let refusals = Arc::new(AtomicUsize::new(2));
+    let (session, gateway, game) = setup_over(
+        session_refusing_presence(refusals.clone()).await,
+        GatewayConfig {
+            presence_lease: Duration::from_secs(600),
+            ..GatewayConfig::default()
+        },
+    )
+    .await;
+    let _stream = gateway
+        .subscribe(
+            &player("ned"),
+            pb::SubscribeRequest {
+                game_id: game.clone(),
+                from_seq: 1,
+                spectate: false,
+                with_status: false,
+            },
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            let view = session
+                .clone()
+                .get_game(pb::GetGameRequest {
+                    game_id: game.clone(),
+                    viewer: pb::Viewer::Spectator as i32,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .game
+                .unwrap();
+            if view.north_connected {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("north shows as connected after two refused reports");
+    assert_eq!(
+        refusals.load(Ordering::SeqCst),
+        0,
+        "both refusals were used"
+    );
 }
 
 /// The next item of a gateway stream, within [`DEADLINE`].
