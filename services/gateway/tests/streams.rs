@@ -254,38 +254,8 @@ async fn a_client_that_stops_reading_is_cut_off_with_a_resume_hint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seated_players_stream_is_their_presence() {
-    let (mut session, gateway, game) = setup(GatewayConfig::default()).await;
-    let presence = |session: &mut SessionServiceClient<_>| {
-        let request = pb::GetGameRequest {
-            game_id: game.clone(),
-            viewer: pb::Viewer::Spectator as i32,
-        };
-        let mut session = session.clone();
-        async move {
-            let view = session
-                .get_game(request)
-                .await
-                .unwrap()
-                .into_inner()
-                .game
-                .unwrap();
-            (view.south_connected, view.north_connected)
-        }
-    };
-    // Waits (with a deadline) until the session sees the expected presence.
-    async fn until<F: std::future::Future<Output = (bool, bool)>>(
-        mut look: impl FnMut() -> F,
-        want: (bool, bool),
-    ) {
-        tokio::time::timeout(DEADLINE, async {
-            while look().await != want {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("presence never became {want:?}"));
-    }
-    assert_eq!(presence(&mut session).await, (false, false));
+    let (session, gateway, game) = setup(GatewayConfig::default()).await;
+    assert_eq!(presence(&session, &game).await, (false, false));
     let request = pb::SubscribeRequest {
         game_id: game.clone(),
         from_seq: 1,
@@ -310,13 +280,13 @@ async fn a_seated_players_stream_is_their_presence() {
         )
         .await
         .unwrap();
-    until(|| presence(&mut session), (false, true)).await;
+    until_presence(&session, &game, (false, true)).await;
     drop(first);
     drop(watcher);
     // One of north's two streams is still open; a spectating south is not "connected".
-    assert_eq!(presence(&mut session).await, (false, true));
+    assert_eq!(presence(&session, &game).await, (false, true));
     drop(second);
-    until(|| presence(&mut session), (false, false)).await;
+    until_presence(&session, &game, (false, false)).await;
 }
 
 /// A seat whose first presence report the session refused is reported again at once, not at
@@ -345,32 +315,45 @@ async fn a_refused_presence_report_is_sent_again_before_the_renewal() {
         )
         .await
         .unwrap();
-    tokio::time::timeout(DEADLINE, async {
-        loop {
-            let view = session
-                .clone()
-                .get_game(pb::GetGameRequest {
-                    game_id: game.clone(),
-                    viewer: pb::Viewer::Spectator as i32,
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .game
-                .unwrap();
-            if view.north_connected {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("north shows as connected after two refused reports");
+    // North shows as connected long before the next renewal.
+    until_presence(&session, &game, (false, true)).await;
     assert_eq!(
         refusals.load(Ordering::SeqCst),
         0,
         "both refusals were used"
     );
+}
+
+/// `game` as the session shows it to a spectator.
+async fn spectator_view(session: &SessionClient, game: &str) -> pb::GameView {
+    session
+        .clone()
+        .get_game(pb::GetGameRequest {
+            game_id: game.to_owned(),
+            viewer: pb::Viewer::Spectator as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap()
+}
+
+/// Whether the session counts (south, north) of `game` as connected.
+async fn presence(session: &SessionClient, game: &str) -> (bool, bool) {
+    let view = spectator_view(session, game).await;
+    (view.south_connected, view.north_connected)
+}
+
+/// Waits, within [`DEADLINE`], until the session counts `game`'s seats as `want`.
+async fn until_presence(session: &SessionClient, game: &str, want: (bool, bool)) {
+    tokio::time::timeout(DEADLINE, async {
+        while presence(session, game).await != want {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("presence never became {want:?}"));
 }
 
 /// The next item of a gateway stream, within [`DEADLINE`].
@@ -469,16 +452,7 @@ async fn subscriptions_that_ask_get_the_status_with_the_events() {
         "the events before their status"
     );
     assert_eq!(status.version, version);
-    let view = session
-        .get_game(pb::GetGameRequest {
-            game_id: game.clone(),
-            viewer: pb::Viewer::Spectator as i32,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .game
-        .unwrap();
+    let view = spectator_view(&session, &game).await;
     assert_eq!(
         status.turn_deadline_unix_millis, view.turn_deadline_unix_millis,
         "the stream's status is GetGame's"
