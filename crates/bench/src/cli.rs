@@ -1,7 +1,8 @@
-//! The `hidden-front bench` command line: `bench play` and `bench streams`, their reports as a
-//! table on stdout and (with `--json FILE`) as JSON.
+//! The `hidden-front bench` command line: `bench play`, `bench streams` and `bench matchmaking`,
+//! their reports as a table on stdout and (with `--json FILE`) as JSON.
 
 use crate::compare::{self, EchoFigures, PgbenchFigures};
+use crate::matchmaking::{self, MatchmakingConfig, MatchmakingFigures};
 use crate::play::{self, PlayConfig, PlayFigures, SecondLatency};
 use crate::report::{Load, errors_line, kib, latency_row, mib, ms, write_json};
 use crate::server::{DEFAULT_ADMIN_URL, SpawnedServer, StoreKind, own_binary};
@@ -31,6 +32,9 @@ pub enum Mode {
     Play(PlayArgs),
     /// Opens N idle player streams on one gateway: memory per stream, time to fan an event out.
     Streams(StreamsArgs),
+    /// Enqueues many distinct players in the rated queue for S seconds: pairs (games) per
+    /// second, enqueue and enqueue-to-matched latency, CPU per pair.
+    Matchmaking(MatchmakingArgs),
     /// Plays games through a load balancer while the cluster behind it changes
     /// (`scripts/cluster-test`): retries, resumes and records every move for the harness.
     Cluster(ClusterArgs),
@@ -221,6 +225,51 @@ pub struct StreamsArgs {
     pub target: TargetArgs,
 }
 
+/// Arguments of `bench matchmaking`.
+///
+/// Every player is new (rating 1500), opens its lobby stream (`WatchLobby`), joins the rated
+/// `online` queue (`FindMatch`) and waits for its `MatchFound`. The games matchmaking seats them
+/// in are left alone: nobody deploys, so each ends when its 90 s deployment clock runs out (both
+/// seats lost: nobody is rated or queued again); a spawned server is stopped before then. Against
+/// a running server, a run longer than 90 s therefore has those games end during it.
+#[derive(Debug, Clone, Args)]
+pub struct MatchmakingArgs {
+    /// Enqueuers at once: each opens a new player's lobby stream, enqueues it, and goes on to the
+    /// next player while a watcher waits for the match.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// Players enqueued per second by all enqueuers together (each enqueue has its slot in
+    /// time). Without it, each enqueuer goes on as soon as its enqueue is answered, which
+    /// saturates the server and lets the waiting queue grow when pairing is slower.
+    #[arg(long)]
+    pub players_per_second: Option<f64>,
+    /// Seconds to enqueue.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Seconds the players still waiting at the end may wait for their match afterwards
+    /// (counted in enqueue-to-matched latency, not in pairs/s).
+    #[arg(long, default_value_t = 10)]
+    pub drain_seconds: u64,
+    /// HTTP/2 connections to the gateway, shared by the players' calls and their lobby streams
+    /// (a server admits 200 streams on one connection; waiting players hold one each).
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// The server to measure and the report file.
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// The report of `bench matchmaking`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MatchmakingReport {
+    /// Where it ran.
+    pub machine: Machine,
+    /// The spawned server's store, or `None` for a running server.
+    pub store: Option<StoreKind>,
+    /// The figures.
+    pub matchmaking: MatchmakingFigures,
+}
+
 /// The machine a report was measured on.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Machine {
@@ -407,6 +456,13 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
             })
             .await?;
             print!("{}", crate::cluster::table(&summary));
+        }
+        Mode::Matchmaking(args) => {
+            let report = run_matchmaking(&args).await?;
+            print!("{}", matchmaking_table(&report));
+            if let Some(path) = &args.target.json {
+                write_json(path, &report)?;
+            }
         }
         Mode::Streams(args) => {
             let report = run_streams(&args).await?;
@@ -609,6 +665,90 @@ pub async fn run_streams(args: &StreamsArgs) -> Result<StreamsReport, BenchError
         store,
         streams,
     })
+}
+
+/// `bench matchmaking`.
+pub async fn run_matchmaking(args: &MatchmakingArgs) -> Result<MatchmakingReport, BenchError> {
+    // Every waiting player holds a lobby stream: the spawned server must admit them all.
+    let extra = [SPAWN_ARGS, &["--max-streams", "1000000"]].concat();
+    let target = Target::open(&args.target, &extra).await?;
+    let config = MatchmakingConfig {
+        concurrency: args.concurrency,
+        players_per_second: args.players_per_second,
+        duration: Duration::from_secs(args.duration),
+        drain: Duration::from_secs(args.drain_seconds),
+        connections: args.connections,
+        public: target.public,
+        jwt_secret: args.target.jwt_secret.clone(),
+        server_pid: target.pid,
+    };
+    let measured = matchmaking::run(config).await;
+    let store = target.spawned.as_ref().map(|_| args.target.store);
+    let closed = target.close().await;
+    let matchmaking = measured?;
+    closed?;
+    Ok(MatchmakingReport {
+        machine: Machine::here(),
+        store,
+        matchmaking,
+    })
+}
+
+/// The matchmaking report as a table.
+pub fn matchmaking_table(report: &MatchmakingReport) -> String {
+    let m = &report.matchmaking;
+    let mut out = String::new();
+    let rate = m
+        .players_per_second_target
+        .map_or("as fast as answered".to_string(), |r| {
+            format!("{r} players/s asked")
+        });
+    let _ = writeln!(
+        out,
+        "hidden-front bench matchmaking: {} enqueuers ({rate}), {:.1} s, rated queue, store {}",
+        m.concurrency,
+        m.elapsed_seconds,
+        report
+            .store
+            .map_or("(running server)".to_string(), |s| format!("{s:?}")
+                .to_lowercase())
+    );
+    let _ = writeln!(
+        out,
+        "  machine: {} x {}, {} GiB",
+        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
+    );
+    load_line(&mut out, "load before / after", &m.load_before);
+    let _ = writeln!(out, "  {:<34} {}", "", m.load_after);
+    let _ = writeln!(
+        out,
+        "  {:<34} {:.1}",
+        "pairs/s (games made)", m.pairs_per_second
+    );
+    let _ = writeln!(
+        out,
+        "  {:<34} {} pairs; {} players enqueued ({:.1}/s), {} matched in the run, {} in the drain, {} unmatched; {} connections",
+        "totals",
+        m.pairs,
+        m.players_enqueued,
+        m.players_enqueued_per_second,
+        m.players_matched,
+        m.players_matched_in_drain,
+        m.players_unmatched,
+        m.connections
+    );
+    latency_row(&mut out, "enqueue (FindMatch)", &m.enqueue);
+    latency_row(&mut out, "enqueue -> MatchFound", &m.enqueue_to_matched);
+    let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&m.errors));
+    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} µs"));
+    let _ = writeln!(
+        out,
+        "  {:<34} server {} (process accounting), bench {}",
+        "CPU per pair",
+        us(m.cpu.server_us_per_pair),
+        us(m.cpu.bench_us_per_pair)
+    );
+    out
 }
 
 fn load_line(out: &mut String, label: &str, load: &Load) {

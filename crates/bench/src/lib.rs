@@ -18,6 +18,8 @@
 //! - [`cluster`]: players that keep playing through a load balancer while the cluster under them
 //!   is upgraded, scaled, cut and partitioned (`scripts/cluster-test`), recording every
 //!   acknowledged move, error and reopened stream for the harness to judge.
+//! - [`matchmaking`]: many distinct players join the rated queue through the gateway: pairs
+//!   (games) matchmaking makes per second, enqueue and enqueue-to-matched latency.
 //! - [`report`]: the figures as a table and as JSON.
 //!
 //! Games are created through the session's internal `CreateGame` (players cannot create games
@@ -28,6 +30,7 @@ pub mod cluster;
 pub mod compare;
 mod connections;
 mod error;
+pub mod matchmaking;
 pub mod play;
 pub mod report;
 mod rng;
