@@ -1,6 +1,7 @@
 //! The load generator (`crates/bench`) against a real spawned `hidden-front serve`: short runs
-//! that must play moves with no error and report every figure. An end-to-end test (the bench
-//! spawns the real binary), so it lives here rather than beside the bench's library.
+//! that must play moves (or pair players) with no error and report every figure. An end-to-end
+//! test (the bench spawns the real binary), so it lives here rather than beside the bench's
+//! library.
 //!
 //! The binary is the one the other end-to-end tests use (next to this test's executable,
 //! refused when older than its sources), or `HF_BENCH_BIN`. Build it first:
@@ -8,7 +9,8 @@
 //! Postgres is the one at `HF_BENCH_ADMIN_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 
 use hidden_front_bench::cli::{
-    PlayArgs, StreamsArgs, TargetArgs, run_play, run_play_stores, run_streams, stores_lines,
+    MatchmakingArgs, PlayArgs, StreamsArgs, TargetArgs, matchmaking_table, run_matchmaking,
+    run_play, run_play_stores, run_streams, stores_lines,
 };
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
 use hidden_front_bench::streams::ClientReads;
@@ -225,4 +227,72 @@ async fn streams_reach_every_watcher() {
         assert_eq!(fanout.arrival.count, 150);
     }
     assert!(streams.bytes_per_stream.is_some());
+}
+
+/// `bench matchmaking`: new players at a set rate join the rated queue; matchmaking pairs them
+/// (all at the starting rating) and every one of them but an odd last one learns its game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_pairs_the_players_it_enqueues() {
+    let args = MatchmakingArgs {
+        concurrency: 4,
+        players_per_second: Some(25.0),
+        duration: 2,
+        drain_seconds: 20,
+        connections: 2,
+        target: target(StoreKind::Memory),
+    };
+    let report = run_matchmaking(&args).await.expect("the bench runs");
+    let m = &report.matchmaking;
+    assert!(m.errors.is_empty(), "errors: {:?}", m.errors);
+    // 25 players a second for 2 s: the slots at 0, 0.04, ... 1.96 s.
+    assert_eq!(m.players_enqueued, 50, "{m:?}");
+    assert!(m.pairs > 0, "no pair was formed in the run: {m:?}");
+    assert!(
+        (m.pairs_per_second - m.pairs as f64 / m.elapsed_seconds).abs() < 1e-9,
+        "{m:?}"
+    );
+    // Each pair counted was announced to at least one of its two players in the run.
+    assert!(
+        (m.pairs..=2 * m.pairs).contains(&m.players_matched),
+        "{m:?}"
+    );
+    assert_eq!(
+        m.players_matched + m.players_matched_in_drain + m.players_unmatched,
+        m.players_enqueued,
+        "every player is matched in the run, in the drain or not at all: {m:?}"
+    );
+    assert_eq!(m.players_unmatched, 0, "50 players make 25 pairs: {m:?}");
+    assert_eq!(m.enqueue.count, m.players_enqueued, "{m:?}");
+    assert_eq!(m.enqueue_to_matched.count, m.players_enqueued, "{m:?}");
+    assert!(
+        m.enqueue_to_matched.p50_ms >= m.enqueue.p50_ms,
+        "a match comes after its enqueue: {m:?}"
+    );
+    assert!(m.cpu.server_us_per_pair.is_some(), "{:?}", m.cpu);
+
+    let table = matchmaking_table(&report);
+    assert!(
+        table.contains("pairs/s") && table.contains("enqueue -> MatchFound"),
+        "{table}"
+    );
+    let value = serde_json::to_value(&report).expect("the report encodes");
+    for field in [
+        "/store",
+        "/matchmaking/pairs_per_second",
+        "/matchmaking/pairs",
+        "/matchmaking/players_enqueued",
+        "/matchmaking/enqueue/p50_ms",
+        "/matchmaking/enqueue/p99_ms",
+        "/matchmaking/enqueue_to_matched/p50_ms",
+        "/matchmaking/enqueue_to_matched/p99_ms",
+        "/matchmaking/errors",
+        "/matchmaking/cpu/server_us_per_pair",
+        "/matchmaking/cpu/bench_us_per_pair",
+        "/matchmaking/load_before/one",
+    ] {
+        assert!(
+            value.pointer(field).is_some_and(|v| !v.is_null()),
+            "JSON lacks {field}: {value}"
+        );
+    }
 }
