@@ -34,6 +34,9 @@ pub enum Mode {
     Streams(StreamsArgs),
     /// Enqueues many distinct players in the rated queue for S seconds: pairs (games) per
     /// second, enqueue and enqueue-to-matched latency, CPU per pair.
+    ///
+    /// The games it makes are left alone: nobody subscribes to them or confirms, so each ends at
+    /// its 90 s deployment deadline with both seats lost (nobody is rated or queued again).
     Matchmaking(MatchmakingArgs),
     /// Plays games through a load balancer while the cluster behind it changes
     /// (`scripts/cluster-test`): retries, resumes and records every move for the harness.
@@ -229,9 +232,9 @@ pub struct StreamsArgs {
 ///
 /// Every player is new (rating 1500), opens its lobby stream (`WatchLobby`), joins the rated
 /// `online` queue (`FindMatch`) and waits for its `MatchFound`. The games matchmaking seats them
-/// in are left alone: nobody deploys, so each ends when its 90 s deployment clock runs out (both
-/// seats lost: nobody is rated or queued again); a spawned server is stopped before then. Against
-/// a running server, a run longer than 90 s therefore has those games end during it.
+/// in are left alone: nobody subscribes to them or confirms, so each ends at its 90 s deployment
+/// deadline with both seats lost (nobody is rated or queued again); a spawned server is stopped
+/// before then. Against a running server, a run longer than 90 s has those games end during it.
 #[derive(Debug, Clone, Args)]
 pub struct MatchmakingArgs {
     /// Enqueuers at once: each opens a new player's lobby stream, enqueues it, and goes on to the

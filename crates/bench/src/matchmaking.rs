@@ -17,9 +17,10 @@
 //! the match's completion with the players' lobby events). So a pair waits up to one interval
 //! for its round, and a round's games are created in sequence.
 //!
-//! The games the bench's players are seated in are left alone: nobody confirms a deployment, so
-//! with the `online` time control each ends when its 90 s deployment clock runs out (both seats
-//! lost: nobody is rated or queued again). A spawned server is stopped before then.
+//! The games the bench's players are seated in are left alone: nobody subscribes to them or
+//! confirms a deployment, so with the `online` time control each ends at its 90 s deployment
+//! deadline with both seats lost (nobody is rated or queued again). A spawned server is stopped
+//! before then.
 //!
 //! What is measured:
 //! - **pairs/s**: distinct games announced by `MatchFound` within the run, per second of it.

@@ -44,7 +44,7 @@ enum Command {
     /// Plays in this terminal through the gateway: a lobby (computer, match, invite, spectate)
     /// and the game (plain text: tmux and pipes work).
     Play(play::PlayArgs),
-    /// Load generator: games through the gateway, idle streams; see docs/benchmarks.md.
+    /// Load generator: games, idle streams and matchmaking through the gateway; docs/benchmarks.md.
     Bench(hidden_front_bench::cli::BenchArgs),
     /// Replays of finished games: export one from the session, verify a file with the engine.
     Replay(replay::ReplayArgs),
