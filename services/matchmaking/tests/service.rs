@@ -359,6 +359,35 @@ async fn set_rating(db: &TestDatabase, player: &str, value: f64) {
     pool.close().await;
 }
 
+/// A round seats its matches together, not one after the other: here the session lets no
+/// `CreateGame` through until two are in flight at once, so a round that seated its two matches
+/// in turn would wait forever on the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_seats_its_matches_together() {
+    let db = migrated_database().await;
+    let store = hidden_front_store::postgres::PostgresStore::from_pool(db.pool(4).await);
+    let service = hidden_front_session::SessionService::new(
+        Arc::new(store),
+        hidden_front_session::SessionConfig::default(),
+    );
+    let addr = serve_session_gated(service, Arc::new(tokio::sync::Barrier::new(2))).await;
+    let session = SessionClient::new(channel(addr).into());
+    let mut mm = matchmaking_idle(&db, session, fast_config()).await;
+    let players = ["g1", "g2", "g3", "g4"];
+    for player in players {
+        enqueue(&mut mm.client, player, "t", queue("online", false)).await;
+    }
+    let made = tokio::time::timeout(DEADLINE, mm.service.pairing_round())
+        .await
+        .expect("the round's two creations went through together")
+        .unwrap();
+    assert_eq!(made, 2);
+    for player in players {
+        let ticket = get_ticket(&mut mm.client, player, "t").await;
+        assert!(!ticket.game_id.is_empty(), "{player} is seated: {ticket:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rated_pairing_respects_the_window_and_widens_it_with_waiting() {
     let db = migrated_database().await;

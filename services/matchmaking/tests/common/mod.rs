@@ -41,6 +41,66 @@ pub async fn serve_session(service: SessionService) -> std::net::SocketAddr {
     addr
 }
 
+/// Serves `service` on a loopback port, holding each `CreateGame` call until `gate` lets it
+/// through (a `Barrier` of N: until N of them are in flight together); returns its address.
+pub async fn serve_session_gated(
+    service: SessionService,
+    gate: Arc<tokio::sync::Barrier>,
+) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(GatedCreations {
+                inner: SessionServiceServer::new(service),
+                gate,
+            })
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
+    );
+    addr
+}
+
+/// The session service behind [`serve_session_gated`].
+#[derive(Clone)]
+struct GatedCreations {
+    inner: SessionServiceServer<SessionService>,
+    gate: Arc<tokio::sync::Barrier>,
+}
+
+impl tonic::server::NamedService for GatedCreations {
+    const NAME: &'static str =
+        <SessionServiceServer<SessionService> as tonic::server::NamedService>::NAME;
+}
+
+type HttpRequest = tonic::codegen::http::Request<tonic::body::Body>;
+
+impl tonic::codegen::Service<HttpRequest> for GatedCreations {
+    type Response = tonic::codegen::http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = tonic::codegen::BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut tonic::codegen::Context<'_>,
+    ) -> tonic::codegen::Poll<Result<(), Self::Error>> {
+        tonic::codegen::Service::<HttpRequest>::poll_ready(&mut self.inner, cx)
+    }
+
+    fn call(&mut self, request: HttpRequest) -> Self::Future {
+        let gated = request.uri().path().ends_with("/CreateGame");
+        let gate = self.gate.clone();
+        let answer = tonic::codegen::Service::call(&mut self.inner, request);
+        Box::pin(async move {
+            if gated {
+                gate.wait().await;
+            }
+            answer.await
+        })
+    }
+}
+
 /// A channel to a loopback address.
 pub fn channel(addr: std::net::SocketAddr) -> Channel {
     tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
