@@ -36,7 +36,7 @@ use crate::BenchError;
 use crate::connections::{Pool, code_name, token, unary};
 use crate::pb;
 use crate::pb::player_service_client::PlayerServiceClient;
-use crate::report::{Latency, Load, latency_histogram};
+use crate::report::{CpuSpent, Latency, Load, latency_histogram};
 use crate::server::{cpu_seconds, own_cpu_seconds};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -92,19 +92,12 @@ impl PairCpu {
         after: (Option<f64>, Option<f64>),
         pairs: u64,
     ) -> PairCpu {
-        let spent = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
-        let per_pair = |seconds: Option<f64>| {
-            seconds
-                .filter(|_| pairs > 0)
-                .map(|s| s * 1e6 / pairs as f64)
-        };
-        let server_seconds = spent(before.0, after.0);
-        let bench_seconds = spent(before.1, after.1);
+        let cpu = CpuSpent::between(before, after, pairs);
         PairCpu {
-            server_seconds,
-            server_us_per_pair: per_pair(server_seconds),
-            bench_seconds,
-            bench_us_per_pair: per_pair(bench_seconds),
+            server_seconds: cpu.server_seconds,
+            server_us_per_pair: cpu.server_us_per_unit,
+            bench_seconds: cpu.bench_seconds,
+            bench_us_per_pair: cpu.bench_us_per_unit,
         }
     }
 }

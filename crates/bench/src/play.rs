@@ -32,7 +32,7 @@ use crate::pb;
 use crate::pb::game_event::Event;
 use crate::pb::player_service_client::PlayerServiceClient;
 use crate::pb::session_service_client::SessionServiceClient;
-use crate::report::{Latency, Load, latency_histogram};
+use crate::report::{CpuSpent, Latency, Load, latency_histogram};
 use crate::rng::SeatRng;
 use crate::server::{cpu_seconds, own_cpu_seconds, rss_bytes};
 use hdrhistogram::Histogram;
@@ -184,19 +184,12 @@ impl CpuFigures {
         after: (Option<f64>, Option<f64>),
         moves: u64,
     ) -> CpuFigures {
-        let spent = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
-        let per_move = |seconds: Option<f64>| {
-            seconds
-                .filter(|_| moves > 0)
-                .map(|s| s * 1e6 / moves as f64)
-        };
-        let server_seconds = spent(before.0, after.0);
-        let bench_seconds = spent(before.1, after.1);
+        let cpu = CpuSpent::between(before, after, moves);
         CpuFigures {
-            server_seconds,
-            server_us_per_move: per_move(server_seconds),
-            bench_seconds,
-            bench_us_per_move: per_move(bench_seconds),
+            server_seconds: cpu.server_seconds,
+            server_us_per_move: cpu.server_us_per_unit,
+            bench_seconds: cpu.bench_seconds,
+            bench_us_per_move: cpu.bench_us_per_unit,
         }
     }
 }

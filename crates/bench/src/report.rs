@@ -158,3 +158,39 @@ mod tests {
         assert!((9.9..=10.1).contains(&max), "{max}");
     }
 }
+
+/// CPU seconds the server and the bench spent between two readings (server, bench) of their
+/// processes' accounting, and each per unit of work in microseconds: what `bench play` reports
+/// per move and `bench matchmaking` per pair, computed once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CpuSpent {
+    pub(crate) server_seconds: Option<f64>,
+    pub(crate) server_us_per_unit: Option<f64>,
+    pub(crate) bench_seconds: Option<f64>,
+    pub(crate) bench_us_per_unit: Option<f64>,
+}
+
+impl CpuSpent {
+    /// The figures of a window whose ends read `before` and `after` and in which `units` units
+    /// of work were done (none per unit when no work was done or a reading is missing).
+    pub(crate) fn between(
+        before: (Option<f64>, Option<f64>),
+        after: (Option<f64>, Option<f64>),
+        units: u64,
+    ) -> CpuSpent {
+        let spent = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+        let per_unit = |seconds: Option<f64>| {
+            seconds
+                .filter(|_| units > 0)
+                .map(|s| s * 1e6 / units as f64)
+        };
+        let server_seconds = spent(before.0, after.0);
+        let bench_seconds = spent(before.1, after.1);
+        CpuSpent {
+            server_seconds,
+            server_us_per_unit: per_unit(server_seconds),
+            bench_seconds,
+            bench_us_per_unit: per_unit(bench_seconds),
+        }
+    }
+}
