@@ -711,18 +711,9 @@ pub fn matchmaking_table(report: &MatchmakingReport) -> String {
         "hidden-front bench matchmaking: {} enqueuers ({rate}), {:.1} s, rated queue, store {}",
         m.concurrency,
         m.elapsed_seconds,
-        report
-            .store
-            .map_or("(running server)".to_string(), |s| format!("{s:?}")
-                .to_lowercase())
+        store_name(report.store)
     );
-    let _ = writeln!(
-        out,
-        "  machine: {} x {}, {} GiB",
-        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
-    );
-    load_line(&mut out, "load before / after", &m.load_before);
-    let _ = writeln!(out, "  {:<34} {}", "", m.load_after);
+    machine_and_load(&mut out, &report.machine, &m.load_before, &m.load_after);
     let _ = writeln!(
         out,
         "  {:<34} {:.1}",
@@ -758,6 +749,24 @@ fn load_line(out: &mut String, label: &str, load: &Load) {
     let _ = writeln!(out, "  {label:<34} {load}");
 }
 
+/// The lines every report's table opens with: the machine, the load before and after.
+fn machine_and_load(out: &mut String, machine: &Machine, before: &Load, after: &Load) {
+    let _ = writeln!(
+        out,
+        "  machine: {} x {}, {} GiB",
+        machine.cpus, machine.cpu, machine.memory_gib
+    );
+    load_line(out, "load before / after", before);
+    let _ = writeln!(out, "  {:<34} {}", "", after);
+}
+
+/// The store a report's server ran on, as its option names it.
+fn store_name(store: Option<StoreKind>) -> String {
+    store.map_or("(running server)".to_string(), |s| {
+        format!("{s:?}").to_lowercase()
+    })
+}
+
 /// The play report as a table.
 pub fn play_table(report: &PlayReport) -> String {
     let p = &report.play;
@@ -773,18 +782,9 @@ pub fn play_table(report: &PlayReport) -> String {
         } else {
             String::new()
         },
-        report
-            .store
-            .map_or("(running server)".to_string(), |s| format!("{s:?}")
-                .to_lowercase())
+        store_name(report.store)
     );
-    let _ = writeln!(
-        out,
-        "  machine: {} x {}, {} GiB",
-        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
-    );
-    load_line(&mut out, "load before / after", &p.load_before);
-    let _ = writeln!(out, "  {:<34} {}", "", p.load_after);
+    machine_and_load(&mut out, &report.machine, &p.load_before, &p.load_after);
     let _ = writeln!(out, "  {:<34} {:.1}", "moves/s", p.moves_per_second);
     let _ = writeln!(
         out,
@@ -913,13 +913,7 @@ pub fn streams_table(report: &StreamsReport) -> String {
         "hidden-front bench streams: {} of {} streams open over {} connections in {:.1} s",
         s.opened, s.requested, s.connections, s.open_seconds
     );
-    let _ = writeln!(
-        out,
-        "  machine: {} x {}, {} GiB",
-        report.machine.cpus, report.machine.cpu, report.machine.memory_gib
-    );
-    load_line(&mut out, "load before / after", &s.load_before);
-    let _ = writeln!(out, "  {:<34} {}", "", s.load_after);
+    machine_and_load(&mut out, &report.machine, &s.load_before, &s.load_after);
     let _ = writeln!(
         out,
         "  {:<34} {} per stream (RSS {} -> {})",
