@@ -2,8 +2,11 @@
 //! `NotFound` for unknown games.
 
 use crate::helpers::*;
-use hidden_front_rules::{Command, Phase, Side};
-use hidden_front_store::{CommandRecord, GameStore};
+use hidden_front_rules::{Command, Event, Game, Phase, Side};
+use hidden_front_store::timers::deadline_after;
+use hidden_front_store::{
+    Append, CommandRecord, GameStore, StoredEvent, Timer, TimerChange, TimerKind, TurnTimerChange,
+};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -423,4 +426,166 @@ pub async fn events_carry_their_commit_times(store: Arc<dyn GameStore>) {
             "the events {group:?} of one write carry one commit time: {times:?}"
         );
     }
+}
+
+/// Each event read back carries the turn deadline that the append which wrote it armed, on that
+/// append's last event only: `None` on its other events, on the events of appends that arm no
+/// turn deadline (deployment, a draw offer that keeps the running one, the end) and on a
+/// creation's. Why: a `WatchGame` pump derives the move clock it shows from the events it
+/// streams, also those appended by other processes, instead of reading the game after every
+/// move. Read both ways a store serves pages: the whole log from the start, and the newest
+/// events of a watched game (which Postgres answers from this process's latest writes).
+pub async fn events_carry_the_turn_deadline_their_append_armed(store: Arc<dyn GameStore>) {
+    let store = &*store;
+    let (meta, mut game) = create_game(store, 19, &player("south"), &player("north")).await;
+    let id = meta.game_id;
+    let _watching = store.watch(id).await.expect("watch");
+    let mut version = must_load(store, id).await.version;
+    // What each seq should carry; a creation's events carry nothing.
+    let mut expected: Vec<Option<SystemTime>> = vec![None; version as usize];
+    let base = SystemTime::now();
+    let arm = |side: Side, seconds: u64| TimerChange {
+        turn: Some(TurnTimerChange::Arm(Timer {
+            game_id: id,
+            kind: TimerKind::Move,
+            side,
+            armed_version: 0,
+            fire_at: deadline_after(base, Duration::from_secs(seconds)),
+        })),
+        ..TimerChange::none()
+    };
+    let mut steps = vec![
+        // Deployment arms nothing; play's start arms the first move clock (several events).
+        (
+            Command::Reshuffle { side: Side::South },
+            TimerChange::none(),
+        ),
+        (Command::Confirm { side: Side::South }, TimerChange::none()),
+        (
+            Command::Confirm { side: Side::North },
+            arm(game.first_mover(), 30),
+        ),
+    ];
+    for (seed, (command, timers)) in (1..).zip(steps.drain(..)) {
+        let events =
+            append_judged(store, id, &mut version, &mut game, command, seed, &timers).await;
+        expected.extend(armed_on_last(events.len(), &timers));
+    }
+    assert_eq!(game.phase(), Phase::Play);
+    // A move arms the next clock.
+    let mover = game.to_move();
+    let timers = arm(mover.other(), 61);
+    let command = quiet_move(&game);
+    let events = append_judged(store, id, &mut version, &mut game, command, 4, &timers).await;
+    expected.extend(armed_on_last(events.len(), &timers));
+    // A draw offer keeps the running clock; the move that lets it lapse arms the next one, on
+    // its append's last event (the lapse), not on the move.
+    let offerer = game.to_move().other();
+    let timers = TimerChange {
+        turn: Some(TurnTimerChange::Retag { armed_version: 0 }),
+        ..TimerChange::none()
+    };
+    let command = Command::OfferDraw { side: offerer };
+    let events = append_judged(store, id, &mut version, &mut game, command, 5, &timers).await;
+    expected.extend(armed_on_last(events.len(), &timers));
+    let timers = arm(offerer, 92);
+    let command = quiet_move(&game);
+    let events = append_judged(store, id, &mut version, &mut game, command, 6, &timers).await;
+    assert!(
+        matches!(events[..], [Event::Moved { .. }, Event::DrawLapsed { .. }]),
+        "a move and the lapse of the offer: {events:?}"
+    );
+    expected.extend(armed_on_last(events.len(), &timers));
+    // The end clears every timer and arms none.
+    let timers = TimerChange {
+        clear_all: true,
+        ..TimerChange::none()
+    };
+    let command = Command::Resign {
+        side: game.to_move(),
+    };
+    let events = append_judged(store, id, &mut version, &mut game, command, 7, &timers).await;
+    expected.extend(armed_on_last(events.len(), &timers));
+    assert_eq!(game.phase(), Phase::Ended);
+
+    let expected: Vec<(u64, Option<SystemTime>)> = (1..).zip(expected).collect();
+    assert_eq!(expected.len() as u64, version);
+    assert_eq!(
+        expected.iter().filter(|(_, d)| d.is_some()).count(),
+        3,
+        "three appends armed a turn deadline: {expected:?}"
+    );
+    assert_eq!(
+        armed_deadlines(&whole_log(store, id).await),
+        expected,
+        "the whole log: each append's turn deadline on its last event"
+    );
+    // The newest writes, as a woken pump reads them.
+    let from = version - 4;
+    let newest = store.events(id, from, 256).await.expect("events");
+    assert_eq!(
+        armed_deadlines(&newest),
+        expected[(from - 1) as usize..],
+        "the newest events"
+    );
+}
+
+/// What the `count` events of an append with `timers` carry: its turn deadline on the last.
+fn armed_on_last(count: usize, timers: &TimerChange) -> Vec<Option<SystemTime>> {
+    let mut carried = vec![None; count];
+    if let Some(last) = carried.last_mut() {
+        *last = timers.armed_turn_deadline();
+    }
+    carried
+}
+
+/// Each event's seq and the turn deadline it carries.
+fn armed_deadlines(log: &[StoredEvent]) -> Vec<(u64, Option<SystemTime>)> {
+    log.iter().map(|e| (e.seq, e.armed_turn_deadline)).collect()
+}
+
+/// A legal move of the side to move onto an empty square (so it cannot end the game).
+fn quiet_move(game: &Game) -> Command {
+    let position = game.position();
+    let moves = position.legal_moves();
+    let mv = moves
+        .iter()
+        .find(|mv| position.piece_at(mv.to).is_none())
+        .expect("a move onto an empty square");
+    Command::Move {
+        side: game.to_move(),
+        mv,
+    }
+}
+
+/// Judges `command` on `game` (seeded) and appends its events with `timers` at `version`;
+/// moves both on and returns the events.
+async fn append_judged(
+    store: &dyn GameStore,
+    game_id: Uuid,
+    version: &mut u64,
+    game: &mut Game,
+    command: Command,
+    seed: u64,
+    timers: &TimerChange,
+) -> Vec<Event> {
+    let (next, events) = judge(game, command, seed);
+    let new_version = store
+        .append_armed(Append {
+            game_id,
+            expected_version: *version,
+            events: &events,
+            game: &next,
+            command: None,
+            timers,
+            trace_parent: None,
+            facts: &[],
+            fired: None,
+        })
+        .await
+        .expect("append");
+    assert_eq!(new_version, *version + events.len() as u64);
+    *version = new_version;
+    *game = next;
+    events
 }

@@ -94,6 +94,7 @@ macro_rules! conformance_tests {
             append_without_events_records_command,
             events_order_and_paging,
             events_carry_their_commit_times,
+            events_carry_the_turn_deadline_their_append_armed,
             unknown_game_is_not_found,
             watch_wakes_after_append,
             concurrent_appends_have_one_winner,

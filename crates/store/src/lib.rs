@@ -158,6 +158,16 @@ pub struct StoredEvent {
     /// the append's statement; memory: the system clock at the append, never earlier than the
     /// event before it). Replays show it and derive the clock readings from it.
     pub recorded_at: SystemTime,
+    /// The turn deadline (the `turn` slot's [`Timer::fire_at`]) that the append which wrote this
+    /// event armed ([`TurnTimerChange::Arm`]), on the append's **last** event only. `None` on
+    /// the append's other events, when the append armed no turn deadline (deployment, a draw
+    /// offer or answer, which keep the running one; the end), on a game's creation events, and
+    /// on events written by a release that did not record it (before
+    /// `migrations/0014_event_turn_deadlines.sql`). Why: a `WatchGame` pump advances the status
+    /// it streams from the events it reads (the move clock is the one part of the status an
+    /// event's own content cannot tell), instead of reading the whole game after every move,
+    /// including the moves other processes appended.
+    pub armed_turn_deadline: Option<SystemTime>,
 }
 
 /// A game in a player's list.

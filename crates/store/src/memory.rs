@@ -168,9 +168,8 @@ impl State {
 struct StoredGame {
     meta: GameMeta,
     game: Game,
-    /// The log with each event's trace parent and commit time; `events[i]` has seq `i + 1`, so
-    /// the version is `events.len()`.
-    events: Vec<(Event, Option<String>, SystemTime)>,
+    /// The log; `events[i]` has seq `i + 1`, so the version is `events.len()`.
+    events: Vec<Logged>,
     /// Idempotency key -> stored answer.
     commands: HashMap<String, Vec<u8>>,
     /// (side, gateway) -> (connected, lease until).
@@ -180,6 +179,17 @@ struct StoredGame {
     created_at: SystemTime,
     /// When its last event was appended (microseconds).
     last_event_at: SystemTime,
+}
+
+/// One event of a game's log, with what the store keeps beside it.
+#[derive(Debug)]
+struct Logged {
+    event: Event,
+    trace_parent: Option<String>,
+    recorded_at: SystemTime,
+    /// The turn deadline its append armed, on the append's last event
+    /// ([`StoredEvent::armed_turn_deadline`]).
+    armed_turn_deadline: Option<SystemTime>,
 }
 
 impl StoredGame {
@@ -218,7 +228,7 @@ impl StoredGame {
         let now = SystemTime::now();
         self.events
             .last()
-            .map_or(now, |(_, _, last)| now.max(*last))
+            .map_or(now, |last| now.max(last.recorded_at))
     }
 
     fn presence_at(&self, now: SystemTime) -> Presence {
@@ -310,7 +320,15 @@ impl GameStore for MemoryStore {
                 game: game.clone(),
                 events: {
                     let now = SystemTime::now();
-                    events.iter().map(|e| (e.clone(), None, now)).collect()
+                    events
+                        .iter()
+                        .map(|event| Logged {
+                            event: event.clone(),
+                            trace_parent: None,
+                            recorded_at: now,
+                            armed_turn_deadline: None,
+                        })
+                        .collect()
                 },
                 commands: HashMap::new(),
                 presence: HashMap::new(),
@@ -386,11 +404,15 @@ impl GameStore for MemoryStore {
             }
             let newly_ended = stored.game.phase() != Phase::Ended && game.phase() == Phase::Ended;
             let now = stored.commit_time();
-            stored.events.extend(
-                events
-                    .iter()
-                    .map(|e| (e.clone(), trace_parent.map(str::to_owned), now)),
-            );
+            let last = events.len().saturating_sub(1);
+            stored
+                .events
+                .extend(events.iter().enumerate().map(|(index, event)| Logged {
+                    event: event.clone(),
+                    trace_parent: trace_parent.map(str::to_owned),
+                    recorded_at: now,
+                    armed_turn_deadline: timers.armed_turn_deadline().filter(|_| index == last),
+                }));
             stored.game = game.clone();
             if !events.is_empty() {
                 stored.last_event_at = to_micros(SystemTime::now());
@@ -446,11 +468,12 @@ impl GameStore for MemoryStore {
             .enumerate()
             .skip(skip)
             .take(limit)
-            .map(|(index, (event, trace_parent, recorded_at))| StoredEvent {
+            .map(|(index, logged)| StoredEvent {
                 seq: index as u64 + 1,
-                event: event.clone(),
-                trace_parent: trace_parent.clone(),
-                recorded_at: *recorded_at,
+                event: logged.event.clone(),
+                trace_parent: logged.trace_parent.clone(),
+                recorded_at: logged.recorded_at,
+                armed_turn_deadline: logged.armed_turn_deadline,
             })
             .collect())
     }

@@ -156,6 +156,15 @@ impl TimerChange {
     pub fn is_empty(&self) -> bool {
         !self.clear_all && self.turn.is_none() && self.reconnect.is_empty()
     }
+
+    /// The turn deadline it arms, if it arms one: what the append's last event carries
+    /// ([`crate::StoredEvent::armed_turn_deadline`]).
+    pub fn armed_turn_deadline(&self) -> Option<SystemTime> {
+        match self.turn {
+            Some(TurnTimerChange::Arm(timer)) => Some(timer.fire_at),
+            _ => None,
+        }
+    }
 }
 
 /// The clock service's view of the timers: claim what is due, report what was fired.

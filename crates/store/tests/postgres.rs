@@ -11,7 +11,10 @@
 
 use hidden_front_rules::{Command, Phase, Side};
 use hidden_front_store::postgres::PostgresStore;
-use hidden_front_store::{CommandRecord, GameStore, StoreError};
+use hidden_front_store::timers::deadline_after;
+use hidden_front_store::{
+    Append, CommandRecord, GameStore, StoreError, Timer, TimerChange, TimerKind, TurnTimerChange,
+};
 use hidden_front_store_conformance::{
     Check, WAKE_DEADLINE, assert_log_is_whole, create_game, judge, must_load, player,
     race_appends_across, reshuffle, within,
@@ -434,8 +437,9 @@ async fn migrations_are_idempotent(pool: PgPool) {
 }
 
 /// The stream pump's pages served from this process's memory of its latest write
-/// (`postgres/recent.rs`) are exactly what the log holds, commit times included, and a commit by
-/// another process is read from the log, not missed.
+/// (`postgres/recent.rs`) are exactly what the log holds, commit times and the turn deadline an
+/// append armed included, and a commit by another process is read from the log, with its turn
+/// deadline, not missed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     let db = TestDatabase::create().await;
@@ -443,6 +447,33 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     let b = store_on(&db, 4).await;
     let (meta, game) = create_game(&a, 3, &player("south"), &player("north")).await;
     let id = meta.game_id;
+    // Each append arms a turn deadline (what the store does with it does not depend on the
+    // phase), so each page carries one on its last event.
+    let arming = |seconds: u64| TimerChange {
+        turn: Some(TurnTimerChange::Arm(Timer {
+            game_id: id,
+            kind: TimerKind::Move,
+            side: Side::South,
+            armed_version: 0,
+            fire_at: deadline_after(SystemTime::now(), Duration::from_secs(seconds)),
+        })),
+        ..TimerChange::none()
+    };
+    let append_arming = |store: PostgresStore, expected_version, events, game, timers| async move {
+        store
+            .append_armed(Append {
+                game_id: id,
+                expected_version,
+                events,
+                game,
+                command: None,
+                timers,
+                trace_parent: None,
+                facts: &[],
+                fired: None,
+            })
+            .await
+    };
     let mut watching = a.watch(id).await.expect("watch through A");
     // B watches nothing, so its pages always come from the log.
     let page = |store: PostgresStore, from: u64| async move {
@@ -454,12 +485,17 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
 
     let v0 = created.last().map(|e| e.seq).unwrap_or_default();
     let (next, events) = reshuffle(&game, 5);
-    let v1 = a
-        .append(id, v0, &events, &next, None)
+    let timers = arming(30);
+    let v1 = append_arming(a.clone(), v0, &events, &next, &timers)
         .await
         .expect("append through A");
     let from_a = page(a.clone(), v0 + 1).await;
     assert_eq!(from_a.len() as u64, v1 - v0);
+    assert_eq!(
+        from_a.last().and_then(|e| e.armed_turn_deadline),
+        timers.armed_turn_deadline(),
+        "the append's turn deadline"
+    );
     assert_eq!(from_a, page(b.clone(), v0 + 1).await, "an append's page");
     // Proof that A's page came from memory: with the rows gone, A still has it, B does not.
     let mut conn = PgConnection::connect_with(&db.connect_options())
@@ -479,8 +515,8 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
 
     // Another process appends: A's watcher hears of it and A's page includes it.
     let (later, events) = reshuffle(&next, 6);
-    let v2 = b
-        .append(id, v1, &events, &later, None)
+    let timers = arming(60);
+    let v2 = append_arming(b.clone(), v1, &events, &later, &timers)
         .await
         .expect("append through B");
     within(
@@ -492,9 +528,9 @@ async fn pages_from_memory_match_the_log_and_miss_no_other_process() {
     .expect("channel open");
     let newer = page(a.clone(), v1 + 1).await;
     assert_eq!(
-        newer.last().map(|e| e.seq),
-        Some(v2),
-        "B's events are in A's page"
+        newer.last().map(|e| (e.seq, e.armed_turn_deadline)),
+        Some((v2, timers.armed_turn_deadline())),
+        "B's events are in A's page, with the turn deadline B's append armed"
     );
     assert_eq!(newer, page(b.clone(), v1 + 1).await);
     assert_eq!(

@@ -16,6 +16,7 @@ use crate::{Append, StoreError, StoredEvent};
 use hidden_front_rules::{Event, Phase};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
+use std::time::SystemTime;
 use uuid::Uuid;
 
 #[tracing::instrument(name = "store.append", level = "info", skip_all, fields(db.system = "postgresql", game_id = %append.game_id, expected_version = append.expected_version, event_count = append.events.len(), version = tracing::field::Empty))]
@@ -41,6 +42,7 @@ pub(super) async fn append_armed(
         _ => None,
     };
     let arms = one_per_slot(turn.iter().chain(&timers.reconnect));
+    let armed_turn_deadline = timers.armed_turn_deadline();
     let encoded = Encoded {
         game_id,
         expected_version: to_db(expected_version),
@@ -64,6 +66,7 @@ pub(super) async fn append_armed(
             .map(|event| encode_json_text(game_id, "event", event))
             .collect::<Result<_, _>>()?,
         trace_parent: trace_parent.map(str::to_owned),
+        armed_turn_deadline,
         facts: facts.to_vec(),
         ends: events.iter().any(|e| matches!(e, Event::Ended { .. })),
         clear_all: timers.clear_all,
@@ -139,7 +142,13 @@ pub(super) async fn append_armed(
     };
     if !events.is_empty() {
         own.committed(
-            stored_events(first_seq, events, trace_parent, committed_at),
+            stored_events(
+                first_seq,
+                events,
+                trace_parent,
+                committed_at,
+                armed_turn_deadline,
+            ),
             new_version,
         );
     }
@@ -158,13 +167,18 @@ fn snapshot_due(interval: u64, expected: u64, new: u64, phase: Phase) -> bool {
         || (new > expected && (phase != Phase::Play || new / interval != expected / interval))
 }
 
-/// `events`, committed from `first_seq` at `committed_at`, as the log returns them.
+/// `events`, committed from `first_seq` at `committed_at` by a write that armed
+/// `armed_turn_deadline` (carried by its last event), as the log returns them.
 pub(super) fn stored_events(
     first_seq: u64,
     events: &[Event],
     trace_parent: Option<&str>,
-    committed_at: std::time::SystemTime,
+    committed_at: SystemTime,
+    armed_turn_deadline: Option<SystemTime>,
 ) -> Vec<StoredEvent> {
+    let last = first_seq
+        .saturating_add(events.len() as u64)
+        .saturating_sub(1);
     (first_seq..)
         .zip(events)
         .map(|(seq, event)| StoredEvent {
@@ -172,6 +186,7 @@ pub(super) fn stored_events(
             event: event.clone(),
             trace_parent: trace_parent.map(str::to_owned),
             recorded_at: committed_at,
+            armed_turn_deadline: armed_turn_deadline.filter(|_| seq == last),
         })
         .collect()
 }
@@ -235,8 +250,8 @@ pub(super) async fn log_events(
         Vec::new()
     } else {
         sqlx::query(
-            "SELECT seq, event, trace_parent, created_at FROM game_events WHERE game_id = $1 \
-             AND seq >= $2 \
+            "SELECT seq, event, trace_parent, created_at, armed_turn_deadline FROM game_events \
+             WHERE game_id = $1 AND seq >= $2 \
              ORDER BY seq LIMIT $3",
         )
         .bind(game_id)
@@ -256,6 +271,10 @@ pub(super) async fn log_events(
                 event: json_column(&row, "event", game_id, "event")?,
                 trace_parent: row.try_get("trace_parent")?,
                 recorded_at: row.try_get::<OffsetDateTime, _>("created_at")?.into(),
+                // NULL: the append armed none, or an older release wrote the row.
+                armed_turn_deadline: row
+                    .try_get::<Option<OffsetDateTime>, _>("armed_turn_deadline")?
+                    .map(SystemTime::from),
             })
         })
         .collect()

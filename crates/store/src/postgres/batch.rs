@@ -78,6 +78,9 @@ pub(super) struct Encoded {
     /// Each event's JSON text.
     pub(super) events: Vec<String>,
     pub(super) trace_parent: Option<String>,
+    /// The turn deadline the append arms, written on its last event
+    /// ([`crate::StoredEvent::armed_turn_deadline`]).
+    pub(super) armed_turn_deadline: Option<SystemTime>,
     /// The lifecycle facts to record with it.
     pub(super) facts: Vec<NewFact>,
     /// Whether the append ends the game (it takes a place in the ended-games feed).
@@ -351,7 +354,7 @@ async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
 }
 
 /// Parameters of the appends' statement before its [`Tail`].
-const APPEND_OWN_PARAMS: usize = 22;
+const APPEND_OWN_PARAMS: usize = 23;
 
 /// The appends' statement ([`write_batch`]), made once.
 static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
@@ -391,10 +394,11 @@ static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
            SELECT i.game_id, i.command_key, i.response, i.version FROM input i \
            WHERE i.command_key IS NOT NULL AND i.game_id IN (SELECT game_id FROM guard)), \
          logged AS ( \
-           INSERT INTO game_events (game_id, seq, event, trace_parent) \
-           SELECT e.game_id, e.seq, e.event::jsonb, e.trace_parent \
-           FROM UNNEST($11::uuid[], $12::bigint[], $13::text[], $14::text[]) \
-             AS e (game_id, seq, event, trace_parent) \
+           INSERT INTO game_events (game_id, seq, event, trace_parent, armed_turn_deadline) \
+           SELECT e.game_id, e.seq, e.event::jsonb, e.trace_parent, e.armed_turn_deadline \
+           FROM UNNEST($11::uuid[], $12::bigint[], $13::text[], $14::text[], \
+                       $23::timestamptz[]) \
+             AS e (game_id, seq, event, trace_parent, armed_turn_deadline) \
            WHERE e.game_id IN (SELECT game_id FROM guard)), \
          {tail}, \
          cleared AS ( \
@@ -447,8 +451,9 @@ impl Tail {
 /// The one statement: for every append whose version guard passes, the snapshot, the feed
 /// position (from the counter row, whose lock is held to commit, so positions follow commit
 /// order; a position taken by an append whose guard failed stays unused), the command record,
-/// the events, the timers, the lifecycle facts (`lifecycle_record`) and the `NOTIFY`. Returns the
-/// games whose guard passed, with the commit's `now()`.
+/// the events (the last with the turn deadline the append arms), the timers, the lifecycle facts
+/// (`lifecycle_record`) and the `NOTIFY`. Returns the games whose guard passed, with the commit's
+/// `now()`.
 async fn write_batch(
     pool: &PgPool,
     appends: &[&Encoded],
@@ -472,6 +477,7 @@ async fn write_batch(
         event_seqs,
         event_values,
         event_traces,
+        event_deadlines,
         cleared,
         retag_games,
         retag_versions,
@@ -503,7 +509,8 @@ async fn write_batch(
         .bind(fired_slots)
         .bind(fired_kinds)
         .bind(fired_versions)
-        .bind(fired_ats);
+        .bind(fired_ats)
+        .bind(event_deadlines);
     let rows = tail.bind_to(query).fetch_all(pool).await?;
     Ok(commit_times(rows))
 }
@@ -534,6 +541,8 @@ struct Columns<'a> {
     event_seqs: Vec<i64>,
     event_values: Vec<&'a str>,
     event_traces: Vec<Option<&'a str>>,
+    /// Each event's `armed_turn_deadline`: the append's on its last event, else `NULL`.
+    event_deadlines: Vec<Option<OffsetDateTime>>,
     cleared: Vec<Uuid>,
     retag_games: Vec<Uuid>,
     retag_versions: Vec<i64>,
@@ -569,11 +578,18 @@ impl<'a> Columns<'a> {
         } else {
             self.end_ranks.push(0);
         }
-        for (seq, event) in append.seqs.iter().zip(&append.events) {
+        let last = append.seqs.len().saturating_sub(1);
+        for (index, (seq, event)) in append.seqs.iter().zip(&append.events).enumerate() {
             self.event_games.push(game_id);
             self.event_seqs.push(*seq);
             self.event_values.push(event);
             self.event_traces.push(append.trace_parent.as_deref());
+            self.event_deadlines.push(
+                append
+                    .armed_turn_deadline
+                    .filter(|_| index == last)
+                    .map(OffsetDateTime::from),
+            );
         }
         if append.clear_all {
             self.cleared.push(game_id);

@@ -74,7 +74,7 @@ pub(super) async fn create_armed(
         Ok(Some(committed_at)) => {
             if !events.is_empty() {
                 // The first watcher's pump reads these (`recent.rs`), not the log.
-                let stored = super::appends::stored_events(1, events, None, committed_at);
+                let stored = super::appends::stored_events(1, events, None, committed_at, None);
                 store.inner.recent.remember(game_id, stored);
             }
             Ok(Created {

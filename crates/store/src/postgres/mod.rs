@@ -2,7 +2,9 @@
 //!
 //! Schema (`migrations/0001_games.sql`): `games` holds one snapshot row per game with its
 //! `version` (and `head_version`, the log's head when the snapshot lags it: `0009`; appends write
-//! the snapshot as JSON bytes, `raw_snapshot` at `raw_version`: `0010`); `game_events` is the log, primary key `(game_id, seq)`; `game_commands` remembers
+//! the snapshot as JSON bytes, `raw_snapshot` at `raw_version`: `0010`); `game_events` is the
+//! log, primary key `(game_id, seq)` (an append's last event also holds the turn deadline it
+//! armed, `armed_turn_deadline`: `0014`); `game_commands` remembers
 //! each applied command's answer by `(game_id, idempotency_key)`; `game_creations` maps creation
 //! keys to games; `presence` holds gateways' leased connection reports.
 //!

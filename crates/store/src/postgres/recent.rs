@@ -6,7 +6,8 @@
 //! Why it cannot serve a stale or gapped page: committed events never change (the log is
 //! append-only behind the version guard), an entry is stored only after its statement committed
 //! (and joined to the one before only when the two follow each other without a gap),
-//! with the very values the row holds (the commit's `now()` is `game_events.created_at`), and a
+//! with the very values the row holds (the commit's `now()` is `game_events.created_at`; the
+//! turn deadline the append armed is `armed_turn_deadline`, on its last event), and a
 //! page is answered from here only when it starts inside the entry and the entry reaches the
 //! newest version this process knows of for the game (its own commits and every `NOTIFY` heard).
 //! Anything else, such as a page older than the entry or a newer commit by another replica,
@@ -190,6 +191,7 @@ mod tests {
             event: Event::DrawOffered { side: Side::South },
             trace_parent: None,
             recorded_at: SystemTime::UNIX_EPOCH,
+            armed_turn_deadline: None,
         }
     }
 
