@@ -313,8 +313,10 @@ async fn woken(changes: &mut tokio::sync::watch::Receiver<u64>, seen: u64, what:
 }
 
 /// A game's status watchers are woken when a side's presence flips (away to connected and
-/// back, whichever gateway reports it), not by a renewal that changes nothing a viewer sees,
-/// and all of them at once when an outage is accounted for.
+/// back, whichever gateway reports it) and when a report re-arms the time to come back of a
+/// side that stays away (the away deadline shown moved), not by a renewal that changes nothing
+/// a viewer sees (even when it re-arms the time to come back of a side that is connected), and
+/// all of them at once when an outage is accounted for.
 pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore>) {
     let store = &*store;
     let (meta, _) = create_game(store, 40, &player("ws"), &player("wn")).await;
@@ -336,6 +338,28 @@ pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore
             .await
             .expect("report");
     };
+    // A report that re-arms south's time to come back, as the session's reports do.
+    let back_by = |_: Option<SystemTime>| Timer {
+        game_id: id,
+        kind: TimerKind::Reconnect,
+        side: Side::South,
+        armed_version: 1,
+        fire_at: now + Duration::from_secs(60),
+    };
+    let report_arming = async |gateway: &str, connected: bool, until: SystemTime| {
+        store
+            .report_presence(
+                id,
+                Side::South,
+                gateway,
+                connected,
+                now,
+                until,
+                Some(&back_by),
+            )
+            .await
+            .expect("report");
+    };
 
     report(id, "gw-1", true, lease).await;
     let seen = woken(&mut changes, 0, "south connecting").await;
@@ -344,6 +368,7 @@ pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore
     // other game's flip after them is a barrier: once it is heard, anything they announced
     // has been heard too (one listener hears notifications in commit order).
     report(id, "gw-1", true, lease + Duration::from_secs(10)).await;
+    report_arming("gw-1", true, lease + Duration::from_secs(10)).await;
     report(id, "gw-2", true, lease).await;
     report(other, "gw-1", true, lease).await;
     woken(&mut barrier_changes, 0, "the barrier game").await;
@@ -354,6 +379,10 @@ pub async fn status_wakes_on_presence_flips_and_outages(store: Arc<dyn GameStore
     assert_eq!(*changes.borrow(), seen, "gw-2 still holds south connected");
     report(id, "gw-2", false, now).await;
     let seen = woken(&mut changes, seen, "south going away").await;
+
+    // Away already, a report that re-arms south's time to come back moves the deadline shown.
+    report_arming("gw-2", false, now).await;
+    let seen = woken(&mut changes, seen, "south's time to come back re-armed").await;
 
     // An outage accounted for wakes every watched game.
     let barrier_seen = *barrier_changes.borrow_and_update();

@@ -601,12 +601,14 @@ pub trait GameStore: TimerStore + AdminStore + LifecycleOutbox {
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError>;
 
     /// A receiver that changes when the game's status may have changed without an event: a
-    /// side's presence flipped (connected to away or back, by any process's report), or an
-    /// outage moved the deadlines. Its value only counts changes. Why: the session streams each
-    /// game's status (presence, deadlines) to its watchers and reads it again only on these
-    /// wake-ups and on events, not on every lease renewal. Take it after [`GameStore::watch`]
-    /// (which starts the cross-process listening) and before reading the status, so no change
-    /// after the read goes unnoticed. A lease that lapses by time changes nothing here: the
+    /// side's presence flipped (connected to away or back, by any process's report), a report
+    /// re-armed the time to come back of a side that is away after it (the away deadline shown
+    /// moved), or an outage moved the deadlines. Its value only counts changes. Why: the
+    /// session streams each game's status (presence, deadlines) to its watchers, derives it
+    /// from the events otherwise, and reads it again only on these wake-ups, not on every lease
+    /// renewal (which re-arms the time to come back of a connected side, which nobody sees).
+    /// Take it after [`GameStore::watch`] (which starts the cross-process listening) and before
+    /// reading the status, so no change after the read goes unnoticed. A lease that lapses by time changes nothing here: the
     /// reader knows from the leases it read when that happens.
     fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64>;
 

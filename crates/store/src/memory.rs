@@ -516,12 +516,14 @@ impl GameStore for MemoryStore {
             .presence
             .insert((side, gateway_id.to_owned()), (connected, lease_until));
         let presence = stored.presence_at(now);
-        let flipped = presence.connected()[side.index()] != was_connected;
+        let connected = presence.connected()[side.index()];
+        // What a viewer sees changed: who is connected, or the away deadline of a side away.
+        let shown_changed = connected != was_connected || (arm.is_some() && !connected);
         if let Some(arm) = arm {
             state.arm(arm(presence.connected_until[side.index()]));
         }
         drop(state);
-        if flipped {
+        if shown_changed {
             self.status.bump(game_id);
         }
         Ok(presence)

@@ -67,8 +67,9 @@ pub const CHANNEL: &str = "hf_game_events";
 pub use outbox::LIFECYCLE_CHANNEL;
 
 /// The NOTIFY channel announcing that a game's status changed without an event (a side's
-/// presence flipped; payload `<game_id>`) or that every game's did (an outage was accounted
-/// for; payload `*`). See [`GameStore::status_changes`].
+/// presence flipped, or the time to come back of a side that is away was re-armed; payload
+/// `<game_id>`) or that every game's did (an outage was accounted for; payload `*`). See
+/// [`GameStore::status_changes`].
 pub const STATUS_CHANNEL: &str = "hf_game_status";
 
 /// Default pool size of [`PostgresStore::connect`]: enough for a busy session replica, small

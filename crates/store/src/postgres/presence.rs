@@ -177,19 +177,21 @@ pub(super) async fn report_presence(
     let mut presence = presence_of(&row)?;
     presence.count(side, report.connected, report.lease_until, report.now);
     let was_connected: bool = row.try_get("was_connected")?;
-    if was_connected != presence.connected()[side.index()] {
-        // Renewals change nothing a viewer sees; a flip does: wake every process's watchers.
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(super::STATUS_CHANNEL)
-            .bind(game_id.to_string())
-            .execute(&mut *conn)
-            .await?;
-    }
     if let Some(arm) = arm {
         let armed: bool = row.try_get("armed")?;
         if !armed {
             upsert_timer(&mut conn, &arm(presence.connected_until[side.index()])).await?;
         }
+    }
+    let connected = presence.connected()[side.index()];
+    if connected != was_connected || (arm.is_some() && !connected) {
+        // Renewals change nothing a viewer sees; a flip does, and so does a new away deadline
+        // of a side that is away: wake every process's watchers, once the timer is written.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(super::STATUS_CHANNEL)
+            .bind(game_id.to_string())
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(presence)
 }
