@@ -115,13 +115,7 @@ pub(crate) fn plan(
         Phase::Ended => change.clear_all = true,
         Phase::Deployment => {}
         Phase::Play => {
-            let turn_started = events.iter().any(|e| {
-                matches!(
-                    e,
-                    Event::PlayStarted { .. } | Event::Moved { .. } | Event::TimedOut { .. }
-                )
-            });
-            change.turn = Some(if turn_started {
+            change.turn = Some(if events.iter().any(starts_a_turn) {
                 TurnTimerChange::Arm(Timer {
                     game_id,
                     kind: TimerKind::Move,
@@ -147,6 +141,16 @@ pub(crate) fn plan(
         }
     }
     change
+}
+
+/// Whether `event` starts a turn, so that its append arms a fresh move clock for the side to
+/// move ([`plan`]): play's start, a move, a timeout. A `WatchGame` pump that follows the status
+/// knows by it that the move clock changed (`status.rs`).
+pub(crate) fn starts_a_turn(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::PlayStarted { .. } | Event::Moved { .. } | Event::TimedOut { .. }
+    )
 }
 
 /// Whether a plan needs to know who is connected (only when play starts).

@@ -3,12 +3,14 @@
 //! log in pages from the last seq sent, and waits for the store's version to pass it. Asked
 //! (`with_status`), it also sends the game's status once caught up and whenever it changed:
 //! after events, on the store's status wake-ups (presence flips, an outage's accounting), and
-//! when a connected side's leases lapse by time.
+//! when a connected side's leases lapse by time. After events the status is the one last read,
+//! advanced by the events streamed since ([`FollowedStatus`]), so a move costs no read of the
+//! game; it is read again (`GameStore::observe`) only when it cannot be derived that way.
 
 use crate::errors::store_error_status;
 use crate::request::parse_game_id;
 use crate::service::SessionService;
-use crate::status::{game_status, next_lapse};
+use crate::status::{FollowedStatus, game_status};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Event, Phase, Reveal, reveal};
 use hidden_front_time::WallClock;
@@ -80,9 +82,14 @@ impl SessionService {
         let id = game_id.to_string();
         let mut next = request.from_seq.max(1);
         tokio::spawn(async move {
-            // The status last sent, and whether it must be read again once the events caught up.
+            // The status last sent.
             let mut sent_status: Option<pb::GameStatus> = None;
-            let mut status_due = request.with_status;
+            // The status last read, advanced by every event streamed since; `None` before the
+            // first read and after an event it could not follow (the status is then read).
+            let mut followed: Option<FollowedStatus> = None;
+            // Whether the status may have changed without an event (a status wake-up, a lease
+            // that lapsed), so it must be read again once the events caught up.
+            let mut read_due = false;
             // When a connected side's leases end, if nothing is heard before.
             let mut lapse: Option<SystemTime> = None;
             loop {
@@ -126,28 +133,50 @@ impl SessionService {
                         return;
                     }
                     next = stored.seq + 1;
+                    if let Some(status) = &mut followed
+                        && !status.follow(stored)
+                    {
+                        followed = None;
+                    }
                 }
-                status_due |= request.with_status && !page.is_empty();
                 if page.len() == WATCH_PAGE {
                     continue;
                 }
-                // Caught up: the status, if it may have changed. Sent only once every event up to
-                // its version was sent; a read that finds newer events sends those first.
-                if status_due {
-                    let observed = match store.observe(game_id, clock.now()).await {
-                        Ok(Some(observed)) => observed,
-                        Ok(None) => return,
-                        Err(e) => {
-                            let _ = tx.send(Err(store_error_status(&e))).await;
-                            return;
+                // Caught up: the status, if asked for, sent only once every event up to its
+                // version was sent and only if it changed. Derived from the events when it can
+                // be; otherwise read, and a read that finds newer events sends those first.
+                if request.with_status {
+                    // A lease that ended unrenewed since it was read may have made a side away.
+                    let lease_ended = lapse.is_some_and(|at| at <= clock.now());
+                    let derived = followed
+                        .as_ref()
+                        .filter(|status| !read_due && !lease_ended && status.version() + 1 == next)
+                        .and_then(FollowedStatus::status);
+                    let status = match derived {
+                        Some(status) => status,
+                        None => {
+                            let observed = match store.observe(game_id, clock.now()).await {
+                                Ok(Some(observed)) => observed,
+                                Ok(None) => return,
+                                Err(e) => {
+                                    let _ = tx.send(Err(store_error_status(&e))).await;
+                                    return;
+                                }
+                            };
+                            let status = game_status(&observed);
+                            let read = FollowedStatus::read(observed);
+                            read_due = false;
+                            lapse = read.lapse();
+                            let newer = read.version() >= next;
+                            // The newer events are streamed next, and followed from this read
+                            // (which holds them already).
+                            followed = Some(read);
+                            if newer && !ended {
+                                continue;
+                            }
+                            status
                         }
                     };
-                    if observed.record.version >= next && !ended {
-                        continue;
-                    }
-                    status_due = false;
-                    lapse = next_lapse(&observed);
-                    let status = game_status(&observed);
                     if sent_status.as_ref() != Some(&status) {
                         let item = pb::WatchGameResponse {
                             status: Some(status),
@@ -171,7 +200,7 @@ impl SessionService {
                     tokio::select! {
                         changed = changes.changed() => if changed.is_err() { return },
                         () = status_changed(&mut status_changes) => {
-                            status_due = true;
+                            read_due = true;
                             break;
                         }
                         () = lapsed(lapse, &clock) => {
@@ -182,11 +211,14 @@ impl SessionService {
                                 let shown = sent_status
                                     .map(|s| [s.south_connected, s.north_connected]);
                                 if shown == Some(presence.connected()) {
+                                    if let Some(status) = &mut followed {
+                                        status.renewed(presence);
+                                    }
                                     lapse = presence.connected_until.into_iter().flatten().min();
                                     continue;
                                 }
                             }
-                            status_due = true;
+                            read_due = true;
                             break;
                         }
                         () = tx.closed() => return,

@@ -1,5 +1,5 @@
 //! Test support of the session's tests: a store that delegates to a [`MemoryStore`] with hooks a
-//! test can hold or step into.
+//! test can hold or step into, and counts of what it was asked.
 
 #![allow(dead_code)] // each test binary uses its part
 
@@ -14,8 +14,8 @@ use hidden_front_store::{
     TimerSlot, TimerStore,
 };
 use hidden_front_time::WallClock;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -23,19 +23,28 @@ use uuid::Uuid;
 /// A memory store with hooks: its appends wait until `open` says so (counting how many began),
 /// `after_timers_read` runs after every read of a game's timers (a test moves its clock there
 /// to stand for a stall), and `rearm_after_timers_read` is armed once after the next such read
-/// (another process re-arming the slot between a fire's check and its append).
+/// (another process re-arming the slot between a fire's check and its append). It counts its
+/// `observe` reads, and with `forget_turn_deadlines` its events carry no turn deadline (as
+/// those written by a release that did not record them).
 pub struct HookedStore {
-    pub inner: MemoryStore,
+    pub inner: Arc<MemoryStore>,
     pub open: watch::Sender<bool>,
     pub appends_started: AtomicUsize,
     pub append_started: Notify,
     pub after_timers_read: Mutex<Option<Box<dyn FnMut() + Send>>>,
     pub rearm_after_timers_read: Mutex<Option<Timer>>,
+    pub observes: AtomicUsize,
+    pub forget_turn_deadlines: AtomicBool,
 }
 
 impl HookedStore {
     /// `inner`, appends open, no hook.
     pub fn new(inner: MemoryStore) -> HookedStore {
+        HookedStore::sharing(Arc::new(inner))
+    }
+
+    /// [`HookedStore::new`] over a store that others (another session replica) use too.
+    pub fn sharing(inner: Arc<MemoryStore>) -> HookedStore {
         HookedStore {
             inner,
             open: watch::channel(true).0,
@@ -43,6 +52,8 @@ impl HookedStore {
             append_started: Notify::new(),
             after_timers_read: Mutex::new(None),
             rearm_after_timers_read: Mutex::new(None),
+            observes: AtomicUsize::new(0),
+            forget_turn_deadlines: AtomicBool::new(false),
         }
     }
 }
@@ -103,6 +114,7 @@ impl GameStore for HookedStore {
         game_id: Uuid,
         now: SystemTime,
     ) -> Result<Option<ObservedGame>, StoreError> {
+        self.observes.fetch_add(1, Ordering::SeqCst);
         self.inner.observe(game_id, now).await
     }
 
@@ -128,7 +140,13 @@ impl GameStore for HookedStore {
         from_seq: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.events(game_id, from_seq, limit).await
+        let mut events = self.inner.events(game_id, from_seq, limit).await?;
+        if self.forget_turn_deadlines.load(Ordering::SeqCst) {
+            for event in &mut events {
+                event.armed_turn_deadline = None;
+            }
+        }
+        Ok(events)
     }
 
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {

@@ -205,17 +205,16 @@ async fn streams_reach_every_watcher() {
     let report = run_streams(&args).await.expect("the bench runs");
     let streams = &report.streams;
     assert_eq!(streams.opened, 150, "{streams:?}");
-    // 150 watchers that take presence and clocks from their streams cost the session about one
-    // status read per move (the gateway's one upstream), not one per watcher.
+    // 150 watchers that take presence and clocks from their streams cost the session no status
+    // read per move: the gateway's one upstream is sent the status that follows from each move
+    // (docs/session.md, "Streams"), not one read per watcher, nor one per move. (The read after
+    // the start of play may land in the window of the two moves: half a read per move.)
     let per_move = streams
         .store_operations_per_move
         .as_ref()
         .expect("the spawned server's store operations");
     let observes = per_move.get("observe").copied().unwrap_or_default();
-    assert!(
-        (0.5..=3.0).contains(&observes),
-        "status reads per move: {per_move:?}"
-    );
+    assert!(observes <= 0.5, "status reads per move: {per_move:?}");
     assert!(streams.errors.is_empty(), "{:?}", streams.errors);
     assert!(streams.connections >= 2, "150 streams need two connections");
     let start = streams.start_of_play.as_ref().expect("the start of play");
