@@ -5,6 +5,9 @@
 use prost::Message;
 use std::path::PathBuf;
 
+/// The one message whose Rust form is written by hand (`src/connect.rs`).
+const CONNECT_RESPONSE: &str = ".hiddenfront.v1.ConnectResponse";
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let files = [
@@ -22,13 +25,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("hiddenfront_descriptor.bin"), &encoded)?;
     pbjson_build::Builder::new()
         .register_descriptors(&encoded)?
+        // Written by hand (`src/connect.rs`): its messages travel already encoded, and it never
+        // travels as JSON (the JSON WebSocket face sends each ServerMessage in a frame of its own).
+        .exclude([CONNECT_RESPONSE])
         .build(&[".hiddenfront"])?;
     tonic_prost_build::configure()
         // The well-known type with proto3 JSON serde (an RFC 3339 string), so pbjson's impls of
         // the messages that hold one compile; prost_types' has no serde.
         .extern_path(".google.protobuf.Timestamp", "::pbjson_types::Timestamp")
+        // The server sends each ServerMessage encoded once and shared (docs/connect.md), so the
+        // response of Connect is a list of encoded messages: the same bytes on the wire.
+        .extern_path(CONNECT_RESPONSE, "crate::connect::ConnectResponse")
         .build_server(true)
         .build_client(true)
+        // No `XClient::connect(url)` constructors: `PlayerService/Connect` is an RPC, whose
+        // client method would have the same name. Clients are made with `XClient::new(channel)`.
+        .build_transport(false)
         .codec_path("crate::codec::ProtoCodec")
         .compile_fds(fds)?;
     println!("cargo:rerun-if-changed={}", root.display());

@@ -148,11 +148,15 @@ reasons! {
     RateLimited = "RATE_LIMITED" => ResourceExhausted,
     /// Too many open streams or connections.
     TooManyStreams = "TOO_MANY_STREAMS" => ResourceExhausted,
-    /// A subscription with that id is open already (WebSocket).
+    /// The connection did not read what was sent to it fast enough and was closed; connect
+    /// again and follow each game from its resume point.
+    TooSlow = "TOO_SLOW" => ResourceExhausted,
+    /// A subscription with that id (WebSocket), or a follow of that game (Connect), is open
+    /// already.
     SubscriptionExists = "SUBSCRIPTION_EXISTS" => AlreadyExists,
-    /// No open subscription with that id (WebSocket).
+    /// No open subscription with that id (WebSocket), or no follow of that game (Connect).
     SubscriptionNotFound = "SUBSCRIPTION_NOT_FOUND" => NotFound,
-    /// The subscription was closed before it started (WebSocket).
+    /// The subscription (or follow) was closed before it started.
     Unsubscribed = "UNSUBSCRIBED" => Cancelled,
 
     // Matchmaking.

@@ -163,9 +163,11 @@ pub struct ServeArgs {
     #[arg(long, env = "HF_MAX_STREAMS", default_value_t = 50_000)]
     pub max_streams: usize,
     /// Events a player connection may fall behind (for 5 s) before it is cut off with a resume hint.
+    /// A `Connect` connection holds four times as many messages unread.
     #[arg(long, env = "HF_STREAM_BUFFER", default_value_t = 256)]
     pub stream_buffer: usize,
-    /// Milliseconds a connection may stay `--stream-buffer` events behind before it is cut off.
+    /// Milliseconds a connection may stay `--stream-buffer` events behind before it is cut off
+    /// (and a `Connect` connection's full queue may stay full before it is closed).
     #[arg(long, env = "HF_STREAM_MAX_LAG_MS", default_value_t = 5000)]
     pub stream_max_lag_ms: u64,
     /// Player actions per second, sustained (a burst of twice as many is allowed).

@@ -8,12 +8,14 @@
 //! carries these JSON forms, so it speaks exactly the same messages as gRPC.
 
 pub mod codec;
+pub mod connect;
 
 /// `hiddenfront.v1`: every message and service.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {
     tonic::include_proto!("hiddenfront.v1");
     include!(concat!(env!("OUT_DIR"), "/hiddenfront.v1.serde.rs"));
+    pub use crate::connect::ConnectResponse;
 }
 
 /// The encoded `FileDescriptorSet` of every proto, for gRPC server reflection.

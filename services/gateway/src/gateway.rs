@@ -3,7 +3,9 @@
 
 use crate::action::{ActionMessage, ActionRequest, PlayerAction};
 use crate::auth::{Authenticator, Player};
-use crate::hub::{Hubs, Seats, Standing};
+use crate::connect::ConnectConfig;
+use crate::follow::{FollowSink, Shown};
+use crate::hub::{GameHub, Hubs, LogEntry, Seats, Standing};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
 use hidden_front_api_error::{ApiError, Reason, ensure_reason, has_reason};
@@ -12,7 +14,7 @@ use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_replay_export::FetchError;
-use hidden_front_rules::{Event, Side, Viewer, project};
+use hidden_front_rules::{Side, Viewer, project};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -43,6 +45,8 @@ pub struct GatewayConfig {
     pub actions_per_second: u32,
     /// The matchmaking service; without it the matchmaking operations answer `UNAVAILABLE`.
     pub matchmaking: Option<MatchmakingClient>,
+    /// Limits of each `Connect` connection (gRPC and binary WebSocket alike).
+    pub connect: ConnectConfig,
 }
 
 impl Default for GatewayConfig {
@@ -56,6 +60,7 @@ impl Default for GatewayConfig {
             action_burst: 20,
             actions_per_second: 10,
             matchmaking: None,
+            connect: ConnectConfig::default(),
         }
     }
 }
@@ -63,22 +68,22 @@ impl Default for GatewayConfig {
 /// The public door: authenticates, checks seats, forwards to the session, streams views.
 #[derive(Clone)]
 pub struct Gateway {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    config: GatewayConfig,
+pub(crate) struct Inner {
+    pub(crate) config: GatewayConfig,
     /// Cancelled when the process is shutting down: every stream is told to reconnect.
-    stopping: CancellationToken,
-    auth: Authenticator,
-    session: SessionClient,
-    hubs: Hubs,
-    presence: Presence,
-    rate: RateLimiter,
-    streams: StreamCap,
+    pub(crate) stopping: CancellationToken,
+    pub(crate) auth: Authenticator,
+    pub(crate) session: SessionClient,
+    pub(crate) hubs: Hubs,
+    pub(crate) presence: Presence,
+    pub(crate) rate: RateLimiter,
+    pub(crate) streams: StreamCap,
 }
 
-fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
+pub(crate) fn parse_game_id(field: &str, text: &str) -> Result<Uuid, Status> {
     hidden_front_wire::game_id_from_proto(field, text).map_err(|e| ApiError::from(e).into())
 }
 
@@ -109,10 +114,10 @@ fn refuse_reserved(player: Player) -> Result<Player, Status> {
 }
 
 /// Counts one open player stream in the [`names::PLAYER_STREAMS`] gauge while it lives.
-struct StreamGauge;
+pub(crate) struct StreamGauge;
 
 impl StreamGauge {
-    fn open() -> StreamGauge {
+    pub(crate) fn open() -> StreamGauge {
         metrics::gauge!(names::PLAYER_STREAMS).increment(1.0);
         StreamGauge
     }
@@ -188,6 +193,15 @@ impl Gateway {
         self.inner.stopping.cancel();
     }
 
+    /// Opens a `Connect` connection of `player`: serve its requests with
+    /// [`Connection::serve`](crate::connect::Connection::serve), write what its writer gives.
+    pub(crate) fn connection(
+        &self,
+        player: Player,
+    ) -> (Arc<crate::connect::Connection>, crate::connect::Writer) {
+        crate::connect::Connection::open(self.clone(), player, self.inner.config.connect.clone())
+    }
+
     /// Streams open on this gateway now.
     pub fn open_streams(&self) -> usize {
         self.inner.streams.open()
@@ -200,7 +214,7 @@ impl Gateway {
 
     /// How `player` sees the game, its seats, and where it stands if the session said so just
     /// now ([`Hubs::seats_and_standing`]).
-    async fn viewer(
+    pub(crate) async fn viewer(
         &self,
         player: &Player,
         game_id: Uuid,
@@ -223,143 +237,13 @@ impl Gateway {
         player: &Player,
         request: pb::SubscribeRequest,
     ) -> Result<ReceiverStream<Result<pb::SubscribeResponse, Status>>, Status> {
-        let game_id = parse_game_id("game_id", &request.game_id)?;
-        if self.inner.stopping.is_cancelled() {
-            return Err(ApiError::new(
-                Reason::ShuttingDown,
-                "this gateway is shutting down; connect to another one",
-            )
-            .into());
-        }
-        let permit = self.inner.streams.acquire()?;
-        let (viewer, seats, standing) = self.viewer(player, game_id, request.spectate).await?;
-        let hub = self.inner.hubs.hub(game_id, seats.rules, standing);
-        // A look after the end reveals every event; a live follow shows each event as it was
-        // (what the mover's answer showed), and its end reveals the whole game. Which one this
-        // connection is, is the session's word when the hub does not hold the end yet (asked
-        // just now for the seats, or asked here).
-        let after_end = hub.head().1
-            || match standing {
-                Some(standing) => standing.ended,
-                None => self.inner.hubs.has_ended(game_id).await?,
-            };
-        let presence = viewer
-            .side()
-            .map(|side| self.inner.presence.connect(game_id, side));
+        let follow = self.follow(player, &request).await?;
         let (tx, rx) = mpsc::channel(32);
-        let id = game_id.to_string();
-        let max_behind = self.inner.config.stream_buffer.max(1) as u64;
-        let max_lag = self.inner.config.max_lag;
-        let stopping = self.inner.stopping.clone();
-        tokio::spawn(async move {
-            // Held for the stream's life: the stream slot and the presence report.
-            let _keep = (permit, presence, StreamGauge::open());
-            let lag = metrics::histogram!(names::STREAM_LAG_EVENTS);
-            let mut grown = hub.watch();
-            let mut next = request.from_seq.max(1);
-            // The hub's count of statuses at the one this connection sent last.
-            let mut sent_status = 0;
-            // Only events that arrived after this connection started count as it falling
-            // behind; a resume from far back is a catch-up, not a lag.
-            let started = std::time::Instant::now();
-            let reconnect = |next: u64, reason: &str| pb::SubscribeResponse {
-                item: Some(pb::subscribe_response::Item::Reconnect(pb::Reconnect {
-                    resume_from_seq: next,
-                    reason: reason.into(),
-                })),
-            };
-            loop {
-                if stopping.is_cancelled() {
-                    let _ = tx
-                        .send(Ok(reconnect(next, "this gateway is shutting down")))
-                        .await;
-                    return;
-                }
-                grown.borrow_and_update();
-                let batch = match hub.entries(next, 64) {
-                    Ok(batch) => batch,
-                    Err(status) => {
-                        let _ = tx.send(Err(status)).await;
-                        return;
-                    }
-                };
-                let reveal = hub.reveal();
-                // A look after the end waits for the end to reach the hub: it reveals every
-                // event with what the end reveals.
-                if batch.is_empty() || (after_end && reveal.is_none()) {
-                    // Caught up: the game's status, when asked for, new, and not ahead of the
-                    // events this connection has sent.
-                    if request.with_status
-                        && let Some((status, count)) = hub.status()
-                        && count > sent_status
-                        && status.version < next
-                    {
-                        sent_status = count;
-                        let item = pb::SubscribeResponse {
-                            item: Some(pb::subscribe_response::Item::Status(status)),
-                        };
-                        if tx.send(Ok(item)).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                    let (head, ended) = hub.head();
-                    if ended && next > head {
-                        return; // resumed past the end: nothing more will come
-                    }
-                    tokio::select! {
-                        changed = grown.changed() => if changed.is_err() { return },
-                        // The client went away: release the slot and the presence now.
-                        () = tx.closed() => return,
-                        () = stopping.cancelled() => {}
-                    }
-                    continue;
-                }
-                for entry in batch {
-                    let (head, _) = hub.head();
-                    if head.saturating_sub(entry.seq) >= max_behind
-                        && entry.live
-                        && entry.received >= started
-                        && entry.received.elapsed() >= max_lag
-                    {
-                        // Too far behind for too long: tell the client where to resume (only
-                        // this connection's task waits for it to read that).
-                        let hint = reconnect(next, "this connection fell too far behind");
-                        let _ = tx.send(Ok(hint)).await;
-                        return;
-                    }
-                    let is_end = matches!(entry.event, Event::Ended { .. });
-                    let shown_end = reveal.as_deref().filter(|_| after_end || is_end);
-                    if let Some(v) = project(&entry.event, viewer, shown_end) {
-                        lag.record(head.saturating_sub(entry.seq) as f64);
-                        // A live event's delivery is part of the trace of the command that
-                        // caused it (a move: from the mover's gateway to every subscriber).
-                        let _delivery = (entry.live && !entry.trace_parent.is_empty()).then(|| {
-                            let span = tracing::info_span!(
-                                "gateway.deliver",
-                                otel.kind = "producer",
-                                game_id = %game_id,
-                                seq = entry.seq,
-                            );
-                            hidden_front_telemetry::set_remote_parent(&span, &entry.trace_parent);
-                            span
-                        });
-                        let item = pb::SubscribeResponse {
-                            item: Some(pb::subscribe_response::Item::Event(
-                                hidden_front_wire::game_event(&seats.rules, &id, entry.seq, &v),
-                            )),
-                        };
-                        if tx.send(Ok(item)).await.is_err() {
-                            return;
-                        }
-                    }
-                    next = entry.seq + 1;
-                    if is_end {
-                        return;
-                    }
-                }
-            }
-        });
+        let mut sink = SubscribeSink {
+            tx,
+            game_id: follow.game_id.to_string(),
+        };
+        tokio::spawn(async move { follow.run(&mut sink).await });
         Ok(ReceiverStream::new(rx))
     }
 
@@ -564,6 +448,56 @@ impl Gateway {
             events: result.events,
             replayed: result.replayed,
         })
+    }
+}
+
+/// `Subscribe`'s deliveries: each item its own `SubscribeResponse`, projected and converted
+/// for this stream.
+struct SubscribeSink {
+    tx: mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
+    game_id: String,
+}
+
+impl SubscribeSink {
+    async fn send(&self, item: pb::subscribe_response::Item) -> bool {
+        let item = pb::SubscribeResponse { item: Some(item) };
+        self.tx.send(Ok(item)).await.is_ok()
+    }
+}
+
+impl FollowSink for SubscribeSink {
+    async fn event(&mut self, hub: &GameHub, entry: &LogEntry, shown: Shown<'_>) -> bool {
+        match project(&entry.event, shown.viewer, shown.end) {
+            Some(view) => {
+                let event =
+                    hidden_front_wire::game_event(hub.rules(), &self.game_id, entry.seq, &view);
+                self.send(pb::subscribe_response::Item::Event(event)).await
+            }
+            None => true,
+        }
+    }
+
+    async fn status(&mut self, _hub: &GameHub, status: pb::GameStatus) -> bool {
+        self.send(pb::subscribe_response::Item::Status(status))
+            .await
+    }
+
+    async fn reconnect(&mut self, next: u64, reason: &str) {
+        let hint = pb::Reconnect {
+            resume_from_seq: next,
+            reason: reason.into(),
+            game_id: String::new(),
+        };
+        self.send(pb::subscribe_response::Item::Reconnect(hint))
+            .await;
+    }
+
+    async fn failed(&mut self, status: Status) {
+        let _ = self.tx.send(Err(status)).await;
+    }
+
+    async fn closed(&self) {
+        self.tx.closed().await;
     }
 }
 

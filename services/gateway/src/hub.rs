@@ -9,14 +9,16 @@
 //! the engine's view function; when the game ends the hub rebuilds it from the log once, for what
 //! the end reveals to everyone ([`GameHub::reveal`]).
 
+use crate::follow::Shown;
 use crate::gateway::SessionClient;
+use bytes::Bytes;
 use futures_util::future::{self, BoxFuture, FutureExt};
 use hidden_front_proto::v1 as pb;
 use hidden_front_retry::Backoff;
-use hidden_front_rules::{Event, Game, Reveal, Rules, reveal};
+use hidden_front_rules::{Event, Game, Reveal, Rules, Viewer, project, reveal};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tonic::{Code, Status};
@@ -37,6 +39,23 @@ pub(crate) struct LogEntry {
     /// The W3C traceparent of the command that caused it (empty if untraced): each live delivery
     /// is a span in that command's trace.
     pub trace_parent: String,
+    /// The event as a `Connect` connection receives it, encoded once per audience
+    /// ([`GameHub::event_message`]): `None` inside when that audience is not shown it.
+    encoded: [OnceLock<Option<Bytes>>; AUDIENCES],
+}
+
+/// How many ways an event can be shown: to each of the three viewers, with the ended game's
+/// reveal or without.
+const AUDIENCES: usize = 6;
+
+/// The index of an audience in [`LogEntry::encoded`].
+fn audience(shown: Shown<'_>) -> usize {
+    let viewer = match shown.viewer {
+        Viewer::South => 0,
+        Viewer::North => 1,
+        Viewer::Spectator => 2,
+    };
+    viewer * 2 + usize::from(shown.end.is_some())
 }
 
 /// Where a game stood when the session was asked: its version and whether it had ended.
@@ -65,6 +84,8 @@ struct HubState {
     reveal: Option<Arc<Reveal>>,
     /// Set when the upstream cannot follow the game at all (e.g. it does not exist).
     failed: Option<Status>,
+    /// The latest status as a `Connect` message, encoded once when a connection first needs it.
+    status_message: Option<Bytes>,
     /// The game's latest status from upstream, and how many the hub has received (a
     /// connection compares it with the count of the one it sent last).
     status: Option<pb::GameStatus>,
@@ -72,6 +93,10 @@ struct HubState {
 }
 
 struct Shared {
+    /// The game's id as text, written once for every message that names the game.
+    game_id: String,
+    /// The game's rules (the board its squares are named on).
+    rules: Rules,
     state: Mutex<HubState>,
     /// The log's length, for connections waiting for more.
     head: watch::Sender<u64>,
@@ -125,6 +150,50 @@ impl GameHub {
     /// A receiver that changes whenever the log grows or the status changes (or the hub fails).
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.shared.head.subscribe()
+    }
+
+    /// The game's rules.
+    pub(crate) fn rules(&self) -> &Rules {
+        &self.shared.rules
+    }
+
+    /// `entry` as the `ServerMessage` a `Connect` connection of `shown`'s audience receives, or
+    /// `None` when that audience is not shown it. Projected and encoded by the first connection
+    /// of the audience that asks; every other one shares the bytes.
+    pub(crate) fn event_message(&self, entry: &LogEntry, shown: Shown<'_>) -> Option<Bytes> {
+        entry.encoded[audience(shown)]
+            .get_or_init(|| {
+                project(&entry.event, shown.viewer, shown.end).map(|view| {
+                    let event = hidden_front_wire::game_event(
+                        &self.shared.rules,
+                        &self.shared.game_id,
+                        entry.seq,
+                        &view,
+                    );
+                    crate::connect::encode(pb::server_message::Item::Event(event))
+                })
+            })
+            .clone()
+    }
+
+    /// The latest status as the `ServerMessage` a `Connect` connection receives, encoded once
+    /// for every connection (a status names no piece: every viewer gets the same).
+    pub(crate) fn status_message(&self, status: pb::GameStatus) -> Bytes {
+        let mut state = self.shared.state.lock();
+        if state.status == Some(status)
+            && let Some(message) = &state.status_message
+        {
+            return message.clone();
+        }
+        let message =
+            crate::connect::encode(pb::server_message::Item::Status(pb::GameStatusUpdate {
+                game_id: self.shared.game_id.clone(),
+                status: Some(status),
+            }));
+        if state.status == Some(status) {
+            state.status_message = Some(message.clone());
+        }
+        message
     }
 }
 
@@ -257,6 +326,8 @@ impl Hubs {
         }
         hubs.retain(|_, hub| hub.strong_count() > 0);
         let shared = Arc::new(Shared {
+            game_id: game_id.to_string(),
+            rules,
             state: Mutex::new(HubState {
                 backfill_until: standing.map_or(0, |s| s.version),
                 ..HubState::default()
@@ -410,6 +481,7 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
         let ended = {
             let mut state = shared.state.lock();
             state.status = Some(status);
+            state.status_message = None;
             state.statuses += 1;
             state.ended
         };
@@ -432,6 +504,7 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
             received: Instant::now(),
             live: seq > state.backfill_until,
             trace_parent: item.trace_parent,
+            encoded: Default::default(),
         });
         let expected = state.log.len() as u64 + 1;
         if seq < expected {

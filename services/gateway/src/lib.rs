@@ -15,6 +15,8 @@
 //!   request messages both faces receive ([`ActionMessage`]) and mapped once to the session
 //!   calls ([`Gateway::act`]).
 //! - [`PlayerApi`]: the gRPC face (`hiddenfront.v1.PlayerService`).
+//! - [`connect`]: `Connect`, one connection per player for every request, event, status and
+//!   lobby item, as a gRPC stream and as binary WebSocket frames.
 //! - [`ws`]: the WebSocket face (`GET /v1/ws`): the same operations and the same proto messages,
 //!   as proto3 JSON.
 //! - [`http`]: the rest of the HTTP listener: the browser client's page and files, guest
@@ -22,6 +24,8 @@
 
 mod action;
 pub mod auth;
+pub mod connect;
+mod follow;
 mod gateway;
 pub mod http;
 mod hub;
@@ -31,5 +35,6 @@ mod service;
 pub mod ws;
 
 pub use action::{ActionMessage, ActionRequest, PlayerAction};
+pub use connect::ConnectConfig;
 pub use gateway::{COMPUTER_PLAYER, Gateway, GatewayConfig, MatchmakingClient, SessionClient};
 pub use service::PlayerApi;

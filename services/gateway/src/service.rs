@@ -3,10 +3,12 @@
 
 use crate::action::ActionMessage;
 use crate::gateway::Gateway;
+use futures_util::Stream;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::PlayerService;
+use std::pin::Pin;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 /// `hiddenfront.v1.PlayerService` over a [`Gateway`].
 #[derive(Clone)]
@@ -38,8 +40,30 @@ impl PlayerApi {
     }
 }
 
+/// The response stream of `Connect`.
+type ConnectStream =
+    Pin<Box<dyn Stream<Item = Result<pb::ConnectResponse, Status>> + Send + 'static>>;
+
 #[tonic::async_trait]
 impl PlayerService for PlayerApi {
+    type ConnectStream = ConnectStream;
+
+    /// One connection for everything the player does: the requests are read and answered by a
+    /// task of their own; each batch of ready messages is one response.
+    async fn connect(
+        &self,
+        request: Request<Streaming<pb::ConnectRequest>>,
+    ) -> Result<Response<Self::ConnectStream>, Status> {
+        let player = self.player(&request)?;
+        let (connection, writer) = self.gateway.connection(player);
+        tokio::spawn(connection.serve(request.into_inner()));
+        let responses = futures_util::stream::unfold(writer, |mut writer| async move {
+            let messages = writer.next().await?;
+            Some((Ok(pb::ConnectResponse { messages }), writer))
+        });
+        Ok(Response::new(Box::pin(responses)))
+    }
+
     type SubscribeStream = ReceiverStream<Result<pb::SubscribeResponse, Status>>;
 
     async fn subscribe(

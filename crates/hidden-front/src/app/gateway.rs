@@ -7,7 +7,7 @@ use anyhow::Context;
 use hidden_front_gateway::auth::{AuthConfig, Authenticator, PublicKeyAlgorithm};
 use hidden_front_gateway::http::{GuestConfig, HttpConfig, PageConfig};
 use hidden_front_gateway::ws::WsConfig;
-use hidden_front_gateway::{Gateway, GatewayConfig, PlayerApi};
+use hidden_front_gateway::{ConnectConfig, Gateway, GatewayConfig, PlayerApi};
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_web_assets::Bundle;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -49,6 +49,7 @@ pub(crate) fn build(
             actions_per_second: args.actions_per_second,
             action_burst: args.actions_per_second.saturating_mul(2),
             matchmaking,
+            connect: connect_config(args),
             ..GatewayConfig::default()
         },
         authenticator,
@@ -91,6 +92,21 @@ pub(crate) fn default_invite_base_url(http: SocketAddr) -> String {
         IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
     };
     format!("http://{}/invite", SocketAddr::new(host, http.port()))
+}
+
+/// A `Connect` connection's limits, from the settings of the streams and actions it carries
+/// (docs/connect.md): it may hold four times `--stream-buffer` messages unread for at most
+/// `--stream-max-lag-ms` (every follow is a stream), and send twice the actions a player may, at
+/// least 100 messages a second (a request that is not an action counts too).
+pub(crate) fn connect_config(args: &ServeArgs) -> ConnectConfig {
+    let per_second = args.actions_per_second.saturating_mul(2).max(100);
+    ConnectConfig {
+        outbound_queue: args.stream_buffer.saturating_mul(4).max(16),
+        stall_timeout: Duration::from_millis(args.stream_max_lag_ms),
+        messages_per_second: per_second,
+        message_burst: per_second.saturating_mul(2),
+        ..ConnectConfig::default()
+    }
 }
 
 /// The WebSocket face's settings.

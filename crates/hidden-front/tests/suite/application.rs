@@ -78,9 +78,13 @@ async fn the_one_box_application_serves_on_the_ports_it_reports_and_stops_on_req
                 .unwrap(),
             ServingStatus::Serving as i32
         );
-        let mut session = SessionServiceClient::connect(format!("http://{internal}"))
-            .await
-            .expect("connect");
+        let mut session = SessionServiceClient::new(
+            tonic::transport::Endpoint::from_shared(format!("http://{internal}"))
+                .expect("an address")
+                .connect()
+                .await
+                .expect("connect"),
+        );
         let created = session
             .create_game(pb::CreateGameRequest {
                 south_player: "app-ann".into(),

@@ -529,9 +529,13 @@ async fn abort_hints_a_retry_only_when_one_can_help_and_an_ended_game_is_named_e
 
     // A game in deployment is aborted; aborting it again says it has ended, not "needs the
     // play phase" (a game in deployment can be aborted, as it just was).
-    let mut session = SessionServiceClient::connect(internal.clone())
-        .await
-        .expect("the session answers on the internal port");
+    let mut session = SessionServiceClient::new(
+        tonic::transport::Endpoint::from_shared(internal.clone())
+            .expect("an address")
+            .connect()
+            .await
+            .expect("the session answers on the internal port"),
+    );
     let game = session
         .create_game(pb::CreateGameRequest {
             south_player: "sue".into(),

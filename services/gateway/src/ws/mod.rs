@@ -18,6 +18,9 @@
 //! queue per connection. A client that stops reading is closed with resume hints after
 //! [`WsConfig::stall_timeout`]; nothing it does ever blocks the game hubs or other connections.
 //!
+//! A client that offers the subprotocol `hiddenfront.connect.v1` speaks `Connect` instead: binary
+//! frames, each one encoded `ConnectRequest` or `ConnectResponse` (`binary`; docs/connect.md).
+//!
 //! Its parts, one job each: `transport` (the server, the upgrade, the `auth` handshake, the
 //! frame loop), `writer` (the socket writer: pings, resume points, the goodbye), `closing` (why a
 //! connection closes and its close codes), `codec` (client messages decoded into the proto
@@ -25,6 +28,7 @@
 //! the outbound queue, subscriptions), `subscriptions` (`subscribe`, `watch_lobby`,
 //! `unsubscribe`) and `ops` (what every other op does).
 
+mod binary;
 mod closing;
 mod codec;
 mod connection;

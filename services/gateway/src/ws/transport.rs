@@ -9,8 +9,9 @@ use super::connection::Conn;
 use super::messages::{ErrorMessage, code_name, result_text, to_text};
 use super::ops::read_text;
 use super::writer::write_loop;
-use super::{WS_PATH, WsConfig};
+use super::{WS_PATH, WsConfig, binary};
 use crate::auth::Player;
+use crate::connect::SUBPROTOCOL;
 use crate::gateway::Gateway;
 use axum::Router;
 use axum::extract::State;
@@ -139,9 +140,40 @@ async fn upgrade(
             .authenticate_headers(authorization.iter().map(HeaderValue::as_bytes))
     });
     let hard_limit = state.config.max_message_bytes.saturating_mul(4).max(1024);
+    // A client that offers the binary subprotocol gets it: `Connect`'s messages as protobuf.
+    let binary = offers_binary(&headers);
+    let ws = if binary {
+        ws.protocols([SUBPROTOCOL])
+    } else {
+        ws
+    };
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
-        .on_upgrade(move |socket| connection(state, socket, header_auth, permit))
+        .on_upgrade(move |socket| async move {
+            if binary {
+                let _permit = permit;
+                binary::serve(
+                    state.gateway.clone(),
+                    state.config.clone(),
+                    socket,
+                    header_auth,
+                )
+                .await;
+            } else {
+                connection(state, socket, header_auth, permit).await;
+            }
+        })
+}
+
+/// Whether the upgrade request offers the binary subprotocol among its `Sec-WebSocket-Protocol`
+/// values.
+fn offers_binary(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|protocol| protocol.trim() == SUBPROTOCOL)
 }
 
 fn unavailable(reason: &str) -> Response {

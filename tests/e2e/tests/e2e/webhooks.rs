@@ -238,9 +238,13 @@ async fn all_facts(server: &Server, expected: usize) -> Vec<pb::LifecycleFact> {
 }
 
 async fn admin(server: &Server) -> WebhookAdminServiceClient<tonic::transport::Channel> {
-    WebhookAdminServiceClient::connect(format!("http://{}", server.session_addr()))
-        .await
-        .expect("connect the admin client")
+    WebhookAdminServiceClient::new(
+        tonic::transport::Endpoint::from_shared(format!("http://{}", server.session_addr()))
+            .expect("an address")
+            .connect()
+            .await
+            .expect("connect the admin client"),
+    )
 }
 
 fn authed<T>(message: T) -> tonic::Request<T> {

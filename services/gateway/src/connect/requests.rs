@@ -1,0 +1,53 @@
+//! What each request of a connection does: the same [`Gateway`](crate::Gateway) operation the
+//! unary method calls, its answer the same response message, inside an `Answer` with the
+//! request's id. Follows and `unfollow` are the connection's own (`connection.rs`).
+
+use super::connection::{Connection, Done};
+use super::encoding::{answer, refusal};
+use crate::action::ActionMessage;
+use hidden_front_api_error::internal;
+use hidden_front_proto::v1 as pb;
+use pb::answer::Response as A;
+use pb::connect_request::Request as R;
+use std::sync::Arc;
+use tonic::Status;
+
+impl Connection {
+    /// Answers request `id` (any but a follow, `unfollow` and `authenticate`).
+    pub(super) async fn answer(self: Arc<Self>, id: u64, request: R) -> Done {
+        let message = match self.response(request).await {
+            Ok(response) => answer(id, response),
+            Err(status) => refusal(id, &status),
+        };
+        Done::Answered(id, message)
+    }
+
+    async fn response(&self, request: R) -> Result<A, Status> {
+        let gateway = &self.gateway;
+        let player = &self.player;
+        Ok(match request {
+            R::GetGame(r) => A::GetGame(gateway.get_game(player, r).await?),
+            R::Reshuffle(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::Swap(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::Deploy(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::Confirm(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::Play(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::ProposeDraw(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::RespondDraw(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::Concede(r) => A::Action(gateway.act(player, r.into_request()).await?),
+            R::LegalMoves(r) => A::LegalMoves(gateway.legal_moves(player, r).await?),
+            R::ListMyGames(r) => A::ListMyGames(gateway.list_my_games(player, r).await?),
+            R::FindMatch(r) => A::FindMatch(gateway.find_match(player, r).await?),
+            R::CancelMatch(r) => A::CancelMatch(gateway.cancel_match(player, r).await?),
+            R::CreateInvite(r) => A::CreateInvite(gateway.create_invite(player, r).await?),
+            R::AcceptInvite(r) => A::AcceptInvite(gateway.accept_invite(player, r).await?),
+            R::CancelInvite(r) => A::CancelInvite(gateway.cancel_invite(player, r).await?),
+            R::PlayComputer(r) => A::PlayComputer(gateway.play_computer(player, r).await?),
+            R::GetMyRating(r) => A::GetMyRating(gateway.get_my_rating(player, r).await?),
+            R::ExportReplay(r) => A::ExportReplay(gateway.export_replay(player, r).await?),
+            R::Follow(_) | R::FollowLobby(_) | R::Unfollow(_) | R::Authenticate(_) => {
+                return Err(internal("this request is not answered here"));
+            }
+        })
+    }
+}
