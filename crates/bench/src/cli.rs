@@ -3,7 +3,7 @@
 
 use crate::compare::{self, EchoFigures, PgbenchFigures};
 use crate::matchmaking::{self, MatchmakingConfig, MatchmakingFigures};
-use crate::play::{self, PlayConfig, PlayFigures, SecondLatency};
+use crate::play::{self, PlayConfig, PlayFigures, SecondLatency, Transport};
 use crate::report::{Load, errors_line, kib, latency_row, mib, ms, write_json};
 use crate::server::{DEFAULT_ADMIN_URL, SpawnedServer, StoreKind, own_binary};
 use crate::streams::{self, ClientReads, StreamsConfig, StreamsFigures};
@@ -114,6 +114,9 @@ pub struct TargetArgs {
         conflicts_with = "spawn"
     )]
     pub server: Vec<SocketAddr>,
+    /// The running server's HTTP listener (the WebSocket transport's address).
+    #[arg(long, conflicts_with = "spawn")]
+    pub http: Option<SocketAddr>,
     /// The running server's process id, to read its memory from /proc.
     #[arg(long, conflicts_with = "spawn")]
     pub server_pid: Option<u32>,
@@ -154,6 +157,11 @@ pub struct TargetArgs {
 /// Arguments of `bench play`.
 #[derive(Debug, Clone, Args)]
 pub struct PlayArgs {
+    /// How the seats reach the gateway: one `Connect` stream each, one binary WebSocket each,
+    /// or `Subscribe` plus a unary call per command. Every seat lists its legal moves from its
+    /// own view of the game.
+    #[arg(long, value_enum, default_value = "connect")]
+    pub transport: Transport,
     /// Games played at once (a new one starts when one ends).
     #[arg(long, default_value_t = 10)]
     pub games: usize,
@@ -359,6 +367,8 @@ struct Target {
     spawned: Option<SpawnedServer>,
     public: SocketAddr,
     internal: SocketAddr,
+    /// The gateway's HTTP listener, when known.
+    http: Option<SocketAddr>,
     pid: Option<u32>,
     /// The spawned server's metrics endpoint.
     metrics: Option<SocketAddr>,
@@ -389,6 +399,7 @@ impl Target {
             return Ok(Target {
                 public: server.public(),
                 internal: server.internal(),
+                http: server.http(),
                 pid: Some(server.pid()),
                 metrics: server.metrics(),
                 spawned: Some(server),
@@ -403,6 +414,7 @@ impl Target {
             spawned: None,
             public,
             internal,
+            http: args.http,
             pid: args.server_pid,
             metrics: None,
         })
@@ -488,6 +500,8 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
     });
     let target = Target::open(&args.target, SPAWN_ARGS).await?;
     let config = PlayConfig {
+        transport: args.transport,
+        http: target.http,
         games: args.games,
         duration: Duration::from_secs(args.duration),
         think: Duration::from_millis(args.think_ms),

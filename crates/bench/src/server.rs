@@ -136,6 +136,7 @@ pub struct SpawnedServer {
     public: SocketAddr,
     internal: SocketAddr,
     metrics: Option<SocketAddr>,
+    http: Option<SocketAddr>,
     database: Option<FreshDatabase>,
     /// The databases of shards 1, 2, ... (`--database-shards`).
     more_shards: Vec<FreshDatabase>,
@@ -213,10 +214,13 @@ impl SpawnedServer {
         let mut lines = BufReader::new(stdout).lines();
         let mut internal = None;
         let mut metrics = None;
+        let mut http = None;
         let read = async {
             while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
                 if let Some(addr) = line.strip_prefix("hidden-front metrics listening on ") {
                     metrics = addr.trim().parse::<SocketAddr>().ok();
+                } else if let Some(addr) = line.strip_prefix("hidden-front http listening on ") {
+                    http = addr.trim().parse::<SocketAddr>().ok();
                 } else if let Some(addr) = line.strip_prefix("hidden-front internal listening on ")
                 {
                     internal = Some(
@@ -245,6 +249,7 @@ impl SpawnedServer {
             public,
             internal,
             metrics,
+            http,
             database,
             more_shards,
         })
@@ -258,6 +263,11 @@ impl SpawnedServer {
     /// The public gRPC address (the gateway's `PlayerService`).
     pub fn public(&self) -> SocketAddr {
         self.public
+    }
+
+    /// The gateway's HTTP listener (the page and the WebSocket API), when it printed it.
+    pub fn http(&self) -> Option<SocketAddr> {
+        self.http
     }
 
     /// The internal gRPC address (the session's `SessionService`).
