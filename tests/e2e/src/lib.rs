@@ -11,6 +11,7 @@
 //! - [`client`]: a connected `SessionServiceClient` and thin helpers around its calls.
 //! - [`gateway`]: clients of the public `PlayerService` that authenticate with a player token
 //!   (minted in-process) and talk only to the gateway.
+//! - [`connect`]: a client of `PlayerService/Connect`, over gRPC or the binary WebSocket.
 //! - [`metrics`]: scraping `GET /metrics` and reading series, to compare counters.
 //! - [`sweep`]: the bad-input sweeps: every RPC from the descriptor set, raw bytes on the wire,
 //!   single-field mutations, and the checks every refusal must pass.
@@ -36,6 +37,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod connect;
 pub mod gateway;
 pub mod metrics;
 pub mod otlp;

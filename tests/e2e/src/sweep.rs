@@ -73,14 +73,19 @@ pub fn descriptor_pool() -> DescriptorPool {
         .unwrap_or_else(|e| panic!("the embedded descriptor set does not decode: {e}"))
 }
 
-/// Every method of every service of [`PACKAGE`], services and methods in declaration order.
-/// Panics on a client-streaming method: the sweep cannot send those, and skipping one silently
-/// would leave it unswept.
+/// The one client-streaming method: swept request by request, each variant of its
+/// `ConnectRequest.request` as a method of its own ([`connect_variants`], [`call_connect`]).
+pub const CONNECT: &str = "PlayerService/Connect";
+
+/// Every method of every service of [`PACKAGE`] but [`CONNECT`], services and methods in
+/// declaration order. Panics on any other client-streaming method: the sweep cannot send those,
+/// and skipping one silently would leave it unswept.
 pub fn methods(pool: &DescriptorPool) -> Vec<MethodDescriptor> {
     let methods: Vec<MethodDescriptor> = pool
         .services()
         .filter(|s| s.package_name() == PACKAGE)
         .flat_map(|s| s.methods().collect::<Vec<_>>())
+        .filter(|m| target(m) != CONNECT)
         .collect();
     assert!(!methods.is_empty(), "no service in package {PACKAGE}");
     for method in &methods {
@@ -91,6 +96,90 @@ pub fn methods(pool: &DescriptorPool) -> Vec<MethodDescriptor> {
         );
     }
     methods
+}
+
+/// `PlayerService/Connect` and the fields of its request's `oneof request`: each is swept as
+/// a method of its own, a `ConnectRequest` holding it sent as a connection's only message.
+pub fn connect_variants(pool: &DescriptorPool) -> (MethodDescriptor, Vec<FieldDescriptor>) {
+    let connect = pool
+        .services()
+        .filter(|s| s.package_name() == PACKAGE)
+        .flat_map(|s| s.methods().collect::<Vec<_>>())
+        .find(|m| target(m) == CONNECT)
+        .unwrap_or_else(|| panic!("{CONNECT} in the descriptors"));
+    let request = connect.input();
+    let oneof = request
+        .oneofs()
+        .find(|o| o.name() == "request")
+        .expect("ConnectRequest's oneof request");
+    let variants: Vec<FieldDescriptor> = oneof.fields().collect();
+    assert!(!variants.is_empty());
+    (connect, variants)
+}
+
+/// The baseline `ConnectRequest` of `variant`: request id 1, the variant's message filled with
+/// good values.
+pub fn connect_baseline(variant: &FieldDescriptor, goods: &mut Goods) -> DynamicMessage {
+    let mut message = DynamicMessage::new(variant.parent_message().clone());
+    message.set_field_by_name("request_id", Value::U64(1));
+    if let Kind::Message(inner) = variant.kind() {
+        message.set_field(variant, Value::Message(fill(&inner, goods, 1)));
+    }
+    message
+}
+
+/// Sends `body` as the only message of a `Connect` stream on `route` and reads what answers it:
+/// the first message of the first response (an answer is [`Answer::Ok`], a refusal the status
+/// the unary method would have sent, rebuilt from its code, message and details).
+pub async fn call_connect(route: &Route, method: &MethodDescriptor, body: Vec<u8>) -> Answer {
+    let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+    let path = PathAndQuery::try_from(path).expect("a method path");
+    let mut grpc = tonic::client::Grpc::new(route.channel.clone());
+    if let Err(e) = grpc.ready().await {
+        return Answer::Refused(Status::unavailable(format!("channel not ready: {e}")));
+    }
+    let (sender, requests) = tokio::sync::mpsc::channel(1);
+    let _ = sender.send(body).await;
+    let requests = tokio_stream::wrappers::ReceiverStream::new(requests);
+    let request = match &route.token {
+        Some(token) => authed(token, requests),
+        None => Request::new(requests),
+    };
+    let deadline = CALL_DEADLINE + Duration::from_secs(1);
+    let answered = async {
+        let mut stream = grpc
+            .streaming(request, path, BytesCodec)
+            .await?
+            .into_inner();
+        let bytes = stream
+            .message()
+            .await?
+            .ok_or_else(|| Status::unknown("the Connect stream ended without a response"))?;
+        let response = pb::ConnectResponse::decode(bytes.as_slice())
+            .map_err(|e| Status::unknown(format!("a response that does not decode: {e}")))?;
+        let first = response
+            .decode_messages()
+            .map_err(|e| Status::unknown(format!("a message that does not decode: {e}")))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Status::unknown("an empty response"))?;
+        match first.item {
+            Some(pb::server_message::Item::Answer(_)) => Ok(()),
+            Some(pb::server_message::Item::Refusal(refusal)) => Err(Status::with_details(
+                Code::from(refusal.code),
+                refusal.message,
+                refusal.details.into(),
+            )),
+            other => Err(Status::unknown(format!("not an answer first: {other:?}"))),
+        }
+    };
+    let answer = match tokio::time::timeout(deadline, answered).await {
+        Err(_) => Answer::TimedOut,
+        Ok(Ok(())) => Answer::Ok,
+        Ok(Err(status)) => Answer::Refused(status),
+    };
+    drop(sender);
+    answer
 }
 
 /// `Service/Method`, as the failure table names a method.

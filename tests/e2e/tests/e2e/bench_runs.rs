@@ -12,6 +12,7 @@ use hidden_front_bench::cli::{
     MatchmakingArgs, PlayArgs, StreamsArgs, TargetArgs, matchmaking_table, run_matchmaking,
     run_play, run_play_stores, run_streams, stores_lines,
 };
+use hidden_front_bench::play::Transport;
 use hidden_front_bench::server::{DEFAULT_ADMIN_URL, StoreKind};
 use hidden_front_bench::streams::ClientReads;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ fn binary() -> PathBuf {
 fn target(store: StoreKind) -> TargetArgs {
     TargetArgs {
         server: Vec::new(),
+        http: None,
         server_pid: None,
         spawn: true,
         store,
@@ -41,6 +43,7 @@ fn target(store: StoreKind) -> TargetArgs {
 
 fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
     PlayArgs {
+        transport: Transport::Connect,
         games: 3,
         duration: 2,
         think_ms: 0,
@@ -115,6 +118,40 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
         assert!(
             value.pointer(field).is_some(),
             "JSON lacks {field}: {value}"
+        );
+    }
+}
+
+/// Every transport of `bench play` plays games to their end from its seats' own views, with no
+/// error: one `Connect` stream per seat, one binary WebSocket per seat, and `Subscribe` plus unary
+/// calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_through_every_transport_plays_whole_games() {
+    for transport in [Transport::Connect, Transport::Websocket, Transport::Unary] {
+        let mut args = play_args(StoreKind::Memory, 0);
+        args.transport = transport;
+        args.games = 4;
+        args.duration = 3;
+        let report = run_play(&args).await.expect("the bench runs");
+        let play = &report.play;
+        assert_eq!(play.transport, transport);
+        assert!(
+            play.moves > 0,
+            "{transport:?}: no move was played: {play:?}"
+        );
+        assert!(
+            play.errors.is_empty(),
+            "{transport:?}: errors: {:?}",
+            play.errors
+        );
+        assert_eq!(play.games_abandoned, 0, "{transport:?}: {play:?}");
+        assert!(
+            play.games_finished > 0,
+            "{transport:?}: no game ended: {play:?}"
+        );
+        assert!(
+            play.submit_to_opponent_sees.count > 0,
+            "{transport:?}: {play:?}"
         );
     }
 }
