@@ -234,6 +234,15 @@ type Items = Pin<Box<dyn Stream<Item = Result<pb::SubscribeResponse, Status>> + 
 impl PlayerService for Fake {
     type SubscribeStream = Items;
     type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
+    type ConnectStream = ReceiverStream<Result<pb::ConnectResponse, Status>>;
+
+    /// Not served by the fake: the client under test uses the unary calls and `Subscribe`.
+    async fn connect(
+        &self,
+        _: Request<tonic::Streaming<pb::ConnectRequest>>,
+    ) -> Result<Response<Self::ConnectStream>, Status> {
+        Err(Status::unimplemented("the fake serves no Connect"))
+    }
 
     /// Queues the ticket (no opponent yet: the test sends the match on the lobby stream).
     async fn find_match(
@@ -358,6 +367,7 @@ impl PlayerService for Fake {
                 let reconnect = pb::Reconnect {
                     resume_from_seq: 6,
                     reason: "test".into(),
+                    game_id: String::new(),
                 };
                 let _ = tx
                     .send(item(pb::subscribe_response::Item::Reconnect(reconnect)))
