@@ -48,6 +48,34 @@ impl Iterator for Nodes {
 /// occupied node with one bit scan.
 pub const RAY_DIRECTIONS: usize = 4;
 
+/// A node's name as [`Topology::node`] looks it up: its ASCII bytes lowercased, zero-padded.
+/// Names are a column letter and a row number (`A12`, `d8`), so four bytes hold every one.
+type NameKey = [u8; 4];
+
+/// The key of `name`, or `None` when it cannot be one (empty, longer than a key, not ASCII).
+fn name_key(name: &str) -> Option<NameKey> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() > 4 || !name.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 4];
+    for (k, b) in key.iter_mut().zip(bytes) {
+        *k = b.to_ascii_lowercase();
+    }
+    Some(key)
+}
+
+/// The sorted [`NameKey`] index of `names` (`names[n]` names node `n`).
+fn name_index(names: &[String]) -> Vec<(NameKey, Node)> {
+    let mut index: Vec<(NameKey, Node)> = names
+        .iter()
+        .enumerate()
+        .filter_map(|(n, name)| name_key(name).map(|key| (key, Node(n as u8))))
+        .collect();
+    index.sort_unstable();
+    index
+}
+
 /// A board: its nodes, links and special places, as bitboards and per-node tables.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -58,6 +86,10 @@ pub struct Topology {
     /// Rows of the grid.
     pub rows: u8,
     names: Vec<String>,
+    /// The names that fit a [`NameKey`], lowercase, sorted, with their nodes: a square named in a
+    /// request is found by a binary search (every move names two), not by comparing it with every
+    /// name in turn.
+    by_name: Vec<(NameKey, Node)>,
     /// Every node, as a bitboard.
     pub all: u64,
     /// One-step links from each node (roads and rails alike).
@@ -113,6 +145,11 @@ impl Topology {
         if name.is_empty() {
             return None;
         }
+        if let Some(key) = name_key(name)
+            && let Ok(at) = self.by_name.binary_search_by(|(k, _)| k.cmp(&key))
+        {
+            return Some(self.by_name[at].1);
+        }
         self.names
             .iter()
             .position(|n| n.eq_ignore_ascii_case(name))
@@ -155,11 +192,13 @@ impl Topology {
                 }
             }
         }
+        let by_name = name_index(&names);
         Topology {
             node_count: columns * rows,
             columns,
             rows,
             names,
+            by_name,
             all,
             neighbors,
             rail: 0,
@@ -330,6 +369,7 @@ fn build_junqi() -> Topology {
         node_count,
         columns,
         rows,
+        by_name: name_index(&names),
         names,
         all: (1u64 << node_count) - 1,
         neighbors,
@@ -366,6 +406,43 @@ mod tests {
         assert_eq!(t.node("   "), None);
         assert_eq!(t.node("A1x"), None);
         assert_eq!(t.node("Z9"), None);
+    }
+
+    /// The index finds every named node of every board, in either case, and only those.
+    #[test]
+    fn every_name_of_every_board_is_found_by_the_index() {
+        use crate::GunjinBoard;
+        use crate::gunjin::topology as gunjin;
+        let boards = [
+            junqi(),
+            gunjin(GunjinBoard::XGates),
+            gunjin(GunjinBoard::YGates),
+            gunjin(GunjinBoard::IGates),
+            gunjin(GunjinBoard::Pieces23),
+        ];
+        for t in boards {
+            let mut named = 0;
+            for n in 0..t.node_count {
+                let name = t.name(Node(n));
+                if name.is_empty() {
+                    continue;
+                }
+                named += 1;
+                assert_eq!(t.node(name), Some(Node(n)), "{name}");
+                assert_eq!(t.node(&name.to_ascii_uppercase()), Some(Node(n)), "{name}");
+                assert_eq!(t.node(&name.to_ascii_lowercase()), Some(Node(n)), "{name}");
+            }
+            let short = (0..t.node_count)
+                .filter(|n| name_key(t.name(Node(*n))).is_some())
+                .count();
+            assert_eq!(t.by_name.len(), short, "every short name is in the index");
+            assert!(
+                short * 10 >= named * 9,
+                "the index holds most names: {short} of {named}"
+            );
+            assert_eq!(t.node("é1"), None);
+            assert_eq!(t.node("A99"), None);
+        }
     }
 
     #[test]
