@@ -50,3 +50,4 @@ pub use config::SessionConfig;
 pub use errors::{game_error_status, store_error_status};
 pub use pulse::PulseConfig;
 pub use service::SessionService;
+pub use watch::{WatchItem, WatchStream, WatchedEvent};

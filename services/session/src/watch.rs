@@ -19,8 +19,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::Status;
+use uuid::Uuid;
 
 /// Events fetched per store read while streaming (also the stream's buffer).
 const WATCH_PAGE: usize = 256;
@@ -55,17 +56,83 @@ async fn lapsed(lapse: Option<SystemTime>, clock: &WallClock) {
 pub(crate) type EventStream =
     Pin<Box<dyn Stream<Item = Result<pb::WatchGameResponse, Status>> + Send>>;
 
+/// One item of a watched game as the session's Rust callers in this process receive it
+/// ([`SessionService::watch_items`]); `WatchGame` sends each as a `WatchGameResponse`.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    /// An event of the log, with full information.
+    Event(WatchedEvent),
+    /// The game's status (when asked for), sent only after every event up to its version.
+    Status(pb::GameStatus),
+}
+
+/// An event of a watched game's log.
+#[derive(Debug, Clone)]
+pub struct WatchedEvent {
+    /// Its position in the log.
+    pub seq: u64,
+    /// The engine's event, with full information.
+    pub event: Event,
+    /// The W3C `traceparent` of the command that caused it, if traced.
+    pub trace_parent: Option<String>,
+    /// When the store committed it.
+    pub recorded_at: SystemTime,
+    /// On the game's end: what the ended game reveals (the protobuf form carries it in the
+    /// end event; an engine watcher rebuilds it from the log).
+    pub end: Option<Reveal>,
+}
+
+/// The stream of [`SessionService::watch_items`].
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchItem, Status>> + Send>>;
+
 impl SessionService {
-    /// `WatchGame`: a stream of the game's full-information events from `from_seq`, fed by a
-    /// task that pages through the log and waits on the store's change notification; it ends
-    /// after the game's end or when the watcher goes away.
+    /// `WatchGame`: [`SessionService::watch_items`], each item in its versioned protobuf form
+    /// (the full-information `GameEvent` the watchers rebuild the engine's event from).
     pub(crate) async fn watch(&self, request: pb::WatchGameRequest) -> Result<EventStream, Status> {
         let game_id = parse_game_id("game_id", &request.game_id)?;
+        let record = self.load(game_id, false).await?;
+        let rules = *record.game.rules();
+        let items = self
+            .watch_items(game_id, request.from_seq, request.with_status)
+            .await?;
+        let id = game_id.to_string();
+        Ok(Box::pin(items.map(move |item| {
+            item.map(|item| match item {
+                WatchItem::Event(watched) => pb::WatchGameResponse {
+                    event: Some(wire::engine_event_to_proto(
+                        &rules,
+                        &id,
+                        watched.seq,
+                        &watched.event,
+                        &watched.end.unwrap_or_default(),
+                    )),
+                    trace_parent: watched.trace_parent.unwrap_or_default(),
+                    recorded_at: Some(wire::timestamp_to_proto(watched.recorded_at)),
+                    status: None,
+                },
+                WatchItem::Status(status) => pb::WatchGameResponse {
+                    status: Some(status),
+                    ..pb::WatchGameResponse::default()
+                },
+            })
+        })))
+    }
+
+    /// The game's events from `from_seq` with full information, then live ones, and (asked
+    /// `with_status`) its status: the one full-information stream, fed by a task that pages
+    /// through the log and waits on the store's change notification; it ends after the game's
+    /// end or when the receiver goes away. In this process the gateway follows games through it
+    /// directly, as the engine's events, with no protobuf on the way.
+    pub async fn watch_items(
+        &self,
+        game_id: Uuid,
+        from_seq: u64,
+        with_status: bool,
+    ) -> Result<WatchStream, Status> {
         // The cached game will do: its rules never change, and an end it holds is final (the
         // stream itself reads the log from the store, so a stale cache only costs a page read).
         let record = self.load(game_id, false).await?;
-        let rules = *record.game.rules();
-        if record.game.phase() == Phase::Ended && request.from_seq > record.version {
+        if record.game.phase() == Phase::Ended && from_seq > record.version {
             // Nothing more will ever come: an empty stream, not one held open forever.
             return Ok(Box::pin(tokio_stream::empty()));
         }
@@ -76,11 +143,10 @@ impl SessionService {
             .map_err(|e| store_error_status(&e))?;
         // Taken after `watch` (which starts listening across processes) and before the first
         // status read, so no change after that read goes unnoticed.
-        let mut status_changes = request.with_status.then(|| store.status_changes(game_id));
+        let mut status_changes = with_status.then(|| store.status_changes(game_id));
         let clock = self.config.clock.clone();
         let (tx, rx) = tokio::sync::mpsc::channel(WATCH_PAGE);
-        let id = game_id.to_string();
-        let mut next = request.from_seq.max(1);
+        let mut next = from_seq.max(1);
         tokio::spawn(async move {
             // The status last sent.
             let mut sent_status: Option<pb::GameStatus> = None;
@@ -101,51 +167,46 @@ impl SessionService {
                     }
                 };
                 let mut ended = false;
-                for stored in &page {
+                let page_len = page.len();
+                for stored in page {
                     ended |= matches!(stored.event, Event::Ended { .. });
-                    // Internal full-information stream: everything revealed, the end with what
-                    // the ended game reveals, in the versioned protobuf form the watchers rebuild
-                    // the engine's event from.
+                    // Everything revealed: the end with what the ended game reveals.
                     let end = if ended {
                         match store.load(game_id).await {
-                            Ok(Some(record)) => reveal(&record.game).unwrap_or_default(),
-                            Ok(None) => Reveal::default(),
+                            Ok(Some(record)) => Some(reveal(&record.game).unwrap_or_default()),
+                            Ok(None) => Some(Reveal::default()),
                             Err(e) => {
                                 let _ = tx.send(Err(store_error_status(&e))).await;
                                 return;
                             }
                         }
                     } else {
-                        Reveal::default()
+                        None
                     };
-                    let event =
-                        wire::engine_event_to_proto(&rules, &id, stored.seq, &stored.event, &end);
-                    if tx
-                        .send(Ok(pb::WatchGameResponse {
-                            event: Some(event),
-                            trace_parent: stored.trace_parent.clone().unwrap_or_default(),
-                            recorded_at: Some(wire::timestamp_to_proto(stored.recorded_at)),
-                            status: None,
-                        }))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
                     next = stored.seq + 1;
                     if let Some(status) = &mut followed
-                        && !status.follow(stored)
+                        && !status.follow(&stored)
                     {
                         followed = None;
                     }
+                    let item = WatchItem::Event(WatchedEvent {
+                        seq: stored.seq,
+                        event: stored.event,
+                        trace_parent: stored.trace_parent,
+                        recorded_at: stored.recorded_at,
+                        end,
+                    });
+                    if tx.send(Ok(item)).await.is_err() {
+                        return;
+                    }
                 }
-                if page.len() == WATCH_PAGE {
+                if page_len == WATCH_PAGE {
                     continue;
                 }
                 // Caught up: the status, if asked for, sent only once every event up to its
                 // version was sent and only if it changed. Derived from the events when it can
                 // be; otherwise read, and a read that finds newer events sends those first.
-                if request.with_status {
+                if with_status {
                     // A lease that ended unrenewed since it was read may have made a side away.
                     let lease_ended = lapse.is_some_and(|at| at <= clock.now());
                     let derived = followed
@@ -178,11 +239,7 @@ impl SessionService {
                         }
                     };
                     if sent_status.as_ref() != Some(&status) {
-                        let item = pb::WatchGameResponse {
-                            status: Some(status),
-                            ..pb::WatchGameResponse::default()
-                        };
-                        if tx.send(Ok(item)).await.is_err() {
+                        if tx.send(Ok(WatchItem::Status(status))).await.is_err() {
                             return;
                         }
                         sent_status = Some(status);
