@@ -8,6 +8,7 @@ use crate::service::SessionService;
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_store::{GameRecord, ObservedGame};
 use quick_cache::sync::Cache;
+use std::sync::Arc;
 use tonic::Status;
 use uuid::Uuid;
 
@@ -21,7 +22,9 @@ pub const CACHED_GAME_BYTES: usize = 1024;
 /// Games by id, at most `capacity` of them ([`quick_cache`]'s eviction keeps the games in use:
 /// a game touched once is the first to go).
 pub(crate) struct GameCache {
-    games: Cache<Uuid, GameRecord>,
+    /// Shared, not copied: a command reads the cached game and judges on a copy of its engine
+    /// state only (the record's names and the game are not copied on every read).
+    games: Cache<Uuid, Arc<GameRecord>>,
 }
 
 impl GameCache {
@@ -33,12 +36,12 @@ impl GameCache {
     }
 
     /// The cached game, if any.
-    pub(crate) fn get(&self, game_id: Uuid) -> Option<GameRecord> {
+    pub(crate) fn get(&self, game_id: Uuid) -> Option<Arc<GameRecord>> {
         self.games.get(&game_id)
     }
 
     /// Caches `record`, replacing the game's earlier entry, evicting another game when full.
-    pub(crate) fn insert(&self, record: GameRecord) {
+    pub(crate) fn insert(&self, record: Arc<GameRecord>) {
         self.games.insert(record.meta.game_id, record);
     }
 
@@ -57,17 +60,18 @@ impl GameCache {
 impl SessionService {
     /// The game: from the cache unless `fresh`, else (or on a miss) from the store, caching
     /// what was read. A game that does not exist is `NOT_FOUND`.
-    pub(crate) async fn load(&self, game_id: Uuid, fresh: bool) -> Result<GameRecord, Status> {
+    pub(crate) async fn load(&self, game_id: Uuid, fresh: bool) -> Result<Arc<GameRecord>, Status> {
         if !fresh && let Some(record) = self.cache.get(game_id) {
             return Ok(record);
         }
-        let record = self
-            .store
-            .load(game_id)
-            .await
-            .map_err(|e| store_error_status(&e))?
-            .ok_or_else(|| not_found(game_id))?;
-        self.cache.insert(record.clone());
+        let record = Arc::new(
+            self.store
+                .load(game_id)
+                .await
+                .map_err(|e| store_error_status(&e))?
+                .ok_or_else(|| not_found(game_id))?,
+        );
+        self.cache.insert(Arc::clone(&record));
         Ok(record)
     }
 
@@ -82,7 +86,7 @@ impl SessionService {
             .await
             .map_err(|e| store_error_status(&e))?
             .ok_or_else(|| not_found(game_id))?;
-        self.cache.insert(observed.record.clone());
+        self.cache.insert(Arc::new(observed.record.clone()));
         Ok(observed)
     }
 }
@@ -119,9 +123,9 @@ mod tests {
     #[test]
     fn it_never_holds_more_than_its_capacity() {
         let cache = GameCache::new(8);
-        let records: Vec<_> = (0..100).map(record).collect();
+        let records: Vec<_> = (0..100).map(|n| Arc::new(record(n))).collect();
         for record in &records {
-            cache.insert(record.clone());
+            cache.insert(Arc::clone(record));
             assert!(cache.len() <= 8, "{} games cached", cache.len());
         }
         // The last one inserted is there; most of the rest are gone.
@@ -143,11 +147,11 @@ mod tests {
         let cache = GameCache::new(4);
         let first = record(3);
         let id = first.meta.game_id;
-        cache.insert(first);
-        cache.insert(GameRecord {
+        cache.insert(Arc::new(first));
+        cache.insert(Arc::new(GameRecord {
             version: 5,
-            ..cache.get(id).unwrap()
-        });
+            ..(*cache.get(id).unwrap()).clone()
+        }));
         assert_eq!(cache.get(id).map(|r| r.version), Some(5));
         assert_eq!(cache.len(), 1);
         cache.remove(id);

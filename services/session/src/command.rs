@@ -5,18 +5,18 @@
 //! gets its first answer, found when the engine refuses it or when the store meets its key.
 
 use crate::actions::{Action, PlayerRequest};
-use crate::counters::{count_phase_change, is_refusal, outcome_of};
+use crate::counters::count_phase_change;
 use crate::errors::{game_error_status, store_error_status};
 use crate::request::{Actor, Context, parse_context};
 use crate::service::SessionService;
 use crate::timers;
 use hidden_front_api_error::{ApiError, Reason};
-use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Command, Event, Game, GameRng, Viewer, project, reveal};
 use hidden_front_store::{Append, CommandRecord, GameRecord, StoreError, lifecycle};
 use hidden_front_wire as wire;
 use prost::Message;
+use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
@@ -121,11 +121,11 @@ impl SessionService {
                     span.record("event_count", events.len());
                     span.record("attempts", attempt + 1);
                     count_phase_change(Some(record.game.phase()), game.phase());
-                    self.cache.insert(GameRecord {
-                        meta: record.meta,
+                    self.cache.insert(Arc::new(GameRecord {
+                        meta: record.meta.clone(),
                         version,
                         game,
-                    });
+                    }));
                     return Ok(result);
                 }
                 Err(StoreError::VersionConflict { .. }) => {
@@ -292,25 +292,10 @@ impl SessionService {
             }
             Err(status) => Err(status),
         };
-        metrics::counter!(names::COMMANDS_TOTAL, names::KIND => action.kind(), names::OUTCOME => outcome_of(&result))
-            .increment(1);
+        self.meters.command(action.kind(), &result);
         if let Action::Move(_) = action {
-            count_move(started, &result);
+            self.meters.r#move(started, &result);
         }
         result.map(|result| Response::new(R::respond(result)))
-    }
-}
-
-/// Counts a move's latency and, unless it was a replayed answer or a failure, its result.
-fn count_move(started: Instant, result: &Result<pb::CommandResult, Status>) {
-    metrics::histogram!(names::MOVE_DURATION_SECONDS).record(started.elapsed().as_secs_f64());
-    match result {
-        Ok(answer) if !answer.replayed => {
-            metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::OK).increment(1);
-        }
-        Err(status) if is_refusal(status) => {
-            metrics::counter!(names::MOVES_TOTAL, names::RESULT => names::REFUSED).increment(1);
-        }
-        _ => {}
     }
 }

@@ -13,6 +13,7 @@ use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Game, Rules, Side};
 use hidden_front_store::{GameMeta, GameRecord, lifecycle};
 use hidden_front_wire as wire;
+use std::sync::Arc;
 use tonic::Status;
 use uuid::Uuid;
 
@@ -94,12 +95,12 @@ impl SessionService {
             count_phase_change(None, game.phase());
             // The game as just written: cached, so its first commands (both seats' confirmations)
             // and this answer need no store read.
-            let record = GameRecord {
+            let record = Arc::new(GameRecord {
                 meta,
                 version: events.len() as u64,
                 game,
-            };
-            self.cache.insert(record.clone());
+            });
+            self.cache.insert(Arc::clone(&record));
             record
         };
         tracing::info!(game_id = %created.game_id, rules = %record.meta.rules, replayed = created.replayed, "game created");

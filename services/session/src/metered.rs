@@ -20,33 +20,63 @@ use uuid::Uuid;
 /// Delegates every call to the wrapped store, counting failures by operation.
 pub(crate) struct MeteredStore {
     inner: Arc<dyn GameStore>,
+    /// The handles of the operations every move performs, made once.
+    hot: HotOperations,
+    append_duration: metrics::Histogram,
+}
+
+/// `hf_store_operations_total` of the operations on a move's path.
+struct HotOperations {
+    append: metrics::Counter,
+    events: metrics::Counter,
+    load: metrics::Counter,
 }
 
 impl MeteredStore {
     /// `inner`, metered.
     pub(crate) fn new(inner: Arc<dyn GameStore>) -> MeteredStore {
-        MeteredStore { inner }
+        let operations = |operation| metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation);
+        MeteredStore {
+            inner,
+            hot: HotOperations {
+                append: operations("append"),
+                events: operations("events"),
+                load: operations("load"),
+            },
+            append_duration: metrics::histogram!(names::STORE_APPEND_DURATION_SECONDS),
+        }
     }
-}
 
-/// Counts `result` as a store error of `operation` if the store failed (a database or data
-/// error; conflicts, duplicates and unknown games are answers, not failures).
-fn counted<T>(operation: &'static str, result: Result<T, StoreError>) -> Result<T, StoreError> {
-    metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation).increment(1);
-    if result.as_ref().is_err_and(StoreError::is_store_failure) {
-        metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => operation).increment(1);
+    /// Counts `result` as a store error of `operation` if the store failed (a database or data
+    /// error; conflicts, duplicates and unknown games are answers, not failures).
+    fn counted<T>(
+        &self,
+        operation: &'static str,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match operation {
+            "append" => self.hot.append.increment(1),
+            "events" => self.hot.events.increment(1),
+            "load" => self.hot.load.increment(1),
+            _ => metrics::counter!(names::STORE_OPERATIONS_TOTAL, names::OPERATION => operation)
+                .increment(1),
+        }
+        if result.as_ref().is_err_and(StoreError::is_store_failure) {
+            metrics::counter!(names::STORE_ERRORS_TOTAL, names::OPERATION => operation)
+                .increment(1);
+        }
+        result
     }
-    result
 }
 
 #[async_trait]
 impl LifecycleOutbox for MeteredStore {
     async fn facts_after(&self, after: u64, limit: usize) -> Result<Vec<Fact>, StoreError> {
-        counted("facts_after", self.inner.facts_after(after, limit).await)
+        self.counted("facts_after", self.inner.facts_after(after, limit).await)
     }
 
     async fn watch_facts(&self) -> Result<watch::Receiver<u64>, StoreError> {
-        counted("watch_facts", self.inner.watch_facts().await)
+        self.counted("watch_facts", self.inner.watch_facts().await)
     }
 
     fn feed_shards(&self) -> usize {
@@ -58,14 +88,14 @@ impl LifecycleOutbox for MeteredStore {
         after: &FeedPosition,
         limit: usize,
     ) -> Result<FactsPage, StoreError> {
-        counted(
+        self.counted(
             "facts_after_position",
             self.inner.facts_after_position(after, limit).await,
         )
     }
 
     async fn watch_fact_positions(&self) -> Result<watch::Receiver<FeedPosition>, StoreError> {
-        counted(
+        self.counted(
             "watch_fact_positions",
             self.inner.watch_fact_positions().await,
         )
@@ -87,7 +117,7 @@ impl GameStore for MeteredStore {
         timers: &[Timer],
         facts: &[NewFact],
     ) -> Result<Created, StoreError> {
-        counted(
+        self.counted(
             "create",
             self.inner
                 .create_armed(creation_key, meta, events, game, timers, facts)
@@ -96,7 +126,7 @@ impl GameStore for MeteredStore {
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
-        counted("load", self.inner.load(game_id).await)
+        self.counted("load", self.inner.load(game_id).await)
     }
 
     async fn observe(
@@ -104,15 +134,14 @@ impl GameStore for MeteredStore {
         game_id: Uuid,
         now: SystemTime,
     ) -> Result<Option<ObservedGame>, StoreError> {
-        counted("observe", self.inner.observe(game_id, now).await)
+        self.counted("observe", self.inner.observe(game_id, now).await)
     }
 
     async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
         let started = Instant::now();
         let result = self.inner.append_armed(append).await;
-        metrics::histogram!(names::STORE_APPEND_DURATION_SECONDS)
-            .record(started.elapsed().as_secs_f64());
-        counted("append", result)
+        self.append_duration.record(started.elapsed().as_secs_f64());
+        self.counted("append", result)
     }
 
     async fn command_response(
@@ -120,7 +149,7 @@ impl GameStore for MeteredStore {
         game_id: Uuid,
         key: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        counted(
+        self.counted(
             "command_response",
             self.inner.command_response(game_id, key).await,
         )
@@ -132,11 +161,11 @@ impl GameStore for MeteredStore {
         from_seq: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        counted("events", self.inner.events(game_id, from_seq, limit).await)
+        self.counted("events", self.inner.events(game_id, from_seq, limit).await)
     }
 
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {
-        counted("watch", self.inner.watch(game_id).await)
+        self.counted("watch", self.inner.watch(game_id).await)
     }
 
     fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64> {
@@ -153,7 +182,7 @@ impl GameStore for MeteredStore {
         lease_until: SystemTime,
         arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError> {
-        counted(
+        self.counted(
             "report_presence",
             self.inner
                 .report_presence(game_id, side, gateway_id, connected, now, lease_until, arm)
@@ -162,7 +191,7 @@ impl GameStore for MeteredStore {
     }
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
-        counted("presence", self.inner.presence(game_id, now).await)
+        self.counted("presence", self.inner.presence(game_id, now).await)
     }
 
     async fn games_of_player(
@@ -170,14 +199,14 @@ impl GameStore for MeteredStore {
         player: &str,
         limit: usize,
     ) -> Result<Vec<GameSummary>, StoreError> {
-        counted(
+        self.counted(
             "games_of_player",
             self.inner.games_of_player(player, limit).await,
         )
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        counted("ping", self.inner.ping().await)
+        self.counted("ping", self.inner.ping().await)
     }
 
     async fn pulse(
@@ -185,7 +214,7 @@ impl GameStore for MeteredStore {
         clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
-        counted("pulse", self.inner.pulse(clock, rule).await)
+        self.counted("pulse", self.inner.pulse(clock, rule).await)
     }
 
     async fn ended_games(
@@ -193,7 +222,7 @@ impl GameStore for MeteredStore {
         after_cursor: u64,
         limit: usize,
     ) -> Result<Vec<EndedRecord>, StoreError> {
-        counted(
+        self.counted(
             "ended_games",
             self.inner.ended_games(after_cursor, limit).await,
         )
@@ -203,30 +232,30 @@ impl GameStore for MeteredStore {
 #[async_trait]
 impl AdminStore for MeteredStore {
     async fn find_games(&self, filter: &GameFilter) -> Result<Vec<FoundGame>, StoreError> {
-        counted("find_games", self.inner.find_games(filter).await)
+        self.counted("find_games", self.inner.find_games(filter).await)
     }
 
     async fn append_audit(&self, entry: NewAuditEntry<'_>) -> Result<AuditEntry, StoreError> {
-        counted("append_audit", self.inner.append_audit(entry).await)
+        self.counted("append_audit", self.inner.append_audit(entry).await)
     }
 
     async fn audit_log(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        counted("audit_log", self.inner.audit_log(query).await)
+        self.counted("audit_log", self.inner.audit_log(query).await)
     }
 }
 
 #[async_trait]
 impl TimerStore for MeteredStore {
     async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        counted("arm_timer", self.inner.arm_timer(timer).await)
+        self.counted("arm_timer", self.inner.arm_timer(timer).await)
     }
 
     async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
-        counted("cancel_timer", self.inner.cancel_timer(game_id, slot).await)
+        self.counted("cancel_timer", self.inner.cancel_timer(game_id, slot).await)
     }
 
     async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
-        counted("timers_of", self.inner.timers_of(game_id).await)
+        self.counted("timers_of", self.inner.timers_of(game_id).await)
     }
 
     async fn claim_due(
@@ -236,24 +265,24 @@ impl TimerStore for MeteredStore {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<Timer>, StoreError> {
-        counted(
+        self.counted(
             "claim_due",
             self.inner.claim_due(owner, horizon, lease, limit).await,
         )
     }
 
     async fn release_timer(&self, timer: &Timer, retry_at: SystemTime) -> Result<(), StoreError> {
-        counted(
+        self.counted(
             "release_timer",
             self.inner.release_timer(timer, retry_at).await,
         )
     }
 
     async fn complete_timers(&self, timers: &[Timer]) -> Result<u64, StoreError> {
-        counted("complete_timers", self.inner.complete_timers(timers).await)
+        self.counted("complete_timers", self.inner.complete_timers(timers).await)
     }
 
     async fn armed_timer_count(&self) -> Result<u64, StoreError> {
-        counted("armed_timer_count", self.inner.armed_timer_count().await)
+        self.counted("armed_timer_count", self.inner.armed_timer_count().await)
     }
 }

@@ -25,6 +25,8 @@ pub struct SessionService {
     pub(crate) config: SessionConfig,
     /// This process's pulse (`pulse.rs`).
     pub(crate) pulse_state: PulseState,
+    /// The command path's metric handles.
+    pub(crate) meters: crate::counters::Meters,
 }
 
 impl SessionService {
@@ -36,6 +38,7 @@ impl SessionService {
             command_locks: CommandLocks::default(),
             config,
             pulse_state: PulseState::default(),
+            meters: crate::counters::Meters::new(),
         }
     }
 }
