@@ -94,22 +94,38 @@ where
 fn server_span<B>(request: &http::Request<B>) -> tracing::Span {
     let path = request.uri().path().trim_start_matches('/');
     let (service, method) = path.split_once('/').unwrap_or((path, ""));
-    let span = tracing::info_span!(
-        "grpc.server",
-        otel.name = %path,
-        otel.kind = "server",
-        rpc.system = "grpc",
-        rpc.service = %service,
-        rpc.method = %method,
-        rpc.grpc.status_code = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-    );
+    let span = rpc_span(service, method);
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&HeaderExtractor(request.headers()))
     });
     // Without an OpenTelemetry layer there is nothing to link; that is fine.
     let _ = span.set_parent(parent);
     span
+}
+
+/// The span of one call of `service`/`method` (`hiddenfront.v1.SessionService`, `SubmitMove`),
+/// named as its port names it (`service/method`): the span of every RPC a port serves, and of a
+/// call this process makes of its own service without the port (the gateway's actions on its
+/// own session), which keeps the same span. Its status goes in with [`record_rpc_status`].
+pub fn rpc_span(service: &str, method: &str) -> tracing::Span {
+    tracing::info_span!(
+        "grpc.server",
+        otel.name = %format_args!("{service}/{method}"),
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = %service,
+        rpc.method = %method,
+        rpc.grpc.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// Records a call's gRPC status code in its [`rpc_span`].
+pub fn record_rpc_status(span: &tracing::Span, code: tonic::Code) {
+    span.record("rpc.grpc.status_code", code as i32);
+    if code != tonic::Code::Ok {
+        span.record("otel.status_code", "ERROR");
+    }
 }
 
 /// Records the gRPC status of a response in the current span. A trailers-only answer (any
@@ -121,11 +137,7 @@ fn record_status(headers: &http::HeaderMap) {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i32>().ok())
         .unwrap_or(0);
-    let span = tracing::Span::current();
-    span.record("rpc.grpc.status_code", code);
-    if code != 0 {
-        span.record("otel.status_code", "ERROR");
-    }
+    record_rpc_status(&tracing::Span::current(), tonic::Code::from(code));
 }
 
 /// A tower layer for gRPC clients: each request carries the current span's trace context in

@@ -17,7 +17,7 @@ mod grpc;
 
 pub use grpc::{
     BoxError, GrpcServerLayer, GrpcServerService, InjectLayer, Injecting, LocalService,
-    TracedChannel, Upstream, current_traceparent, set_remote_parent,
+    TracedChannel, Upstream, current_traceparent, record_rpc_status, rpc_span, set_remote_parent,
 };
 
 use opentelemetry::trace::TracerProvider as _;
