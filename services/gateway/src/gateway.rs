@@ -1,13 +1,14 @@
 //! The gateway's operations, independent of the transport: the gRPC `PlayerService` and the
 //! WebSocket API both call these, so both have the same semantics.
 
-use crate::action::{ActionMessage, ActionRequest, PlayerAction};
+use crate::action::{ActionMessage, ActionRequest};
 use crate::auth::{Authenticator, Player};
 use crate::connect::ConnectConfig;
 use crate::follow::{FollowSink, Shown};
 use crate::hub::{GameHub, Hubs, LogEntry, Seats, Standing};
 use crate::limits::{RateLimiter, StreamCap};
 use crate::presence::Presence;
+use crate::referee::{Referee, RemoteReferee};
 use hidden_front_api_error::{ApiError, Reason, ensure_reason, has_reason};
 use hidden_front_metrics_names as names;
 use hidden_front_proto::v1 as pb;
@@ -77,6 +78,8 @@ pub(crate) struct Inner {
     pub(crate) stopping: CancellationToken,
     pub(crate) auth: Authenticator,
     pub(crate) session: SessionClient,
+    /// Where players' actions are judged.
+    pub(crate) referee: Arc<dyn Referee>,
     pub(crate) hubs: Hubs,
     pub(crate) presence: Presence,
     pub(crate) rate: RateLimiter,
@@ -145,12 +148,26 @@ fn not_seated(game_id: Uuid) -> Status {
 }
 
 impl Gateway {
-    /// A gateway talking to the session service through `session`.
+    /// A gateway talking to the session service through `session`, for every call.
     pub fn new(config: GatewayConfig, auth: Authenticator, session: SessionClient) -> Gateway {
+        let referee = Arc::new(RemoteReferee::new(session.clone()));
+        Gateway::with_referee(config, auth, session, referee)
+    }
+
+    /// A gateway whose players' actions and followed games go through `referee` (in one
+    /// process, the session itself), and its other calls (views, seats, presence, replays)
+    /// through `session`.
+    pub fn with_referee(
+        config: GatewayConfig,
+        auth: Authenticator,
+        session: SessionClient,
+        referee: Arc<dyn Referee>,
+    ) -> Gateway {
         Gateway {
             inner: Arc::new(Inner {
                 auth,
-                hubs: Hubs::new(session.clone()),
+                hubs: Hubs::new(session.clone(), Arc::clone(&referee)),
+                referee,
                 presence: Presence::new(
                     session.clone(),
                     config.gateway_id.clone(),
@@ -219,7 +236,7 @@ impl Gateway {
         player: &Player,
         game_id: Uuid,
         spectate: bool,
-    ) -> Result<(Viewer, Seats, Option<Standing>), Status> {
+    ) -> Result<(Viewer, Arc<Seats>, Option<Standing>), Status> {
         let (seats, standing) = self.inner.hubs.seats_and_standing(game_id).await?;
         let viewer = match (seat_of(&seats, player), spectate) {
             (_, true) => Viewer::Spectator,
@@ -362,8 +379,8 @@ impl Gateway {
         Ok(M::respond(self.act(player, message.into_request()).await?))
     }
 
-    /// Performs an action in the player's own seat: the one place that maps each
-    /// [`PlayerAction`] to its session call and the session's answer to the player's.
+    /// Performs an action in the player's own seat: the one place that checks the seat and hands
+    /// the action to the [`Referee`], and turns the session's answer into the player's.
     pub async fn act(
         &self,
         player: &Player,
@@ -380,69 +397,18 @@ impl Gateway {
                 format!("you are not seated in game {game_id}"),
             ))
         })?;
-        let ctx = Some(pb::CommandContext {
+        let context = pb::CommandContext {
             game_id: game_id.to_string(),
             side: hidden_front_wire::side_to_proto(side) as i32,
             idempotency_key: context.idempotency_key,
             expected_version: context.expected_version,
-        });
-        let mut session = self.inner.session.clone();
-        let result = match action {
-            PlayerAction::Reshuffle => session
-                .reshuffle_deployment(pb::ReshuffleDeploymentRequest { context: ctx })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::Swap { square_a, square_b } => session
-                .swap_pieces(pb::SwapPiecesRequest {
-                    context: ctx,
-                    square_a,
-                    square_b,
-                })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::Deploy { placements } => session
-                .set_deployment(pb::SetDeploymentRequest {
-                    context: ctx,
-                    deployment: Some(pb::Deployment {
-                        side: hidden_front_wire::side_to_proto(side) as i32,
-                        placements,
-                    }),
-                })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::Confirm => session
-                .confirm_deployment(pb::ConfirmDeploymentRequest { context: ctx })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::Play(mv) => session
-                .submit_move(pb::SubmitMoveRequest {
-                    context: ctx,
-                    r#move: mv,
-                })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::ProposeDraw => session
-                .offer_draw(pb::OfferDrawRequest { context: ctx })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::RespondDraw { accept } => session
-                .answer_draw(pb::AnswerDrawRequest {
-                    context: ctx,
-                    accept,
-                })
-                .await
-                .map(|r| r.into_inner().result),
-            PlayerAction::Concede => session
-                .resign(pb::ResignRequest { context: ctx })
-                .await
-                .map(|r| r.into_inner().result),
         };
-        let result = result.map_err(session_status)?.ok_or_else(|| {
-            Status::from(ApiError::new(
-                Reason::SessionUnavailable,
-                "the session answered without a result",
-            ))
-        })?;
+        let result = self
+            .inner
+            .referee
+            .act(context, action)
+            .await
+            .map_err(session_status)?;
         Ok(pb::ActionResult {
             version: result.version,
             events: result.events,

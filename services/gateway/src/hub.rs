@@ -11,7 +11,9 @@
 
 use crate::follow::Shown;
 use crate::gateway::SessionClient;
+use crate::referee::{Referee, UpstreamItem};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use futures_util::future::{self, BoxFuture, FutureExt};
 use hidden_front_proto::v1 as pb;
 use hidden_front_retry::Backoff;
@@ -200,10 +202,13 @@ impl GameHub {
 /// Every game this gateway follows, plus the seat cache.
 pub(crate) struct Hubs {
     session: SessionClient,
+    /// What the hubs follow the games' logs through.
+    referee: Arc<dyn Referee>,
     hubs: Mutex<HashMap<Uuid, Weak<GameHub>>>,
-    seats: Mutex<HashMap<Uuid, Seats>>,
+    /// Shared, not copied: every action reads its game's seats.
+    seats: Mutex<HashMap<Uuid, Arc<Seats>>>,
     /// Seat lookups in flight ([`Hubs::seats_and_standing`]).
-    lookups: SharedLookups<Uuid, Result<(Seats, Standing), Status>>,
+    lookups: SharedLookups<Uuid, Result<(Arc<Seats>, Standing), Status>>,
 }
 
 /// Lookups in flight by key, each shared by every caller that asks for the same key before it
@@ -251,10 +256,11 @@ impl<K: std::hash::Hash + Eq + Copy, V: Clone + Send + Sync + 'static> SharedLoo
 const SEAT_CACHE_LIMIT: usize = 100_000;
 
 impl Hubs {
-    /// Hubs reading from `session`.
-    pub(crate) fn new(session: SessionClient) -> Hubs {
+    /// Hubs following games through `referee`, asking `session` for seats.
+    pub(crate) fn new(session: SessionClient, referee: Arc<dyn Referee>) -> Hubs {
         Hubs {
             session,
+            referee,
             hubs: Mutex::new(HashMap::new()),
             seats: Mutex::new(HashMap::new()),
             lookups: SharedLookups::new(),
@@ -262,7 +268,7 @@ impl Hubs {
     }
 
     /// Who sits where in the game (`NOT_FOUND` for an unknown game).
-    pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Seats, Status> {
+    pub(crate) async fn seats(&self, game_id: Uuid) -> Result<Arc<Seats>, Status> {
         Ok(self.seats_and_standing(game_id).await?.0)
     }
 
@@ -274,7 +280,7 @@ impl Hubs {
     pub(crate) async fn seats_and_standing(
         &self,
         game_id: Uuid,
-    ) -> Result<(Seats, Option<Standing>), Status> {
+    ) -> Result<(Arc<Seats>, Option<Standing>), Status> {
         if let Some(seats) = self.seats.lock().get(&game_id) {
             return Ok((seats.clone(), None));
         }
@@ -336,6 +342,7 @@ impl Hubs {
         });
         let upstream = tokio::spawn(follow(
             self.session.clone(),
+            Arc::clone(&self.referee),
             game_id,
             rules,
             standing.is_none(),
@@ -371,7 +378,10 @@ async fn spectator_view(mut session: SessionClient, game_id: Uuid) -> Result<pb:
 }
 
 /// Who sits where in the game and where it stands now, from the session.
-async fn look_up_seats(session: SessionClient, game_id: Uuid) -> Result<(Seats, Standing), Status> {
+async fn look_up_seats(
+    session: SessionClient,
+    game_id: Uuid,
+) -> Result<(Arc<Seats>, Standing), Status> {
     let view = spectator_view(session, game_id).await?;
     let standing = Standing {
         version: view.version,
@@ -385,7 +395,7 @@ async fn look_up_seats(session: SessionClient, game_id: Uuid) -> Result<(Seats, 
         north_player: view.north_player,
         rules,
     };
-    Ok((seats, standing))
+    Ok((Arc::new(seats), standing))
 }
 
 /// The first wait before following a game again after its upstream stream broke; it doubles
@@ -401,6 +411,7 @@ const RETRY_MAX: Duration = Duration::from_secs(5);
 /// (the hub was not told).
 async fn follow(
     mut session: SessionClient,
+    referee: Arc<dyn Referee>,
     game_id: Uuid,
     rules: Rules,
     ask_standing: bool,
@@ -422,20 +433,18 @@ async fn follow(
     }
     loop {
         let next = shared.state.lock().log.len() as u64 + 1;
-        let request = pb::WatchGameRequest {
-            game_id: game_id.to_string(),
-            from_seq: next,
-            // Connections that asked for the status get it from here, not a read each.
-            with_status: true,
-        };
-        match session.watch_game(request).await {
-            Ok(response) => {
-                let mut stream = response.into_inner();
-                loop {
-                    match stream.message().await {
-                        Ok(Some(item)) => {
+        match referee.watch(game_id, rules, next).await {
+            Ok(mut stream) => {
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(UpstreamItem::Unusable(status)) => {
+                            tracing::error!(%game_id, error = %status, "upstream event unusable");
+                            fail(&shared, status);
+                            return;
+                        }
+                        Ok(item) => {
                             backoff.reset();
-                            match append(&shared, &rules, item) {
+                            match append(&shared, item) {
                                 Ok(true) => return,
                                 Ok(false) => {}
                                 Err(status) => {
@@ -445,7 +454,6 @@ async fn follow(
                                 }
                             }
                         }
-                        Ok(None) => break,
                         Err(status) => {
                             tracing::warn!(%game_id, error = %status, "upstream stream broke");
                             break;
@@ -476,36 +484,29 @@ fn fail(shared: &Shared, status: Status) {
 
 /// Adds one upstream event to the log, or takes the game's new status, and wakes the
 /// connections. `Ok(true)` when the game has ended.
-fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result<bool, Status> {
-    if let Some(status) = item.status {
-        let ended = {
-            let mut state = shared.state.lock();
-            state.status = Some(status);
-            state.status_message = None;
-            state.statuses += 1;
-            state.ended
-        };
-        shared.head.send_modify(|_| {});
-        return Ok(ended);
-    }
-    let upstream = item.event.as_ref().ok_or_else(|| {
-        hidden_front_api_error::internal("the session sent a watch item without its event")
-    })?;
-    let seq = upstream.seq;
-    let event = hidden_front_wire::engine_event_from_proto(rules, upstream).map_err(|e| {
-        hidden_front_api_error::internal(format!("event {seq} does not decode: {e}"))
-    })?;
+fn append(shared: &Shared, item: UpstreamItem) -> Result<bool, Status> {
+    let (seq, event, trace_parent) = match item {
+        UpstreamItem::Event {
+            seq,
+            event,
+            trace_parent,
+        } => (seq, event, trace_parent),
+        UpstreamItem::Status(status) => {
+            let ended = {
+                let mut state = shared.state.lock();
+                state.status = Some(status);
+                state.status_message = None;
+                state.statuses += 1;
+                state.ended
+            };
+            shared.head.send_modify(|_| {});
+            return Ok(ended);
+        }
+        UpstreamItem::Unusable(status) => return Err(status),
+    };
     let ended = matches!(event, Event::Ended { .. });
     {
         let mut state = shared.state.lock();
-        let entry = Arc::new(LogEntry {
-            seq,
-            event,
-            received: Instant::now(),
-            live: seq > state.backfill_until,
-            trace_parent: item.trace_parent,
-            encoded: Default::default(),
-        });
         let expected = state.log.len() as u64 + 1;
         if seq < expected {
             return Ok(state.ended); // a duplicate after a reconnect
@@ -515,6 +516,14 @@ fn append(shared: &Shared, rules: &Rules, item: pb::WatchGameResponse) -> Result
                 "upstream skipped from {expected} to {seq}"
             )));
         }
+        let entry = Arc::new(LogEntry {
+            seq,
+            event,
+            received: Instant::now(),
+            live: seq > state.backfill_until,
+            trace_parent,
+            encoded: Default::default(),
+        });
         state.log.push(entry);
         if ended {
             // The log is whole from its first event (the hub follows from seq 1), so the game

@@ -5,6 +5,8 @@
 //! - [`Gateway`]: the operations, transport-independent: seat checks (acting in a seat that is
 //!   not yours is `PERMISSION_DENIED`), forwarding commands to the session service, per-player
 //!   rate limits, and per-viewer streams.
+//! - [`Referee`]: where actions are judged and games followed: the session over gRPC
+//!   ([`RemoteReferee`]) or, in one process, the session itself.
 //! - Streams: one upstream `WatchGame` per game per process (the hub), projected per connection
 //!   with the rules engine's view function; resumable from any sequence number with no gaps and
 //!   no duplicates; a connection that falls too far behind is cut off with a resume hint.
@@ -31,10 +33,12 @@ pub mod http;
 mod hub;
 mod limits;
 mod presence;
+pub mod referee;
 mod service;
 pub mod ws;
 
 pub use action::{ActionMessage, ActionRequest, PlayerAction};
 pub use connect::ConnectConfig;
 pub use gateway::{COMPUTER_PLAYER, Gateway, GatewayConfig, MatchmakingClient, SessionClient};
+pub use referee::{Referee, RemoteReferee, UpstreamItem, UpstreamStream};
 pub use service::PlayerApi;

@@ -20,7 +20,7 @@ use governor::{DefaultDirectRateLimiter, Quota};
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_proto::v1 as pb;
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,6 +29,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tonic::Status;
 use uuid::Uuid;
+
+/// The ids of the requests being answered: a few at most (`max_in_flight`), so a list.
+type InFlight = Vec<u64>;
 
 /// Why a connection closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +205,7 @@ impl Connection {
         S: Stream<Item = Result<pb::ConnectRequest, Status>> + Unpin + Send,
     {
         let mut in_flight: FuturesUnordered<BoxFuture<'static, Done>> = FuturesUnordered::new();
-        let mut ids: HashSet<u64> = HashSet::new();
+        let mut ids: InFlight = Vec::new();
         let stopping = self.gateway.inner.stopping.clone();
         let mut finished = false;
         loop {
@@ -243,7 +246,7 @@ impl Connection {
     fn accept(
         self: &Arc<Self>,
         request: pb::ConnectRequest,
-        ids: &mut HashSet<u64>,
+        ids: &mut InFlight,
         in_flight: &mut FuturesUnordered<BoxFuture<'static, Done>>,
     ) -> Option<Bytes> {
         use pb::connect_request::Request;
@@ -328,21 +331,21 @@ impl Connection {
             },
             request => Box::pin(Arc::clone(self).answer(id, request)),
         };
-        ids.insert(id);
+        ids.push(id);
         in_flight.push(work);
         None
     }
 
     /// Sends what a request came to; starts a follow once its answer is queued. `false` when
     /// nothing more can be sent.
-    async fn finish(self: &Arc<Self>, done: Done, ids: &mut HashSet<u64>) -> bool {
+    async fn finish(self: &Arc<Self>, done: Done, ids: &mut InFlight) -> bool {
         match done {
             Done::Answered(id, message) => {
-                ids.remove(&id);
+                ids.retain(|other| *other != id);
                 self.send(Outgoing::plain(message)).await
             }
             Done::Follow(id, game_id, token, follow) => {
-                ids.remove(&id);
+                ids.retain(|other| *other != id);
                 let follow = match follow {
                     Ok(follow) if self.holds_game(game_id, token) => follow,
                     Ok(_) => {
@@ -384,7 +387,7 @@ impl Connection {
                 true
             }
             Done::Lobby(id, token, stream) => {
-                ids.remove(&id);
+                ids.retain(|other| *other != id);
                 let stream = match stream {
                     Ok(stream) if self.holds_lobby(token) => stream,
                     Ok(_) => {

@@ -11,11 +11,50 @@ use pb::answer::Response as A;
 use pb::connect_request::Request as R;
 use std::sync::Arc;
 use tonic::Status;
+use tracing::Instrument;
+
+/// The name of a request, for its span.
+fn kind(request: &R) -> &'static str {
+    match request {
+        R::Follow(_) => "follow",
+        R::Unfollow(_) => "unfollow",
+        R::GetGame(_) => "get_game",
+        R::Reshuffle(_) => "reshuffle",
+        R::Swap(_) => "swap",
+        R::Deploy(_) => "deploy",
+        R::Confirm(_) => "confirm",
+        R::Play(_) => "play",
+        R::ProposeDraw(_) => "propose_draw",
+        R::RespondDraw(_) => "respond_draw",
+        R::Concede(_) => "concede",
+        R::LegalMoves(_) => "legal_moves",
+        R::FollowLobby(_) => "follow_lobby",
+        R::ListMyGames(_) => "list_my_games",
+        R::FindMatch(_) => "find_match",
+        R::CancelMatch(_) => "cancel_match",
+        R::CreateInvite(_) => "create_invite",
+        R::AcceptInvite(_) => "accept_invite",
+        R::CancelInvite(_) => "cancel_invite",
+        R::PlayComputer(_) => "play_computer",
+        R::GetMyRating(_) => "get_my_rating",
+        R::ExportReplay(_) => "export_replay",
+        R::Authenticate(_) => "authenticate",
+    }
+}
 
 impl Connection {
-    /// Answers request `id` (any but a follow, `unfollow` and `authenticate`).
+    /// Answers request `id` (any but a follow, `unfollow` and `authenticate`), in a span of its
+    /// own: a connection lives for hours, and each request is its own trace (a move's continues
+    /// through the session to every follower's delivery).
     pub(super) async fn answer(self: Arc<Self>, id: u64, request: R) -> Done {
-        let message = match self.response(request).await {
+        let span = tracing::info_span!(
+            parent: None,
+            "gateway.request",
+            otel.kind = "server",
+            request = kind(&request),
+            request_id = id,
+        );
+        let message = match self.response(request).instrument(span).await {
             Ok(response) => answer(id, response),
             Err(status) => refusal(id, &status),
         };

@@ -32,6 +32,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
+/// The read buffer of each connection's WebSocket layer, in bytes.
+const READ_BUFFER: usize = 4096;
+
 /// How long [`serve`] waits for open connections to say goodbye after the shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -149,6 +152,10 @@ async fn upgrade(
     };
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
+        // The WebSocket layer zeroes a whole read buffer of this size before every read of the
+        // socket (128 KiB by default: three quarters of a binary move's instructions were that
+        // memset). Players' messages are small; a larger one grows the buffer as it arrives.
+        .read_buffer_size(READ_BUFFER)
         .on_upgrade(move |socket| async move {
             if binary {
                 let _permit = permit;
