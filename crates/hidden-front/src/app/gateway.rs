@@ -11,6 +11,7 @@ use hidden_front_gateway::{ConnectConfig, Gateway, GatewayConfig, PlayerApi};
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_web_assets::Bundle;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What [`build`] makes: the gRPC face, the gateway, and what its HTTP listener serves besides
@@ -27,34 +28,40 @@ pub(crate) struct Built {
 /// operations answer UNAVAILABLE.
 pub(crate) fn build(
     args: &ServeArgs,
-    session: &super::session::SessionRoute,
+    route: &super::session::SessionRoute,
     matchmaking_url: Option<&str>,
 ) -> anyhow::Result<Built> {
     let auth = auth_config(args)?;
     let http = http_config(args, &auth)?;
     let authenticator = Authenticator::new(auth).context("player token configuration")?;
-    let (session, session_serving) = session.client_and_health()?;
+    let (session, session_serving) = route.client_and_health()?;
     let matchmaking = matchmaking_url
         .map(|url| {
             hidden_front_channel::matchmaking_client(url)
                 .with_context(|| format!("matchmaking URL {url:?}"))
         })
         .transpose()?;
-    let gateway = Gateway::new(
-        GatewayConfig {
-            presence_lease: Duration::from_secs(args.presence_lease_seconds),
-            max_streams: args.max_streams,
-            stream_buffer: args.stream_buffer,
-            max_lag: Duration::from_millis(args.stream_max_lag_ms),
-            actions_per_second: args.actions_per_second,
-            action_burst: args.actions_per_second.saturating_mul(2),
-            matchmaking,
-            connect: connect_config(args),
-            ..GatewayConfig::default()
-        },
-        authenticator,
-        session,
-    );
+    let config = GatewayConfig {
+        presence_lease: Duration::from_secs(args.presence_lease_seconds),
+        max_streams: args.max_streams,
+        stream_buffer: args.stream_buffer,
+        max_lag: Duration::from_millis(args.stream_max_lag_ms),
+        actions_per_second: args.actions_per_second,
+        action_burst: args.actions_per_second.saturating_mul(2),
+        matchmaking,
+        connect: connect_config(args),
+        ..GatewayConfig::default()
+    };
+    // In one process, actions and followed games go to the session itself (`referee.rs`).
+    let gateway = match route {
+        super::session::SessionRoute::Local { session: local, .. } => Gateway::with_referee(
+            config,
+            authenticator,
+            session,
+            Arc::new(super::referee::LocalReferee::new(Arc::clone(local))),
+        ),
+        super::session::SessionRoute::Remote(_) => Gateway::new(config, authenticator, session),
+    };
     let api = PlayerServiceServer::new(PlayerApi::new(gateway.clone()))
         .max_decoding_message_size(args.max_message_bytes);
     Ok(Built {

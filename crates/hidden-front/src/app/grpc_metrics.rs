@@ -90,6 +90,73 @@ pub(crate) fn register(services: &[&str]) {
     }
 }
 
+/// The same series for one method called in this process without the port
+/// (`app/referee.rs`): its `OK` handles made once, any other code when it happens.
+pub(crate) struct MethodCalls {
+    service: &'static str,
+    method: &'static str,
+    ok: metrics::Counter,
+    ok_duration: metrics::Histogram,
+}
+
+impl MethodCalls {
+    /// The series of `service`/`method`.
+    pub(crate) fn new(service: &'static str, method: &'static str) -> MethodCalls {
+        MethodCalls {
+            service,
+            method,
+            ok: metrics::counter!(
+                names::GRPC_REQUESTS_TOTAL,
+                names::GRPC_SERVICE => service,
+                names::GRPC_METHOD => method,
+                names::GRPC_CODE => "OK",
+            ),
+            ok_duration: metrics::histogram!(
+                names::GRPC_REQUEST_DURATION_SECONDS,
+                names::GRPC_SERVICE => service,
+                names::GRPC_METHOD => method,
+                names::GRPC_CODE => "OK",
+            ),
+        }
+    }
+
+    /// The call's span, as the port names it.
+    pub(crate) fn span(&self) -> tracing::Span {
+        hidden_front_telemetry::rpc_span(self.service, self.method)
+    }
+
+    /// Counts one call begun at `started` that ended with `error` (`None`: OK).
+    pub(crate) fn record(&self, error: Option<&tonic::Status>, started: Instant) {
+        let seconds = started.elapsed().as_secs_f64();
+        match error {
+            None => {
+                self.ok.increment(1);
+                self.ok_duration.record(seconds);
+            }
+            Some(status) => {
+                let code = names::GRPC_CODES
+                    .get(status.code() as usize)
+                    .copied()
+                    .unwrap_or("UNKNOWN");
+                metrics::counter!(
+                    names::GRPC_REQUESTS_TOTAL,
+                    names::GRPC_SERVICE => self.service,
+                    names::GRPC_METHOD => self.method,
+                    names::GRPC_CODE => code,
+                )
+                .increment(1);
+                metrics::histogram!(
+                    names::GRPC_REQUEST_DURATION_SECONDS,
+                    names::GRPC_SERVICE => self.service,
+                    names::GRPC_METHOD => self.method,
+                    names::GRPC_CODE => code,
+                )
+                .record(seconds);
+            }
+        }
+    }
+}
+
 /// The layer, for `tonic::transport::Server::builder().layer(...)`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct GrpcMetricsLayer;

@@ -17,6 +17,7 @@ mod gateway;
 mod grpc;
 mod grpc_metrics;
 mod matchmaking;
+mod referee;
 mod roles;
 mod session;
 mod store;
@@ -110,9 +111,12 @@ impl Application {
         // This process's gateway, clock and matchmaking call its own session directly (unless
         // `--session-url` names one, or `--in-process-session false`); another process's over
         // gRPC.
-        let session_route = match (&session, &args.session_url) {
-            (Some(server), None) if args.in_process_session => {
-                session::SessionRoute::Local(grpc::local_service(server.clone()))
+        let session_route = match (&session, &referee, &args.session_url) {
+            (Some(server), Some(referee), None) if args.in_process_session => {
+                session::SessionRoute::Local {
+                    service: grpc::local_service(server.clone()),
+                    session: Arc::clone(referee),
+                }
             }
             _ => session::SessionRoute::Remote(session_url.clone()),
         };

@@ -17,11 +17,18 @@ pub(crate) enum SessionRoute {
     /// The session of another process (`--session-url`, or no session here): gRPC over HTTP/2,
     /// balanced over every address of its host.
     Remote(String),
-    /// The session server of this process, called directly as a tower service behind its port's
-    /// layers ([`super::grpc::local_service`]). The same requests, handlers, spans, metrics and
-    /// error mapping as over a socket; none of the loopback connection's HTTP/2 framing, HPACK
-    /// and socket writes, which were most of a one-box move's cost (docs/benchmarks.md).
-    Local(LocalService),
+    /// The session of this process. The clock, matchmaking and the gateway's other calls reach
+    /// its server as a tower service behind its port's layers ([`super::grpc::local_service`]):
+    /// the same requests, handlers, spans, metrics and error mapping as over a socket, none of
+    /// the loopback connection's HTTP/2 framing, HPACK and socket writes. The gateway's actions
+    /// and followed games call the session itself (`super::referee`), with no protobuf on the
+    /// way (docs/benchmarks.md).
+    Local {
+        /// Its server behind the port's layers.
+        service: LocalService,
+        /// The session itself.
+        session: Arc<SessionService>,
+    },
 }
 
 impl SessionRoute {
@@ -42,7 +49,7 @@ impl SessionRoute {
         match self {
             SessionRoute::Remote(url) => hidden_front_channel::session_client_and_health(url)
                 .with_context(|| format!("session URL {url:?}")),
-            SessionRoute::Local(service) => Ok((
+            SessionRoute::Local { service, .. } => Ok((
                 SessionServiceClient::new(TracedChannel::local(service.clone()))
                     .max_decoding_message_size(hidden_front_channel::MAX_ANSWER_BYTES),
                 tokio::sync::watch::channel(Some(1)).1,
