@@ -205,12 +205,18 @@ pub struct PlayArgs {
     /// (the last store's to the first's). The comparisons run once, after the last store.
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., requires = "spawn", conflicts_with = "store")]
     pub stores: Vec<StoreKind>,
-    /// With `--stores`: play the stores' sequence this many times, one round after the other
-    /// (memory, postgres, memory, postgres, ...), and report each round's ratio and their median.
-    /// On a shared machine one round's ratio moves with whatever else runs beside it; rounds
-    /// that alternate and a median are steadier.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), requires = "stores")]
+    /// With `--stores` or `--compare-with`: play the sequence this many times, one round after
+    /// the other (memory, postgres, memory, postgres, ...; or this binary, the other, this, ...),
+    /// and report each round's ratio and their median. On a shared machine one round's ratio
+    /// moves with whatever else runs beside it; rounds that alternate and a median are steadier.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// Play the same games on a server of this binary too (another build, e.g. the previous
+    /// commit's), alternating with this one's for `--rounds` rounds on the same store, and report
+    /// each run's moves/s, latency and CPU per move (the server's and Postgres's) and the median
+    /// ratio of their moves/s: a regression shows in one command.
+    #[arg(long, requires = "spawn", conflicts_with = "stores")]
+    pub compare_with: Option<PathBuf>,
     /// The server to measure and the report file.
     #[command(flatten)]
     pub target: TargetArgs,
@@ -435,6 +441,16 @@ const SPAWN_ARGS: &[&str] = &["--actions-per-second", "1000000"];
 /// Runs `hidden-front bench`.
 pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
     match args.mode {
+        Mode::Play(args) if args.compare_with.is_some() => {
+            let report = run_play_binaries(&args).await?;
+            for run in &report.runs {
+                print!("{}", play_table(run));
+            }
+            print!("{}", binaries_lines(&report));
+            if let Some(path) = &args.target.json {
+                write_json(path, &report)?;
+            }
+        }
         Mode::Play(args) if !args.stores.is_empty() => {
             let report = run_play_stores(&args).await?;
             for run in &report.runs {
@@ -446,6 +462,11 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
             }
         }
         Mode::Play(args) => {
+            if args.rounds > 1 {
+                return Err(BenchError::Setting(
+                    "--rounds needs --stores or --compare-with (what the rounds alternate)".into(),
+                ));
+            }
             let report = run_play(&args).await?;
             print!("{}", play_table(&report));
             if let Some(path) = &args.target.json {
@@ -604,6 +625,106 @@ fn median(values: &[f64]) -> Option<f64> {
         n if n % 2 == 1 => Some(sorted[middle]),
         _ => Some((sorted[middle - 1] + sorted[middle]) / 2.0),
     }
+}
+
+/// The report of `bench play --compare-with`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BinariesReport {
+    /// The binaries compared: the one run first in each round (the spawned server's own), then
+    /// `--compare-with`'s.
+    pub binaries: [String; 2],
+    /// One report per binary and round, alternating.
+    pub runs: Vec<PlayReport>,
+    /// Each round's second binary's moves/s ÷ the first's.
+    pub round_ratios: Vec<f64>,
+    /// The median of `round_ratios`.
+    pub moves_ratio: Option<f64>,
+}
+
+/// `bench play --compare-with`: [`run_play`] with each binary in turn, round after round, on the
+/// same store; the comparisons only after the last run.
+pub async fn run_play_binaries(args: &PlayArgs) -> Result<BinariesReport, BenchError> {
+    let other = args
+        .compare_with
+        .clone()
+        .ok_or_else(|| BenchError::Setting("--compare-with names no binary".into()))?;
+    let first = match &args.target.serve_binary {
+        Some(path) => path.clone(),
+        None => own_binary()?,
+    };
+    for binary in [&first, &other] {
+        if !binary.is_file() {
+            return Err(BenchError::Setting(format!(
+                "{} is not a file: --compare-with (and --serve-binary) name binaries to spawn",
+                binary.display()
+            )));
+        }
+    }
+    let total = 2 * args.rounds as usize;
+    let mut runs = Vec::with_capacity(total);
+    for index in 0..total {
+        let mut run = args.clone();
+        run.compare_with = None;
+        run.target.serve_binary = Some(if index % 2 == 0 {
+            first.clone()
+        } else {
+            other.clone()
+        });
+        if index + 1 < total {
+            run.compare_seconds = 0;
+        }
+        runs.push(run_play(&run).await?);
+    }
+    let round_ratios: Vec<f64> = runs.chunks(2).filter_map(round_ratio).collect();
+    let moves_ratio = median(&round_ratios);
+    Ok(BinariesReport {
+        binaries: [first.display().to_string(), other.display().to_string()],
+        runs,
+        round_ratios,
+        moves_ratio,
+    })
+}
+
+/// The lines comparing the binaries of a `--compare-with` run: one per round, then the median.
+pub fn binaries_lines(report: &BinariesReport) -> String {
+    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} µs"));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "binaries: A = {}, B = {}",
+        report.binaries[0], report.binaries[1]
+    );
+    for (index, round) in report.runs.chunks(2).enumerate() {
+        let figures: Vec<String> = round
+            .iter()
+            .zip(["A", "B"])
+            .map(|(run, name)| {
+                format!(
+                    "{name} {:.1} moves/s (ack p99 {}; CPU per move server {}, Postgres {})",
+                    run.play.moves_per_second,
+                    ms(run.play.submit_to_ack.p99_ms),
+                    us(run.play.cpu.server_us_per_move),
+                    us(run.play.cpu.postgres_us_per_move)
+                )
+            })
+            .collect();
+        let ratio = round_ratio(round).map_or("n/a".to_string(), |r| format!("{r:.3}"));
+        let _ = writeln!(
+            out,
+            "binaries: round {}: {}; B / A moves/s {ratio}",
+            index + 1,
+            figures.join(", ")
+        );
+    }
+    let median = report
+        .moves_ratio
+        .map_or("n/a".to_string(), |r| format!("{r:.3}"));
+    let _ = writeln!(
+        out,
+        "binaries: median of {} rounds' B / A moves/s {median}",
+        report.round_ratios.len()
+    );
+    out
 }
 
 /// The lines comparing the stores of a `--stores` run: one per round of `per_round` runs, and
@@ -873,11 +994,13 @@ pub fn play_table(report: &PlayReport) -> String {
     let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} µs"));
     let _ = writeln!(
         out,
-        "  {:<34} server {} (process accounting), bench {}",
+        "  {:<34} server {} (process accounting), bench {}, Postgres {} (every postgres process here)",
         "CPU per move",
         us(cpu.server_us_per_move),
-        us(cpu.bench_us_per_move)
+        us(cpu.bench_us_per_move),
+        us(cpu.postgres_us_per_move)
     );
+    let _ = writeln!(out, "  {:<34} {:?}", "transport", p.transport);
     match (&report.pgbench, &report.pgbench_error) {
         (Some(pg), _) => {
             let _ = writeln!(

@@ -360,6 +360,39 @@ pub fn own_cpu_seconds() -> Option<f64> {
     stat_cpu_seconds(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
 
+/// The CPU seconds (user + system) of every Postgres process on this machine (`/proc/*/stat`
+/// whose command is `postgres`: the postmaster, the backends, the WAL writer, the checkpointer),
+/// or `None` when there is none. A durable move costs Postgres CPU beside the server's; a store
+/// change that moves it (a read added to every move) shows here. Processes that ended within a
+/// window take their time with them, so a figure over a window is a lower bound; the store's
+/// connections live for the whole run.
+pub fn postgres_cpu_seconds() -> Option<f64> {
+    let mut total = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if stat_command(&stat) == Some("postgres")
+            && let Some(seconds) = stat_cpu_seconds(&stat)
+        {
+            *total.get_or_insert(0.0) += seconds;
+        }
+    }
+    total
+}
+
+/// The command name of a `/proc/PID/stat` line (between the first `(` and the last `)`).
+fn stat_command(stat: &str) -> Option<&str> {
+    Some(&stat[stat.find('(')? + 1..stat.rfind(')')?])
+}
+
 /// `utime` + `stime` of a `/proc/PID/stat` line. They are fields 14 and 15, counted after the
 /// command name, which is in parentheses and may itself hold spaces; the unit is the clock tick,
 /// 100 a second on every Linux this runs on (`USER_HZ`).
@@ -379,6 +412,15 @@ pub fn own_binary() -> Result<PathBuf, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stat_line_names_its_command() {
+        let stat = "4242 (postgres) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 1 0";
+        assert_eq!(stat_command(stat), Some("postgres"));
+        assert_eq!(stat_cpu_seconds(stat), Some(2.0));
+        assert_eq!(stat_command("7 (a (b) c) S"), Some("a (b) c"));
+        assert_eq!(stat_command("garbage"), None);
+    }
 
     #[test]
     fn cpu_time_is_read_after_a_command_name_with_spaces() {

@@ -35,7 +35,7 @@ use crate::pb;
 use crate::pb::session_service_client::SessionServiceClient;
 use crate::report::{CpuSpent, Latency, Load, latency_histogram};
 use crate::rng::SeatRng;
-use crate::server::{cpu_seconds, own_cpu_seconds, rss_bytes};
+use crate::server::{cpu_seconds, own_cpu_seconds, postgres_cpu_seconds, rss_bytes};
 use hdrhistogram::Histogram;
 use hidden_front_rules::Side;
 use parking_lot::Mutex;
@@ -186,22 +186,32 @@ pub struct CpuFigures {
     pub bench_seconds: Option<f64>,
     /// `bench_seconds` / moves, in microseconds.
     pub bench_us_per_move: Option<f64>,
+    /// The CPU seconds of every Postgres process on the machine in the window (its backends
+    /// serving the server, and anything else they served meanwhile), if any runs here.
+    pub postgres_seconds: Option<f64>,
+    /// `postgres_seconds` / moves, in microseconds: what a durable move costs the database.
+    pub postgres_us_per_move: Option<f64>,
 }
 
 impl CpuFigures {
     /// The figures of a window whose ends read `before` and `after` (server, bench) and in
     /// which `moves` moves were acknowledged.
+    /// The figures of a window whose ends read `before` and `after` (server, bench, Postgres)
+    /// and in which `moves` moves were acknowledged.
     fn of(
-        before: (Option<f64>, Option<f64>),
-        after: (Option<f64>, Option<f64>),
+        before: (Option<f64>, Option<f64>, Option<f64>),
+        after: (Option<f64>, Option<f64>, Option<f64>),
         moves: u64,
     ) -> CpuFigures {
-        let cpu = CpuSpent::between(before, after, moves);
+        let cpu = CpuSpent::between((before.0, before.1), (after.0, after.1), moves);
+        let database = CpuSpent::between((before.2, None), (after.2, None), moves);
         CpuFigures {
             server_seconds: cpu.server_seconds,
             server_us_per_move: cpu.server_us_per_unit,
             bench_seconds: cpu.bench_seconds,
             bench_us_per_move: cpu.bench_us_per_unit,
+            postgres_seconds: database.server_seconds,
+            postgres_us_per_move: database.server_us_per_unit,
         }
     }
 }
@@ -454,13 +464,21 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     let pid = config.server_pid;
     let rss_before = pid.and_then(rss_bytes);
     let load_before = Load::now();
-    let cpu_before = (pid.and_then(cpu_seconds), own_cpu_seconds());
+    let cpu_before = (
+        pid.and_then(cpu_seconds),
+        own_cpu_seconds(),
+        postgres_cpu_seconds(),
+    );
     let start = Instant::now();
     let end = start + config.duration;
     // The CPU times at the window's end, read on time whatever the games are doing then.
     let cpu_after = tokio::spawn(async move {
         tokio::time::sleep_until(end).await;
-        (pid.and_then(cpu_seconds), own_cpu_seconds())
+        (
+            pid.and_then(cpu_seconds),
+            own_cpu_seconds(),
+            postgres_cpu_seconds(),
+        )
     });
     let run = Arc::new(Run {
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
@@ -521,7 +539,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     let elapsed = end.saturating_duration_since(start).min(start.elapsed());
     let (streams_at_peak, rss_at_peak) = sampler.await.unwrap_or((0, None));
     let moves = run.moves.load(Ordering::Relaxed);
-    let cpu_after = cpu_after.await.unwrap_or((None, None));
+    let cpu_after = cpu_after.await.unwrap_or((None, None, None));
     let recorder = run.recorder.lock();
     let bytes_per_stream = match (rss_before, rss_at_peak) {
         (Some(before), Some(peak)) if streams_at_peak > 0 => {

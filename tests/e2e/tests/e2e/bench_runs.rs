@@ -58,6 +58,7 @@ fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
         pgbench: PathBuf::from(std::env::var("HF_PGBENCH").unwrap_or_else(|_| "pgbench".into())),
         stores: Vec::new(),
         rounds: 1,
+        compare_with: None,
         target: target(store),
     }
 }
