@@ -124,9 +124,21 @@ async fn events_to_end(connection: &mut Connection, game_id: &str) -> Vec<pb::Ga
 /// the same events, byte for byte; every answer's events are the stream's events of those seqs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_door_shows_each_viewer_the_same_game() {
+    every_door_shows(&[]).await;
+}
+
+/// The same, with the gateway reaching its session over gRPC (as another process's would)
+/// rather than calling it in process: the two referees are indistinguishable to players.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_door_shows_the_same_game_when_the_session_is_reached_over_grpc() {
+    every_door_shows(&["--in-process-session=false"]).await;
+}
+
+async fn every_door_shows(extra: &[&str]) {
     let db = TestDatabase::create().await;
-    let server =
-        Server::start_with_args("connect-doors", db.url(), &["--actions-per-second", "5000"]).await;
+    let mut args = vec!["--actions-per-second", "5000"];
+    args.extend_from_slice(extra);
+    let server = Server::start_with_args("connect-doors", db.url(), &args).await;
     let channel = gateway::channel(server.addr()).await;
     let http = server.http_addr().expect("the HTTP listener");
     let game_id = game(&server, "door-sue", "door-ned").await;
