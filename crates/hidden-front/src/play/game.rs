@@ -343,7 +343,11 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
-        self.follow(event);
+        // A view read after a gap may hold the event already (the stream resumes from what it
+        // had told, the read is newer): applied again, it would not follow.
+        if event.seq > self.view.version {
+            self.follow(event);
+        }
         if let Some(pb::game_event::Event::Ended(ended)) = &event.event {
             self.told_end = true;
             // The final board names every piece of the last move from the end's reveal; a
