@@ -21,6 +21,7 @@
 pub mod board;
 pub mod clock;
 pub mod commands;
+pub mod connection;
 pub mod feed;
 mod game;
 pub mod guest;
