@@ -1,24 +1,30 @@
 //! One game on screen: the board read once when the game opens, then followed by the game's
-//! event stream (its events applied with the engine's `GameView::apply`, its status items for
-//! presence and clocks), the player's commands sent to the gateway, and the board drawn again
-//! when something changed.
+//! follow on the connection (its events applied with the engine's `GameView::apply`, its status
+//! items for presence and clocks), the player's commands sent as requests on the same
+//! connection, and the board drawn again when something changed.
+//!
+//! An action's answer and the events it caused come down the connection in either order. The
+//! events are applied from the follow only, each once; the answer is the acknowledgment, and its
+//! `version` says which event to wait for before the command is done
+//! ([`Game::catch_up`]), so the board after a move always shows it, and the next move is sent
+//! against the board that shows it.
 
 use super::board::{self, LastMove, own_side, render, side_name};
 use super::commands::{self, Input};
-use super::feed::{self, Feed};
-use super::{
-    CALL_ATTEMPTS, Client, clock, connection_lost, explain, legend, reconnect, say, within,
-};
+use super::connection::{Connection, Feed, Follow, Request};
+use super::reconnect;
+use super::{clock, connection_lost, explain, legend, say};
 use anyhow::{anyhow, bail};
 use hidden_front_proto::v1 as pb;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::{Code, Status};
 
-/// How long the client waits, once a view says the game has ended, for the event stream to tell
-/// the events that ended it (the stream can trail the view by a round trip): long enough for any
-/// live gateway, short enough that a broken stream does not hold the end up.
-const END_CATCH_UP: Duration = Duration::from_secs(3);
+/// How long the client waits for the follow to deliver events it knows are coming: those an
+/// answer acknowledged, or those that ended a game whose board was read ended (the follow can
+/// trail an answer or a view by a round trip). Long enough for any live gateway, short enough
+/// that a broken follow does not hold the prompt up.
+const CATCH_UP: Duration = Duration::from_secs(3);
 
 /// How a game's loop ended, so the lobby knows whether to carry on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,22 +37,27 @@ pub enum Left {
     Quit,
 }
 
-/// Plays (or, with `spectate`, watches) one game until it ends or the player leaves it.
-/// `in_lobby` says whether `lobby` has somewhere to go back to.
+/// Plays (or, with `spectate`, watches) one game until it ends or the player leaves it (which
+/// stops its follow, and so the player's presence in it). `in_lobby` says whether `lobby` has
+/// somewhere to go back to.
 pub async fn play_game(
-    client: Client,
+    connection: Connection,
     game_id: String,
     spectate: bool,
     lines: &mut mpsc::Receiver<String>,
     in_lobby: bool,
 ) -> anyhow::Result<Left> {
-    let mut client = client;
-    let view = get_game(&mut client, &game_id, spectate)
+    let view = get_game(&connection, &game_id, spectate)
         .await
         .map_err(|s| anyhow!("cannot open game {game_id:?}: {}", explain(&s)))?;
-    let mut game = Game::new(client, game_id, view, spectate);
+    let first = view.clone();
+    let ended = view.phase() == pb::Phase::Ended;
+    // From the start, so the last move before this client arrived is known; events already in
+    // the first view are absorbed without being told again.
+    let follow = (!ended).then(|| connection.follow_game(&game_id, spectate, 1));
+    let mut game = Game::new(connection, follow, game_id, first, spectate);
     game.draw()?;
-    if game.ended() {
+    if ended {
         say("the game is over.")?;
         return Ok(Left::Ended);
     }
@@ -57,52 +68,38 @@ pub async fn play_game(
         "type `help` for the commands."
     })?;
 
-    // From the start, so the last move before this client arrived is known; events already in
-    // the first view are absorbed without being told again.
-    let (feed_tx, mut feed_rx) = mpsc::channel(256);
-    let follower = tokio::spawn(feed::follow(
-        game.client.clone(),
-        game.game_id.clone(),
-        1,
-        spectate,
-        feed_tx,
-    ));
-    let mut feed_open = true;
-    let result = loop {
+    loop {
         tokio::select! {
-            item = feed_rx.recv(), if feed_open => {
+            item = game.next_item(), if game.following() => {
                 let Some(first) = item else {
-                    feed_open = false;
+                    game.feed = None;
                     continue;
                 };
                 let mut batch = vec![first];
-                while let Ok(more) = feed_rx.try_recv() {
+                while let Some(more) = game.feed.as_mut().and_then(Follow::try_recv) {
                     batch.push(more);
                 }
-                match game.take_feed(batch).await {
-                    Ok(()) => {}
-                    Err(e) => break Err(e),
-                }
+                game.take_feed(batch).await?;
             }
             line = lines.recv() => {
-                let Some(line) = line else { break Ok(Left::Quit) };
+                let Some(line) = line else { return Ok(Left::Quit) };
                 match commands::parse(&line) {
                     Err(message) => say(&message)?,
-                    Ok(Input::Quit) => break Ok(Left::Quit),
-                    Ok(Input::Lobby) if in_lobby => break Ok(Left::ToLobby),
+                    Ok(Input::Quit) => return Ok(Left::Quit),
+                    Ok(Input::Lobby) if in_lobby => return Ok(Left::ToLobby),
                     Ok(Input::Lobby) => say("there is no lobby to go back to (started with --game or --watch); `quit` leaves")?,
                     Ok(input) => game.command(input).await?,
                 }
             }
         }
         if game.ended() {
-            // The board may have been fetched ended before the stream told how: typically the
+            // The board may have been read ended before the follow told how: typically the
             // computer's reply ended the game right after the player's own move. Tell that move,
-            // its fight and the end from the stream first, then draw the final board once.
-            if !game.told_end && feed_open {
-                let deadline = tokio::time::Instant::now() + END_CATCH_UP;
+            // its fight and the end from the follow first, then draw the final board once.
+            if !game.told_end && game.following() {
+                let deadline = tokio::time::Instant::now() + CATCH_UP;
                 while !game.told_end {
-                    match tokio::time::timeout_at(deadline, feed_rx.recv()).await {
+                    match tokio::time::timeout_at(deadline, game.next_item()).await {
                         Ok(Some(item)) => {
                             game.take_item(item)?;
                         }
@@ -115,46 +112,33 @@ pub async fn play_game(
                 game.draw()?;
             }
             if !game.told_end {
-                // The board fetched after an earlier event was already the ended one.
+                // The board read after an earlier event was already the ended one.
                 say(&format!(
                     "game over: {}",
                     board::describe_outcome(game.view.outcome.as_ref(), game.me)
                 ))?;
             }
             say("the game is over.")?;
-            break Ok(Left::Ended);
+            return Ok(Left::Ended);
         }
-    };
-    follower.abort();
-    result
+    }
 }
 
 /// The game as this player sees it now; asked again on a lost connection, as reading is safe.
 async fn get_game(
-    client: &mut Client,
+    connection: &Connection,
     game_id: &str,
     spectate: bool,
 ) -> Result<pb::GameView, Status> {
-    let mut attempt = 1;
-    let mut backoff = reconnect::backoff();
-    loop {
-        let answer = within(client.get_game(pb::PlayerServiceGetGameRequest {
-            game_id: game_id.to_string(),
-            spectate,
-        }))
-        .await;
-        match answer {
-            Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
-                backoff.wait().await;
-                attempt += 1;
-            }
-            answer => {
-                return answer?
-                    .game
-                    .ok_or_else(|| Status::internal("the gateway answered without a game"));
-            }
-        }
-    }
+    let request = Request::GetGame(pb::PlayerServiceGetGameRequest {
+        game_id: game_id.to_string(),
+        spectate,
+    });
+    connection
+        .ask_again::<pb::PlayerServiceGetGameResponse>(request)
+        .await?
+        .game
+        .ok_or_else(|| Status::internal("the gateway answered without a game"))
 }
 
 /// An action the player takes; each goes out with a fresh idempotency key.
@@ -169,7 +153,7 @@ enum Action {
     Resign,
 }
 
-/// What one stream item was, for the redraw that follows a batch.
+/// What one followed item was, for the redraw that follows a batch.
 enum Took {
     /// Nothing to draw again for.
     Nothing,
@@ -179,15 +163,18 @@ enum Took {
     Restored,
 }
 
-/// The client's state: the last view drawn and what the event stream told beyond it.
+/// The client's state: the last view drawn and what the follow told beyond it.
 struct Game {
-    client: Client,
+    connection: Connection,
+    /// The game's follow on the connection; `None` once it has stopped for good (or for a game
+    /// that was over when it opened).
+    feed: Option<Follow>,
     game_id: String,
     /// The gateway's view, as last drawn.
     view: pb::GameView,
     /// The viewer's seat.
     me: Option<pb::Side>,
-    /// The last move, from the stream or an action's answer.
+    /// The last move, from the follow.
     last: Option<LastMove>,
     /// The sequence number `last` came from, so an older copy cannot replace it.
     last_seq: u64,
@@ -197,14 +184,14 @@ struct Game {
     opened_at: u64,
     /// What the board on screen shows: the view's version and `last_seq`.
     drawn: Option<(u64, u64)>,
-    /// Watching as a spectator (every view and the stream are asked for as one).
+    /// Watching as a spectator (every view and the follow are asked for as one).
     spectate: bool,
     /// Whether the game's end was told as an event (else it is told from the view).
     told_end: bool,
-    /// Whether the ended view was fetched but not drawn, waiting for the stream to tell the
+    /// Whether the ended view was fetched but not drawn, waiting for the follow to tell the
     /// events that ended the game, so the final board shows the ending move, not the one before.
     end_undrawn: bool,
-    /// Whether the event stream has told that the connection is lost and not yet that it is
+    /// Whether the follow has told that the connection is lost and not yet that it is
     /// back, so a command failing meanwhile is told as waiting for the reconnection.
     offline: bool,
     /// The engine's view of the game, followed by the events after the view last read; `None`
@@ -212,17 +199,28 @@ struct Game {
     followed: Option<hidden_front_rules::GameView>,
     /// Whether the next redraw must read the view from the gateway: an event did not follow.
     stale: bool,
+    /// The version of the last status item taken: the follow has delivered every event up to
+    /// it (those this viewer may see).
+    status_at: u64,
 }
 
 impl Game {
-    fn new(client: Client, game_id: String, view: pb::GameView, spectate: bool) -> Game {
+    fn new(
+        connection: Connection,
+        feed: Option<Follow>,
+        game_id: String,
+        view: pb::GameView,
+        spectate: bool,
+    ) -> Game {
         Game {
             spectate,
             told_end: false,
             end_undrawn: false,
             offline: false,
-            client,
+            connection,
+            feed,
             game_id,
+            status_at: 0,
             me: own_side(&view),
             last: None,
             last_seq: 0,
@@ -277,6 +275,7 @@ impl Game {
     /// it, which a command's answer may have moved past), telling when the other seat leaves or
     /// comes back.
     fn take_status(&mut self, status: &pb::GameStatus) -> std::io::Result<()> {
+        self.status_at = self.status_at.max(status.version);
         if status.version < self.view.version || self.ended() {
             return Ok(());
         }
@@ -343,7 +342,7 @@ impl Game {
             return Ok(false);
         }
         self.seen = event.seq;
-        // A view read after a gap may hold the event already (the stream resumes from what it
+        // A view read after a gap may hold the event already (the follow resumes from what it
         // had told, the read is newer): applied again, it would not follow.
         if event.seq > self.view.version {
             self.follow(event);
@@ -360,7 +359,20 @@ impl Game {
         Ok(true)
     }
 
-    /// Handles a batch of stream items in order, redrawing once if any event was news, or
+    /// Whether the game's follow still runs.
+    fn following(&self) -> bool {
+        self.feed.is_some()
+    }
+
+    /// The follow's next item; never, once it has stopped (see [`Game::following`]).
+    async fn next_item(&mut self) -> Option<Feed> {
+        match &mut self.feed {
+            Some(feed) => feed.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Handles a batch of followed items in order, redrawing once if any event was news, or
     /// if the connection came back (then from a fresh view even if nothing happened meanwhile:
     /// a server back from an outage has moved its deadlines by the outage's length).
     async fn take_feed(&mut self, batch: Vec<Feed>) -> anyhow::Result<()> {
@@ -379,27 +391,58 @@ impl Game {
         Ok(())
     }
 
-    /// Takes one stream item in, telling it; what it was, for the redraw.
+    /// Takes one followed item in, telling it; what it was, for the redraw.
     fn take_item(&mut self, item: Feed) -> anyhow::Result<Took> {
         Ok(match item {
             Feed::Event(event) if self.absorb(&event)? => Took::News,
-            Feed::Event(_) => Took::Nothing,
+            Feed::Event(_) | Feed::Lobby(_) => Took::Nothing,
             Feed::Status(status) => {
                 self.take_status(&status)?;
                 Took::Nothing
             }
-            Feed::Lost(line) => {
+            Feed::Lost(why) => {
                 self.offline = true;
-                say(&line)?;
+                say(&format!(
+                    "connection lost: {why}; reconnecting (every few seconds until it answers)"
+                ))?;
                 Took::Nothing
             }
-            Feed::Restored(line) => {
+            Feed::Restored(from) => {
                 self.offline = false;
-                say(&line)?;
+                say(&format!(
+                    "connection restored: following the game again from #{from}"
+                ))?;
                 Took::Restored
             }
             Feed::Fatal(message) => bail!("the gateway ended the game stream: {message}"),
         })
+    }
+
+    /// Takes the follow's items until it has delivered every event up to `version` (an
+    /// answer's acknowledgment of the events it caused, which may come before or after it), or
+    /// a status item says so, then draws again if anything was news. Not past [`CATCH_UP`], nor
+    /// while the connection is lost: the events are told whenever they come.
+    async fn catch_up(&mut self, version: u64) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + CATCH_UP;
+        let (mut news, mut restored) = (false, false);
+        while self.seen.max(self.status_at) < version && self.following() && !self.offline {
+            let Ok(item) = tokio::time::timeout_at(deadline, self.next_item()).await else {
+                break;
+            };
+            let Some(item) = item else {
+                self.feed = None;
+                break;
+            };
+            match self.take_item(item)? {
+                Took::Nothing => {}
+                Took::News => news = true,
+                Took::Restored => restored = true,
+            }
+        }
+        if news || restored {
+            self.redraw(restored).await?;
+        }
+        Ok(())
     }
 
     /// Draws the board: the followed view, unless `fetch` (after a gap, on `board`, after a
@@ -424,7 +467,7 @@ impl Game {
         let mut attempt = 0;
         let mut backoff = reconnect::backoff();
         loop {
-            match get_game(&mut self.client, &self.game_id, self.spectate).await {
+            match get_game(&self.connection, &self.game_id, self.spectate).await {
                 Ok(view) if view.version < self.seen && attempt < 3 => {
                     attempt += 1;
                     backoff.wait().await;
@@ -439,7 +482,7 @@ impl Game {
                         self.view.reveal = reveal;
                     }
                     if self.ended() && !self.told_end {
-                        // Drawn once the stream has told how it ended (see `play_game`).
+                        // Drawn once the follow has told how it ended (see `play_game`).
                         self.end_undrawn = true;
                         return Ok(());
                     }
@@ -460,16 +503,18 @@ impl Game {
     }
 
     /// Carries out one command typed by the player.
-    async fn command(&mut self, input: Input) -> std::io::Result<()> {
+    async fn command(&mut self, input: Input) -> anyhow::Result<()> {
         let action = match input {
             Input::Nothing | Input::Quit | Input::Lobby => return Ok(()),
-            Input::Help => return say(commands::HELP),
-            Input::Board => return self.redraw(true).await,
-            Input::Clock => return self.clock(),
-            Input::Legend => return say(&legend::legend(&self.view.rules, Some(&self.view))),
+            Input::Help => return Ok(say(commands::HELP)?),
+            Input::Board => return Ok(self.redraw(true).await?),
+            Input::Clock => return Ok(self.clock()?),
+            Input::Legend => {
+                return Ok(say(&legend::legend(&self.view.rules, Some(&self.view)))?);
+            }
             Input::Moves(from) => {
                 let from = from.map(|f| commands::node_name(&self.view.rules, &f));
-                return self.list_moves(from).await;
+                return Ok(self.list_moves(from).await?);
             }
             Input::Move { from, to } => Action::Play {
                 from: commands::node_name(&self.view.rules, &from),
@@ -487,32 +532,22 @@ impl Game {
             Input::Resign => Action::Resign,
         };
         match self.act(&action).await {
-            Ok(result) => {
-                let mut events = result.events;
-                events.sort_by_key(|e| e.seq);
-                let mut news = false;
-                for event in &events {
-                    news |= self.absorb(event)?;
-                }
-                if news {
-                    self.redraw(false).await?;
-                }
-                Ok(())
-            }
+            // The events come from the follow; the answer says up to which one.
+            Ok(result) => self.catch_up(result.version).await,
             Err(status) if status.code() == Code::Aborted => {
                 say(&format!(
                     "error: {} (the game moved on since this board; here it is now)",
                     explain(&status)
                 ))?;
-                self.redraw(true).await
+                Ok(self.redraw(true).await?)
             }
-            Err(status) if connection_lost(&status) => say(&self.not_sent(&status)),
-            Err(status) => say(&format!("error: {}", explain(&status))),
+            Err(status) if connection_lost(&status) => Ok(say(&self.not_sent(&status))?),
+            Err(status) => Ok(say(&format!("error: {}", explain(&status)))?),
         }
     }
 
-    /// What to tell when an action could not reach the gateway (after [`CALL_ATTEMPTS`]): while
-    /// the event stream has told that the connection is lost, that the client is reconnecting
+    /// What to tell when an action could not reach the gateway (after
+    /// [`super::connection::CALL_ATTEMPTS`]): while the follow has told that the connection is lost, that the client is reconnecting
     /// and will say when it is back (the board drawn then shows whether anything happened).
     fn not_sent(&self, status: &Status) -> String {
         if self.offline {
@@ -529,69 +564,40 @@ impl Game {
     /// the version of the board the player looked at, so it is refused rather than played on a
     /// position the player has not seen.
     async fn act(&mut self, action: &Action) -> Result<pb::ActionResult, Status> {
-        let key = uuid::Uuid::new_v4().to_string();
-        let expected_version = match action {
-            Action::Play { .. } => Some(self.view.version),
-            _ => None,
+        let context = Some(pb::ActionContext {
+            game_id: self.game_id.clone(),
+            idempotency_key: uuid::Uuid::new_v4().to_string(),
+            expected_version: match action {
+                Action::Play { .. } => Some(self.view.version),
+                _ => None,
+            },
+        });
+        let request = match action {
+            Action::Play { from, to } => Request::Play(pb::PlayRequest {
+                context,
+                r#move: Some(pb::Move {
+                    from: from.clone(),
+                    to: to.clone(),
+                }),
+            }),
+            Action::Swap { a, b } => Request::Swap(pb::SwapRequest {
+                context,
+                square_a: a.clone(),
+                square_b: b.clone(),
+            }),
+            Action::Shuffle => Request::Reshuffle(pb::ReshuffleRequest { context }),
+            Action::Confirm => Request::Confirm(pb::ConfirmRequest { context }),
+            Action::OfferDraw => Request::ProposeDraw(pb::ProposeDrawRequest { context }),
+            Action::AnswerDraw(accept) => Request::RespondDraw(pb::RespondDrawRequest {
+                context,
+                accept: *accept,
+            }),
+            Action::Resign => Request::Concede(pb::ConcedeRequest { context }),
         };
-        let mut attempt = 1;
-        let mut backoff = reconnect::backoff();
-        loop {
-            let context = Some(pb::ActionContext {
-                game_id: self.game_id.clone(),
-                idempotency_key: key.clone(),
-                expected_version,
-            });
-            let client = &mut self.client;
-            let answer = match action {
-                Action::Play { from, to } => within(client.play(pb::PlayRequest {
-                    context,
-                    r#move: Some(pb::Move {
-                        from: from.clone(),
-                        to: to.clone(),
-                    }),
-                }))
-                .await
-                .map(|r| r.result),
-                Action::Swap { a, b } => within(client.swap(pb::SwapRequest {
-                    context,
-                    square_a: a.clone(),
-                    square_b: b.clone(),
-                }))
-                .await
-                .map(|r| r.result),
-                Action::Shuffle => within(client.reshuffle(pb::ReshuffleRequest { context }))
-                    .await
-                    .map(|r| r.result),
-                Action::Confirm => within(client.confirm(pb::ConfirmRequest { context }))
-                    .await
-                    .map(|r| r.result),
-                Action::OfferDraw => {
-                    within(client.propose_draw(pb::ProposeDrawRequest { context }))
-                        .await
-                        .map(|r| r.result)
-                }
-                Action::AnswerDraw(accept) => within(client.respond_draw(pb::RespondDrawRequest {
-                    context,
-                    accept: *accept,
-                }))
-                .await
-                .map(|r| r.result),
-                Action::Resign => within(client.concede(pb::ConcedeRequest { context }))
-                    .await
-                    .map(|r| r.result),
-            };
-            match answer {
-                Err(status) if connection_lost(&status) && attempt < CALL_ATTEMPTS => {
-                    backoff.wait().await;
-                    attempt += 1;
-                }
-                other => return other.map(Option::unwrap_or_default),
-            }
-        }
+        self.connection.ask_again(request).await
     }
 
-    /// Prints the clock lines now, from the status the stream last brought (it comes with every
+    /// Prints the clock lines now, from the status the follow last brought (it comes with every
     /// change, so no read is needed).
     fn clock(&self) -> std::io::Result<()> {
         let mut lines = clock::clock_lines(&self.view, clock::server_now_unix_millis());
@@ -626,11 +632,11 @@ impl Game {
                 }
             }
             _ => {
-                let answer = within(self.client.legal_moves(pb::LegalMovesRequest {
+                let request = Request::LegalMoves(pb::LegalMovesRequest {
                     game_id: self.game_id.clone(),
                     min_version: None,
-                }))
-                .await;
+                });
+                let answer = self.connection.ask::<pb::LegalMovesResponse>(request).await;
                 match answer {
                     Ok(answer) => answer.moves,
                     Err(status) => return say(&format!("error: {}", explain(&status))),

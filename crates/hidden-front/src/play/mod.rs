@@ -1,14 +1,20 @@
 //! `hidden-front play`: a plain-text terminal client, so a person can play a real game through the
 //! gateway's public `PlayerService`, e.g. one tmux pane per player.
 //!
+//! The client holds one `PlayerService/Connect` stream per session ([`connection`]): every
+//! command goes up it as a request and its answer comes back on it, and the games and the lobby
+//! the client follows come down the same stream. So a move is one message up, and a gateway that
+//! restarts is found again once, by one reconnection, for everything.
+//!
 //! The client holds no game logic of its own. The board it draws is the gateway's `GetGame` view
 //! when the game opens (and again after the connection came back, or on `board`), followed from
-//! there by the stream's events with the rules engine's `GameView::apply` (the same function the
-//! engine's tests hold to `view` after every event), and by the stream's status items for presence
-//! and clocks; so it reads the view once, not per event. An event that does not follow from the
-//! view on screen (which the referee never sends) makes the next redraw fetch the view again. The
-//! stream also says *what happened* (the last move and its fight, which a view does not carry). Typed commands and stream events are read concurrently and
-//! handled one at a time on one task, so output never interleaves mid-board.
+//! there by the follow's events with the rules engine's `GameView::apply` (the same function the
+//! engine's tests hold to `view` after every event), and by its status items for presence and
+//! clocks; so it reads the view once, not per event ([`game`]). An event that does not follow
+//! from the view on screen (which the referee never sends) makes the next redraw fetch the view
+//! again. The events also say *what happened* (the last move and its fight, which a view does not
+//! carry). Typed commands and followed events are read concurrently and handled one at a time on
+//! one task, so output never interleaves mid-board.
 //!
 //! Output is plain lines on stdout (no full-screen UI), so it works in tmux, in a pipe and in
 //! tests. End of input (Ctrl-D, or the end of a piped script) leaves like `quit`.
@@ -22,7 +28,6 @@ pub mod board;
 pub mod clock;
 pub mod commands;
 pub mod connection;
-pub mod feed;
 mod game;
 pub mod guest;
 pub mod legend;
@@ -31,18 +36,12 @@ pub mod reconnect;
 
 pub use game::{Left, play_game};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use board::printable;
+use connection::Connection;
 use hidden_front_proto::v1 as pb;
-use hidden_front_proto::v1::player_service_client::PlayerServiceClient;
-use std::future::Future;
 use std::io::{BufRead as _, Write as _};
-use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::metadata::{Ascii, MetadataValue};
-use tonic::service::Interceptor;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
 /// Arguments of `hidden-front play`.
@@ -69,34 +68,6 @@ pub struct PlayArgs {
     pub http: String,
 }
 
-/// The player API client as this command uses it: every call carries the bearer token.
-pub type Client = PlayerServiceClient<InterceptedService<Channel, Bearer>>;
-
-/// Adds `authorization: Bearer <token>` to every call, since the gateway authenticates each call
-/// (streams included) rather than a session.
-#[derive(Clone)]
-pub struct Bearer(MetadataValue<Ascii>);
-
-impl Interceptor for Bearer {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
-        request
-            .metadata_mut()
-            .insert("authorization", self.0.clone());
-        Ok(request)
-    }
-}
-
-/// How long a single call may take before the client gives up on it and says so, so a hung
-/// gateway cannot freeze the prompt. The event stream is not bounded by it.
-const CALL_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// How many times a call is tried when the connection fails under it, waiting between attempts
-/// as every reconnect does ([`reconnect::backoff`]: so about a second in all). An action goes
-/// again with the same idempotency key, which makes that safe: a second copy returns the first
-/// answer. A call that still fails is told to the player, who types it again once the connection
-/// is restored.
-const CALL_ATTEMPTS: u32 = 3;
-
 /// Runs the client: the game given, or the lobby; until the player quits or input ends (or, with
 /// `--game` / `--watch`, until that game ends).
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
@@ -118,8 +89,8 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
             "no token: pass --token or set HF_TOKEN (get one with `hidden-front token --player NAME`), or play as a guest with --guest"
         ),
     };
-    let client = connect(&args.gateway, &token).await?;
-    check_gateway(&client, &args.gateway).await?;
+    let connection = Connection::open(&args.gateway, &token).await?;
+    check_gateway(&connection, &args.gateway).await?;
     if let Some(offset) = guest::server_clock_offset(&args.http).await {
         clock::set_server_offset(offset);
         if offset.abs() >= 2_000 {
@@ -134,48 +105,17 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
     let (game_id, spectate) = match (&args.game, &args.watch) {
         (Some(game), _) => (commands::game_of_link(game), false),
         (None, Some(game)) => (commands::game_of_link(game), true),
-        (None, None) => return lobby::run(client, &mut lines).await,
+        (None, None) => return lobby::run(connection, &mut lines).await,
     };
-    play_game(client, game_id, spectate, &mut lines, false)
+    play_game(connection, game_id, spectate, &mut lines, false)
         .await
         .map(|_| ())
-}
-
-/// Opens the connection, failing now with a clear message if the gateway cannot be reached rather
-/// than at the first command.
-async fn connect(gateway: &str, token: &str) -> anyhow::Result<Client> {
-    let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
-    let header: MetadataValue<Ascii> = format!("Bearer {token}")
-        .parse()
-        .context("the token holds characters that cannot go in a gRPC header")?;
-    let endpoint = Endpoint::from_shared(gateway.to_string())
-        .with_context(|| {
-            format!("{gateway:?} is not a gateway address (like http://127.0.0.1:50051)")
-        })?
-        .connect_timeout(Duration::from_secs(5))
-        // Pings find a dead connection under an idle stream, so the follower resumes promptly.
-        .http2_keep_alive_interval(Duration::from_secs(20))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .keep_alive_while_idle(true);
-    let channel = match endpoint.connect().await {
-        Ok(channel) => channel,
-        Err(e) if guest::speaks_http1(gateway).await => bail!(http_not_grpc(gateway, &e)),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "cannot reach the gateway at {gateway} (is it running? see --gateway / HF_GATEWAY)"
-            )));
-        }
-    };
-    Ok(PlayerServiceClient::with_interceptor(
-        channel,
-        Bearer(header),
-    ))
 }
 
 /// What to say when `--gateway` answers plain HTTP: the gateway's HTTP port (the page, guest
 /// sign-in) was given where its gRPC port belongs, a mistake tonic itself reports only as a
 /// protocol error ("invalid compression flag") that names neither port.
-fn http_not_grpc(gateway: &str, error: &dyn std::fmt::Display) -> String {
+pub(crate) fn http_not_grpc(gateway: &str, error: &dyn std::fmt::Display) -> String {
     format!(
         "{gateway} answers HTTP, not gRPC: it looks like the gateway's HTTP port (the page); \
          use the gRPC port with --gateway / HF_GATEWAY, e.g. http://127.0.0.1:50051 (the \
@@ -193,13 +133,14 @@ fn not_grpc_answer(status: &Status) -> bool {
         || matches!(status.code(), Code::Unknown | Code::Internal)
 }
 
-/// The one cheap call at start that proves the address speaks the player API and accepts the
-/// token (`ListMyGames`, active games only), so a wrong port or a bad token is told now, in
-/// words, instead of at the first command, after the lobby or the board has opened. Every
-/// failure ends the client with a message naming what is wrong and what to pass instead.
-async fn check_gateway(client: &Client, gateway: &str) -> anyhow::Result<()> {
-    let mut client = client.clone();
-    let answer = within(client.list_my_games(pb::ListMyGamesRequest { active_only: true })).await;
+/// The one cheap request at start (`ListMyGames`, active games only), which opens the `Connect`
+/// stream and so proves that the address speaks the player API and accepts the token: a wrong
+/// port or a bad token is told now, in words, instead of at the first command, after the lobby
+/// or the board has opened. Every failure ends the client with a message naming what is wrong
+/// and what to pass instead.
+async fn check_gateway(connection: &Connection, gateway: &str) -> anyhow::Result<()> {
+    let request = connection::Request::ListMyGames(pb::ListMyGamesRequest { active_only: true });
+    let answer = connection.ask::<pb::ListMyGamesResponse>(request).await;
     let Err(status) = answer else {
         return Ok(());
     };
@@ -232,22 +173,9 @@ async fn check_gateway(client: &Client, gateway: &str) -> anyhow::Result<()> {
     }
 }
 
-/// One unary call, bounded by [`CALL_TIMEOUT`], answering its message.
-pub async fn within<T>(
-    call: impl Future<Output = Result<tonic::Response<T>, Status>>,
-) -> Result<T, Status> {
-    match tokio::time::timeout(CALL_TIMEOUT, call).await {
-        Ok(answer) => answer.map(tonic::Response::into_inner),
-        Err(_) => Err(Status::deadline_exceeded(format!(
-            "no answer from the gateway within {} s",
-            CALL_TIMEOUT.as_secs()
-        ))),
-    }
-}
-
 /// Whether a call failed because the connection under it went away (the gateway restarting, a
 /// dropped network), so the same call may well succeed on a fresh connection.
-fn connection_lost(status: &Status) -> bool {
+pub(crate) fn connection_lost(status: &Status) -> bool {
     match status.code() {
         Code::Unavailable | Code::Cancelled => true,
         // A connection that broke below gRPC (accepted, then closed before any answer, as a
