@@ -3,9 +3,10 @@
 //! the connection, the board drawn from `get_game`, the game followed again after a `Reconnect`
 //! from the last seen sequence number + 1, a typed move sent with the board's version and a fresh
 //! uuid key, live events told and redrawn, server refusals printed, clear failures for an
-//! unreachable gateway or a refused token, and an outage (the gateway gone mid-game and back on the
-//! same port: told once, back within seconds, said so, the board drawn again from a fresh view).
-//! The real gateway is covered by `play_lobby.rs` and the end-to-end tests.
+//! unreachable gateway or a refused token, an outage (the gateway gone mid-game and back on the
+//! same port: told once, back within seconds, said so, the board drawn again from a fresh view),
+//! and goodbyes (followed again from the right point, every event told once). The real gateway is
+//! covered by `play_lobby.rs` and the end-to-end tests.
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
@@ -51,6 +52,10 @@ struct Fake {
     /// The lobby's live events, and how many times the lobby was followed.
     lobby: broadcast::Sender<pb::LobbyEvent>,
     lobby_watches: Arc<tokio::sync::watch::Sender<usize>>,
+    /// How many times the game was followed.
+    follows: Arc<tokio::sync::watch::Sender<usize>>,
+    /// Tells every connection to say goodbye (with the resume point to name, if not the truth).
+    goodbyes: broadcast::Sender<Option<u64>>,
 }
 
 fn piece(square: &str, side: pb::Side, id: u32, code: &str) -> pb::VisiblePiece {
@@ -138,6 +143,8 @@ impl Fake {
             live: broadcast::channel(16).0,
             lobby: broadcast::channel(16).0,
             lobby_watches: Arc::new(tokio::sync::watch::channel(0).0),
+            follows: Arc::new(tokio::sync::watch::channel(0).0),
+            goodbyes: broadcast::channel(4).0,
         }
     }
 
@@ -216,6 +223,16 @@ impl Fake {
             pieces: vec![],
             reveal: Some(reveal),
         }));
+    }
+
+    /// Appends an event to the log without telling live followers: as if it happened while the
+    /// client was between two connections.
+    fn append_unseen(&self, e: pb::game_event::Event) -> pb::GameEvent {
+        let mut state = self.state.lock().unwrap();
+        let ev = event(state.view.version + 1, e);
+        state.view.version = ev.seq;
+        state.log.push(ev.clone());
+        ev
     }
 
     /// Appends an event as the referee would, and tells live followers.
@@ -327,11 +344,26 @@ impl Fake {
             }),
         }
     }
+
+    /// Each connection says goodbye, naming `named` as every game's resume point (`None`: the
+    /// first seq it has not sent), and closes.
+    fn goodbye(&self, named: Option<u64>) {
+        let _ = self.goodbyes.send(named);
+    }
+
+    /// Waits (up to a minute) until `n` follows of the game were asked for in all.
+    async fn follows_at_least(&self, n: usize) {
+        let mut follows = self.follows.subscribe();
+        tokio::time::timeout(Duration::from_secs(60), follows.wait_for(|&f| f >= n))
+            .await
+            .unwrap_or_else(|_| panic!("the client did not follow the game {n} times"))
+            .unwrap();
+    }
 }
 
 /// One `Connect` connection of the stand-in: its requests answered in order, each followed game
 /// a task sending its events (the first follow of a game sends the history, then asks the client
-/// to follow again from #6), and the lobby's live events.
+/// to follow again from #6), the lobby's live events, and a goodbye when the test says.
 struct Conn {
     fake: Fake,
     out: mpsc::Sender<Result<pb::ConnectResponse, Status>>,
@@ -342,8 +374,35 @@ struct Conn {
 
 impl Conn {
     async fn serve(mut self, mut incoming: tonic::Streaming<pb::ConnectRequest>) {
-        while let Ok(Some(request)) = incoming.message().await {
-            self.handle(request).await;
+        let mut goodbyes = self.fake.goodbyes.subscribe();
+        loop {
+            tokio::select! {
+                request = incoming.message() => match request {
+                    Ok(Some(request)) => self.handle(request).await,
+                    _ => break,
+                },
+                named = goodbyes.recv() => {
+                    let Ok(named) = named else { break };
+                    let mut games: Vec<pb::Reconnect> = self
+                        .games
+                        .iter()
+                        .map(|(game_id, (_, next))| pb::Reconnect {
+                            resume_from_seq: named.unwrap_or(next.load(Ordering::SeqCst)),
+                            reason: "test".into(),
+                            game_id: game_id.clone(),
+                        })
+                        .collect();
+                    games.sort_by(|a, b| a.game_id.cmp(&b.game_id));
+                    let goodbye = pb::Goodbye {
+                        reason: "SHUTTING_DOWN".into(),
+                        message: "this stand-in is going away".into(),
+                        games,
+                        lobby_after_seq: None,
+                    };
+                    let _ = self.out.send(item(Item::Goodbye(goodbye))).await;
+                    break;
+                }
+            }
         }
         for (task, _) in self.games.values() {
             task.abort();
@@ -418,6 +477,7 @@ impl Conn {
                 .collect();
             (backlog, state.follow_from.len() == 1)
         };
+        self.fake.follows.send_modify(|n| *n += 1);
         let followed = answer(
             id,
             Answered::Followed(pb::Followed {
@@ -1076,6 +1136,76 @@ async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
         Some(&6),
         "resumed from the last seen + 1"
     );
+}
+
+/// A gateway that says goodbye names where to resume each game; the client follows again from
+/// there or from what it has, whichever is earlier, so an event that happened in between is told,
+/// and an event sent again is not told twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_goodbye_the_game_is_followed_again_with_nothing_missed_or_repeated() {
+    use pb::game_event::Event as E;
+    let fake = Fake::new();
+    let url = serve(fake.clone()).await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    let mut told = player.wait_for("last move: north ? C8-C7");
+    // Followed live: the first follow's history, then again from #6 after its `Reconnect`.
+    fake.follows_at_least(2).await;
+    let offer = || {
+        E::DrawOffered(pb::DrawOffered {
+            side: pb::Side::North as i32,
+        })
+    };
+
+    // The goodbye names the truth (#6), and #6 happens before the client is back.
+    fake.append_unseen(offer());
+    fake.goodbye(None);
+    fake.follows_at_least(3).await;
+    told += &player.wait_for("#6 north offers a draw");
+
+    // It names a point past anything sent (a server that lost count): the client asks for what
+    // it has not had, #7.
+    fake.append_unseen(E::DrawDeclined(pb::DrawDeclined {
+        side: pb::Side::South as i32,
+    }));
+    fake.goodbye(Some(99));
+    fake.follows_at_least(4).await;
+    told += &player.wait_for("#7 south (you) declined the draw offer");
+
+    // It names a point far behind: #2 to #7 come again, and only #8 is news.
+    fake.append_unseen(offer());
+    fake.goodbye(Some(2));
+    fake.follows_at_least(5).await;
+    told += &player.wait_for("#8 north offers a draw");
+
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    for seq in 6..=8 {
+        assert_eq!(
+            told.matches(&format!("#{seq} ")).count(),
+            1,
+            "#{seq} told once:\n{told}"
+        );
+    }
+    for seq in 2..=5 {
+        assert!(
+            !told.contains(&format!("#{seq} ")),
+            "#{seq} is history, not news:\n{told}"
+        );
+    }
+    assert!(
+        !told.contains("connection lost") && !told.contains("connection restored"),
+        "a goodbye answered by a working reconnection is no outage:\n{told}"
+    );
+    let state = fake.state.lock().unwrap();
+    assert_eq!(state.follow_from, [1, 6, 6, 7, 2]);
+    assert!(state.unary_calls.is_empty(), "{:?}", state.unary_calls);
 }
 
 #[tokio::test(flavor = "multi_thread")]
