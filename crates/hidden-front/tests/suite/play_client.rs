@@ -6,7 +6,7 @@
 //! unreachable gateway or a refused token, an outage (the gateway gone mid-game and back on the
 //! same port: told once, back within seconds, said so, the board drawn again from a fresh view),
 //! and goodbyes (followed again from the right point, every event told once). The real gateway is
-//! covered by `play_lobby.rs` and the end-to-end tests.
+//! covered by `play_connect.rs`, `play_lobby.rs` and the end-to-end tests.
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
