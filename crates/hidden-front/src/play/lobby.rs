@@ -4,18 +4,18 @@
 //! own games and the rating; then the game is played in [`super::play_game`], and the player comes
 //! back here when it ends.
 //!
-//! A match or an accepted invite is pushed on the player's lobby stream (`WatchLobby`), never
-//! polled. The stream is read from the player's first stored event, so a match found between
-//! the request and the subscription is not missed; what is waited for is picked out by the ticket
-//! id or invite code this client chose or was given, so older events cannot be mistaken for it.
+//! Every request goes on the session's one connection, and a match or an accepted invite is
+//! pushed on it by the lobby's follow (`follow_lobby`) while the player waits, never polled. The
+//! lobby is followed from the player's first stored event, so a match found between the request
+//! and the follow is not missed; what is waited for is picked out by the ticket id or invite code
+//! this client chose or was given, so older events cannot be mistaken for it.
 
 use super::commands::{self, LOBBY_HELP, LobbyInput, RULES_LIST};
-use super::reconnect::{self, Outage};
-use super::{Client, Left, explain, play_game, say, within};
+use super::connection::{Connection, Feed, Request};
+use super::{Left, explain, play_game, say};
 use hidden_front_proto::v1 as pb;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use tonic::Code;
 
 use super::board::{printable, side_name};
 
@@ -32,17 +32,9 @@ enum Waited {
     Quit,
 }
 
-/// What the lobby stream's follower tells the waiting loop.
-enum LobbyFeed {
-    Event(pb::LobbyEvent),
-    /// A line about the connection: lost (once per outage), or back.
-    Notice(String),
-    Fatal(String),
-}
-
 /// Runs the lobby until the player quits or input ends.
-pub async fn run(client: Client, lines: &mut mpsc::Receiver<String>) -> anyhow::Result<()> {
-    let mut lobby = Lobby { client };
+pub async fn run(connection: Connection, lines: &mut mpsc::Receiver<String>) -> anyhow::Result<()> {
+    let mut lobby = Lobby { connection };
     say("lobby: play the computer, find a match, invite a friend or watch a game (type `help`).")?;
     lobby.in_progress_hint().await?;
     loop {
@@ -111,7 +103,7 @@ pub async fn run(client: Client, lines: &mut mpsc::Receiver<String>) -> anyhow::
         let Some((game_id, spectate)) = game else {
             continue;
         };
-        match play_game(lobby.client.clone(), game_id, spectate, lines, true).await {
+        match play_game(lobby.connection.clone(), game_id, spectate, lines, true).await {
             Ok(Left::Quit) => return Ok(()),
             Ok(Left::Ended) | Ok(Left::ToLobby) => {
                 say("back in the lobby (type `help` for the commands).")?;
@@ -123,18 +115,22 @@ pub async fn run(client: Client, lines: &mut mpsc::Receiver<String>) -> anyhow::
 
 /// The lobby's connection.
 struct Lobby {
-    client: Client,
+    connection: Connection,
 }
 
 impl Lobby {
+    /// The player's games (only those in progress with `active_only`).
+    async fn list_my_games(
+        &self,
+        active_only: bool,
+    ) -> Result<pb::ListMyGamesResponse, tonic::Status> {
+        let request = Request::ListMyGames(pb::ListMyGamesRequest { active_only });
+        self.connection.ask(request).await
+    }
+
     /// Tells the player about games still in progress, which they may want to go back to.
     async fn in_progress_hint(&mut self) -> anyhow::Result<()> {
-        let Ok(answer) = within(
-            self.client
-                .list_my_games(pb::ListMyGamesRequest { active_only: true }),
-        )
-        .await
-        else {
+        let Ok(answer) = self.list_my_games(true).await else {
             return Ok(()); // the commands will say what is wrong
         };
         if answer.games.is_empty() {
@@ -150,11 +146,7 @@ impl Lobby {
 
     /// Lists every game of the player, those in progress first.
     async fn games(&mut self) -> anyhow::Result<()> {
-        let answer = within(
-            self.client
-                .list_my_games(pb::ListMyGamesRequest { active_only: false }),
-        )
-        .await;
+        let answer = self.list_my_games(false).await;
         let mut games = match answer {
             Ok(answer) => answer.games,
             Err(status) => {
@@ -180,7 +172,12 @@ impl Lobby {
 
     /// Prints the player's rating.
     async fn rating(&mut self) -> anyhow::Result<()> {
-        match within(self.client.get_my_rating(pb::GetMyRatingRequest {})).await {
+        let request = Request::GetMyRating(pb::GetMyRatingRequest {});
+        match self
+            .connection
+            .ask::<pb::GetMyRatingResponse>(request)
+            .await
+        {
             Ok(answer) => {
                 let r = answer.rating.unwrap_or_default();
                 say(&format!(
@@ -217,7 +214,11 @@ impl Lobby {
                 pb::Side::South as i32
             },
         };
-        match within(self.client.play_computer(request)).await {
+        let request = Request::PlayComputer(request);
+        match (self.connection)
+            .ask::<pb::PlayerServicePlayComputerResponse>(request)
+            .await
+        {
             Ok(answer) => {
                 say(&format!(
                     "a game against the computer: {} ({rules}, level {}, relaxed time control), you play {}",
@@ -242,7 +243,11 @@ impl Lobby {
         let request = pb::PlayerServiceAcceptInviteRequest {
             code: code.to_string(),
         };
-        match within(self.client.accept_invite(request)).await {
+        let request = Request::AcceptInvite(request);
+        match (self.connection)
+            .ask::<pb::PlayerServiceAcceptInviteResponse>(request)
+            .await
+        {
             Ok(answer) => {
                 say(&format!(
                     "invite accepted: game {}, you play {} against {}",
@@ -267,11 +272,7 @@ impl Lobby {
         if let Some(game) = game {
             return Ok(Some((game, false)));
         }
-        let answer = within(
-            self.client
-                .list_my_games(pb::ListMyGamesRequest { active_only: true }),
-        )
-        .await;
+        let answer = self.list_my_games(true).await;
         let games = match answer {
             Ok(answer) => answer.games,
             Err(status) => {
@@ -318,7 +319,8 @@ impl Lobby {
             queue: Some(queue),
             ttl_seconds: 0,
         };
-        let ticket = match within(self.client.find_match(request)).await {
+        let request = Request::FindMatch(request);
+        let ticket = match self.connection.ask::<pb::FindMatchResponse>(request).await {
             Ok(answer) => answer.ticket.unwrap_or_default(),
             Err(status) => {
                 say(&format!(
@@ -361,7 +363,11 @@ impl Lobby {
             rules: rules.to_string(),
             time_control: time_control.to_string(),
         };
-        let invite = match within(self.client.create_invite(request)).await {
+        let request = Request::CreateInvite(request);
+        let invite = match (self.connection)
+            .ask::<pb::PlayerServiceCreateInviteResponse>(request)
+            .await
+        {
             Ok(answer) => answer.invite.unwrap_or_default(),
             Err(status) => {
                 say(&format!(
@@ -386,16 +392,16 @@ impl Lobby {
             .await
     }
 
-    /// Waits for the match or the accepted invite on the lobby stream, telling the wait every
-    /// [`WAIT_TICK`], until it comes, lapses, or the player cancels.
+    /// Waits for the match or the accepted invite on the lobby's follow, telling the wait every
+    /// [`WAIT_TICK`], until it comes, lapses, or the player cancels. The follow stops with the
+    /// wait.
     async fn wait(
         &mut self,
         wanted: &Wanted,
         whom: &str,
         lines: &mut mpsc::Receiver<String>,
     ) -> anyhow::Result<Waited> {
-        let (tx, mut rx) = mpsc::channel(64);
-        let follower = tokio::spawn(follow_lobby(self.client.clone(), tx));
+        let mut follow = self.connection.follow_lobby(0);
         let started = Instant::now();
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WAIT_TICK, WAIT_TICK);
         let waited = loop {
@@ -406,22 +412,26 @@ impl Lobby {
                         started.elapsed().as_secs()
                     ))?;
                 }
-                item = rx.recv() => match item {
+                item = follow.recv() => match item {
                     None => {
                         say("the lobby stream stopped; back in the lobby")?;
                         break Waited::Lobby;
                     }
-                    Some(LobbyFeed::Notice(notice)) => say(&notice)?,
-                    Some(LobbyFeed::Fatal(message)) => {
+                    Some(Feed::Lost(why)) => say(&format!(
+                        "connection lost: {why}; reconnecting (every few seconds until it answers; the wait goes on)"
+                    ))?,
+                    Some(Feed::Restored(_)) => say("connection restored: following the lobby again")?,
+                    Some(Feed::Fatal(message)) => {
                         say(&format!("error: the lobby stream failed: {message}"))?;
                         self.cancel(wanted).await?;
                         break Waited::Lobby;
                     }
-                    Some(LobbyFeed::Event(event)) => {
+                    Some(Feed::Lobby(event)) => {
                         if let Some(done) = wanted.judge(&event, started)? {
                             break done;
                         }
                     }
+                    Some(Feed::Event(_) | Feed::Status(_)) => {}
                 },
                 line = lines.recv() => match line.as_deref().map(commands::parse_lobby) {
                     None | Some(Ok(LobbyInput::Quit)) => {
@@ -440,24 +450,31 @@ impl Lobby {
                 },
             }
         };
-        follower.abort();
+        drop(follow);
         Ok(waited)
     }
 
     /// Takes the ticket out of its queue or withdraws the invite.
     async fn cancel(&mut self, wanted: &Wanted) -> anyhow::Result<()> {
         let answer = match wanted {
-            Wanted::Ticket(ticket_id) => within(self.client.cancel_match(pb::CancelMatchRequest {
-                ticket_id: ticket_id.clone(),
-            }))
-            .await
-            .map(|_| "left the queue"),
-            Wanted::Invite(code) => within(
-                self.client
-                    .cancel_invite(pb::PlayerServiceCancelInviteRequest { code: code.clone() }),
-            )
-            .await
-            .map(|_| "the invite is withdrawn"),
+            Wanted::Ticket(ticket_id) => {
+                let request = Request::CancelMatch(pb::CancelMatchRequest {
+                    ticket_id: ticket_id.clone(),
+                });
+                (self.connection)
+                    .ask::<pb::CancelMatchResponse>(request)
+                    .await
+                    .map(|_| "left the queue")
+            }
+            Wanted::Invite(code) => {
+                let request = Request::CancelInvite(pb::PlayerServiceCancelInviteRequest {
+                    code: code.clone(),
+                });
+                (self.connection)
+                    .ask::<pb::PlayerServiceCancelInviteResponse>(request)
+                    .await
+                    .map(|_| "the invite is withdrawn")
+            }
         };
         match answer {
             Ok(done) => say(done)?,
@@ -552,74 +569,5 @@ fn summary_line(game: &pb::GameSummary) -> String {
         } else {
             printable(&game.opponent)
         }
-    )
-}
-
-/// Follows the player's lobby stream from the first stored event, resuming after the last one
-/// seen when it breaks (waiting as [`reconnect::backoff`] says, a few seconds at most), until
-/// `tx` closes or a refusal that retrying cannot change. A lost connection is told once, and
-/// again once the stream is back.
-async fn follow_lobby(mut client: Client, tx: mpsc::Sender<LobbyFeed>) {
-    let mut after_seq = 0;
-    let mut backoff = reconnect::backoff();
-    let mut outage = Outage::default();
-    loop {
-        let why = match client
-            .watch_lobby(pb::WatchLobbyRequest { after_seq })
-            .await
-        {
-            Err(status) if permanent(&status) => {
-                let _ = tx.send(LobbyFeed::Fatal(explain(&status))).await;
-                return;
-            }
-            Err(status) => explain(&status),
-            Ok(response) => {
-                backoff.reset();
-                if outage.restored() {
-                    let line = "connection restored: following the lobby again".to_string();
-                    if tx.send(LobbyFeed::Notice(line)).await.is_err() {
-                        return;
-                    }
-                }
-                let mut stream = response.into_inner();
-                loop {
-                    match stream.message().await {
-                        Ok(Some(pb::WatchLobbyResponse { event: Some(event) })) => {
-                            after_seq = after_seq.max(event.seq);
-                            if tx.send(LobbyFeed::Event(event)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(Some(_)) => {}
-                        Ok(None) => break "the lobby stream closed".to_string(),
-                        Err(status) if permanent(&status) => {
-                            let _ = tx.send(LobbyFeed::Fatal(explain(&status))).await;
-                            return;
-                        }
-                        Err(status) => break explain(&status),
-                    }
-                }
-            }
-        };
-        if outage.lost() {
-            let line = format!(
-                "connection lost: {why}; reconnecting (every few seconds until it answers; the wait goes on)"
-            );
-            if tx.send(LobbyFeed::Notice(line)).await.is_err() {
-                return;
-            }
-        }
-        tokio::time::sleep(backoff.next_delay()).await;
-    }
-}
-
-/// Whether a lobby-stream refusal will not change by asking again.
-fn permanent(status: &tonic::Status) -> bool {
-    matches!(
-        status.code(),
-        Code::Unauthenticated
-            | Code::PermissionDenied
-            | Code::InvalidArgument
-            | Code::Unimplemented
     )
 }

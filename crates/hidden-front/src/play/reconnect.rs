@@ -1,10 +1,10 @@
 //! The one reconnect schedule of the terminal client, and how an outage is told to the player.
 //!
-//! Every wait of `hidden-front play` before it tries the gateway again (the game's event stream
-//! in [`super::feed`], the lobby stream in [`super::lobby`], a call retried after the connection
-//! failed under it in [`super`]) comes from [`backoff`], so no loop can wait longer than the
-//! others, and an outage is told once when it starts and once when it ends ([`Outage`]), not at
-//! every attempt.
+//! Every wait of `hidden-front play` before it tries the gateway again (the connection opened
+//! again after it broke, a follow asked again after the gateway stopped it, in
+//! [`super::connection`]; a request sent again after the connection failed under it) comes from
+//! [`backoff`], so no loop can wait longer than the others, and an outage is told once when it
+//! starts and once when it ends ([`Outage`]), not at every attempt.
 
 use hidden_front_retry::Backoff;
 use std::time::Duration;

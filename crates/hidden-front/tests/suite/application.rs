@@ -2,13 +2,12 @@
 //! flags with every port at `127.0.0.1:0`, the real ports read back, each port serving what it
 //! should, then stopped by its shutdown future.
 
-use crate::common::one_box;
+use crate::common::{http_get, one_box};
 use hidden_front::Application;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -29,20 +28,6 @@ async fn health(addr: SocketAddr, service: &str) -> Result<i32, tonic::Status> {
         })
         .await
         .map(|answer| answer.into_inner().status)
-}
-
-/// `GET path` over plain HTTP/1.1, the whole answer as text.
-async fn http_get(addr: SocketAddr, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .expect("request");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("answer");
-    answer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

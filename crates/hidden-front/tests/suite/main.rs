@@ -9,6 +9,7 @@ mod play_board;
 mod play_board_gunjin;
 mod play_client;
 mod play_commands;
+mod play_connect;
 mod play_lobby;
 mod rules_cli;
 mod rules_cli_differential;

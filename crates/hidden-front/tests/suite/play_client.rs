@@ -1,21 +1,27 @@
-//! `hidden-front play` as a process against a scripted stand-in gateway: the bearer token on every
-//! call, the board drawn from `GetGame`, the event stream resumed after a `Reconnect` from the last
-//! seen sequence number + 1, a typed move sent with the board's version and a fresh uuid key,
-//! live events told and redrawn, server refusals printed, clear failures for an unreachable
-//! gateway or a refused token, and an outage (the gateway gone mid-game and back on the same port:
-//! told once, back within seconds, said so, the board drawn again from a fresh view). The real
-//! gateway is covered by the end-to-end tests.
+//! `hidden-front play` as a process against a scripted stand-in gateway that answers
+//! `PlayerService/Connect` only (every other method is counted and refused): the bearer token on
+//! the connection, the board drawn from `get_game`, the game followed again after a `Reconnect`
+//! from the last seen sequence number + 1, a typed move sent with the board's version and a fresh
+//! uuid key, live events told and redrawn, server refusals printed, clear failures for an
+//! unreachable gateway or a refused token, an outage (the gateway gone mid-game and back on the
+//! same port: told once, back within seconds, said so, the board drawn again from a fresh view),
+//! and goodbyes (followed again from the right point, every event told once). The real gateway is
+//! covered by `play_connect.rs`, `play_lobby.rs` and the end-to-end tests.
 
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::player_service_server::{PlayerService, PlayerServiceServer};
+use pb::answer::Response as Answered;
+use pb::server_message::Item;
 
 use crate::common::Terminal;
+use std::collections::HashMap;
+use std::future::Future;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
-use tokio_stream::Stream;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status};
 
@@ -27,7 +33,10 @@ const GAME: &str = "g1";
 struct State {
     view: pb::GameView,
     log: Vec<pb::GameEvent>,
-    subscribe_from: Vec<u64>,
+    /// The `from_seq` of every follow of the game, in order.
+    follow_from: Vec<u64>,
+    /// The methods other than `Connect` the client called (none, ever).
+    unary_calls: Vec<&'static str>,
     plays: Vec<pb::PlayRequest>,
     /// The tickets queued with `FindMatch`.
     tickets: Vec<String>,
@@ -40,9 +49,13 @@ struct State {
 struct Fake {
     state: Arc<Mutex<State>>,
     live: broadcast::Sender<pb::GameEvent>,
-    /// The lobby's live events, and how many `WatchLobby` streams were opened.
+    /// The lobby's live events, and how many times the lobby was followed.
     lobby: broadcast::Sender<pb::LobbyEvent>,
     lobby_watches: Arc<tokio::sync::watch::Sender<usize>>,
+    /// How many times the game was followed.
+    follows: Arc<tokio::sync::watch::Sender<usize>>,
+    /// Tells every connection to say goodbye (with the resume point to name, if not the truth).
+    goodbyes: broadcast::Sender<Option<u64>>,
 }
 
 fn piece(square: &str, side: pb::Side, id: u32, code: &str) -> pb::VisiblePiece {
@@ -130,6 +143,8 @@ impl Fake {
             live: broadcast::channel(16).0,
             lobby: broadcast::channel(16).0,
             lobby_watches: Arc::new(tokio::sync::watch::channel(0).0),
+            follows: Arc::new(tokio::sync::watch::channel(0).0),
+            goodbyes: broadcast::channel(4).0,
         }
     }
 
@@ -210,7 +225,17 @@ impl Fake {
         }));
     }
 
-    /// Appends an event as the referee would, and tells live subscribers.
+    /// Appends an event to the log without telling live followers: as if it happened while the
+    /// client was between two connections.
+    fn append_unseen(&self, e: pb::game_event::Event) -> pb::GameEvent {
+        let mut state = self.state.lock().unwrap();
+        let ev = event(state.view.version + 1, e);
+        state.view.version = ev.seq;
+        state.log.push(ev.clone());
+        ev
+    }
+
+    /// Appends an event as the referee would, and tells live followers.
     fn append(&self, e: pb::game_event::Event) -> pb::GameEvent {
         let mut state = self.state.lock().unwrap();
         let ev = event(state.view.version + 1, e);
@@ -228,138 +253,253 @@ fn check_token<T>(request: &Request<T>) -> Result<(), Status> {
     }
 }
 
-type Items = Pin<Box<dyn Stream<Item = Result<pb::SubscribeResponse, Status>> + Send>>;
+/// One server message as the response that carries it.
+fn item(item: Item) -> Result<pb::ConnectResponse, Status> {
+    Ok(pb::ConnectResponse::of(&[pb::ServerMessage {
+        item: Some(item),
+    }]))
+}
 
-#[tonic::async_trait]
-impl PlayerService for Fake {
-    type SubscribeStream = Items;
-    type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
-    type ConnectStream = ReceiverStream<Result<pb::ConnectResponse, Status>>;
+/// The answer to request `id`.
+fn answer(id: u64, response: Answered) -> Result<pb::ConnectResponse, Status> {
+    item(Item::Answer(pb::Answer {
+        request_id: id,
+        response: Some(response),
+    }))
+}
 
-    /// Not served by the fake: the client under test uses the unary calls and `Subscribe`.
-    async fn connect(
-        &self,
-        _: Request<tonic::Streaming<pb::ConnectRequest>>,
-    ) -> Result<Response<Self::ConnectStream>, Status> {
-        Err(Status::unimplemented("the fake serves no Connect"))
+/// Request `id` refused with `status`, as the gateway refuses it.
+fn refusal(id: u64, status: &Status) -> Result<pb::ConnectResponse, Status> {
+    item(Item::Refusal(pb::Refusal {
+        request_id: id,
+        code: status.code() as i32,
+        message: status.message().into(),
+        reason: String::new(),
+        details: vec![],
+    }))
+}
+
+impl Fake {
+    fn get_game(&self, game_id: &str) -> Result<pb::PlayerServiceGetGameResponse, Status> {
+        if game_id != GAME {
+            return Err(Status::not_found("no such game"));
+        }
+        let game = self.state.lock().unwrap().view.clone();
+        Ok(pb::PlayerServiceGetGameResponse { game: Some(game) })
     }
 
-    /// Queues the ticket (no opponent yet: the test sends the match on the lobby stream).
-    async fn find_match(
-        &self,
-        request: Request<pb::FindMatchRequest>,
-    ) -> Result<Response<pb::FindMatchResponse>, Status> {
-        check_token(&request)?;
-        let request = request.into_inner();
+    /// Plays the move as given (this stand-in does not judge it) and answers its event.
+    fn play(&self, play: pb::PlayRequest) -> Result<pb::ActionResult, Status> {
+        let mv = play.r#move.clone().unwrap_or_default();
+        let mut state = self.state.lock().unwrap();
+        state.plays.push(play.clone());
+        let expected = play.context.as_ref().and_then(|c| c.expected_version);
+        if expected != Some(state.view.version) {
+            return Err(Status::aborted("the game is at another version"));
+        }
+        // A lone cell of a Gunjin Shogi HQ is no square for the engine (the HQ is one node).
+        if state.view.rules.starts_with("gunjin")
+            && ["D1", "E1", "D8", "E8"].contains(&mv.to.to_ascii_uppercase().as_str())
+        {
+            return Err(Status::invalid_argument(format!(
+                "{:?} is not a square of the board",
+                mv.to
+            )));
+        }
+        // Squares as the real gateway reads them: in any case.
+        let Some(p) = state
+            .view
+            .pieces
+            .iter_mut()
+            .find(|p| p.square.eq_ignore_ascii_case(&mv.from))
+        else {
+            return Err(Status::invalid_argument("no piece there"));
+        };
+        p.square = mv.to.to_ascii_lowercase();
+        let (id, code) = (p.id, p.piece.clone());
+        state.view.plies += 1;
+        state.view.to_move = pb::Side::North as i32;
+        let reply_ends = state.reply_ends;
+        drop(state);
+        let ev = self.append(moved(pb::Side::South, &mv.from, &mv.to, id, &code));
+        if reply_ends {
+            self.reply_and_end();
+        }
+        Ok(pb::ActionResult {
+            version: ev.seq,
+            events: vec![ev],
+            replayed: false,
+        })
+    }
+
+    /// Queues the ticket (no opponent yet: the test sends the match on the lobby's follow).
+    fn find_match(&self, request: pb::FindMatchRequest) -> pb::FindMatchResponse {
         let mut state = self.state.lock().unwrap();
         state.tickets.push(request.ticket_id.clone());
-        Ok(Response::new(pb::FindMatchResponse {
+        pb::FindMatchResponse {
             ticket: Some(pb::Ticket {
                 ticket_id: request.ticket_id,
                 queue: request.queue,
                 ..Default::default()
             }),
-        }))
+        }
     }
 
-    async fn cancel_match(
-        &self,
-        _: Request<pb::CancelMatchRequest>,
-    ) -> Result<Response<pb::CancelMatchResponse>, Status> {
-        Ok(Response::new(pb::CancelMatchResponse::default()))
+    /// Each connection says goodbye, naming `named` as every game's resume point (`None`: the
+    /// first seq it has not sent), and closes.
+    fn goodbye(&self, named: Option<u64>) {
+        let _ = self.goodbyes.send(named);
     }
 
-    async fn create_invite(
-        &self,
-        _: Request<pb::PlayerServiceCreateInviteRequest>,
-    ) -> Result<Response<pb::PlayerServiceCreateInviteResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
+    /// Waits (up to a minute) until `n` follows of the game were asked for in all.
+    async fn follows_at_least(&self, n: usize) {
+        let mut follows = self.follows.subscribe();
+        tokio::time::timeout(Duration::from_secs(60), follows.wait_for(|&f| f >= n))
+            .await
+            .unwrap_or_else(|_| panic!("the client did not follow the game {n} times"))
+            .unwrap();
     }
+}
 
-    async fn accept_invite(
-        &self,
-        _: Request<pb::PlayerServiceAcceptInviteRequest>,
-    ) -> Result<Response<pb::PlayerServiceAcceptInviteResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
-    }
+/// One `Connect` connection of the stand-in: its requests answered in order, each followed game
+/// a task sending its events (the first follow of a game sends the history, then asks the client
+/// to follow again from #6), the lobby's live events, and a goodbye when the test says.
+struct Conn {
+    fake: Fake,
+    out: mpsc::Sender<Result<pb::ConnectResponse, Status>>,
+    /// Each followed game's task, and the first seq it has not sent.
+    games: HashMap<String, (tokio::task::AbortHandle, Arc<AtomicU64>)>,
+    lobby: Option<tokio::task::AbortHandle>,
+}
 
-    async fn cancel_invite(
-        &self,
-        _: Request<pb::PlayerServiceCancelInviteRequest>,
-    ) -> Result<Response<pb::PlayerServiceCancelInviteResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
-    }
-
-    async fn play_computer(
-        &self,
-        _: Request<pb::PlayerServicePlayComputerRequest>,
-    ) -> Result<Response<pb::PlayerServicePlayComputerResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
-    }
-
-    /// The lobby's live events (this stand-in keeps no stored ones).
-    async fn watch_lobby(
-        &self,
-        request: Request<pb::WatchLobbyRequest>,
-    ) -> Result<Response<Self::WatchLobbyStream>, Status> {
-        check_token(&request)?;
-        let mut live = self.lobby.subscribe();
-        let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(async move {
-            while let Ok(event) = live.recv().await {
-                let item = pb::WatchLobbyResponse { event: Some(event) };
-                if tx.send(Ok(item)).await.is_err() {
-                    return;
+impl Conn {
+    async fn serve(mut self, mut incoming: tonic::Streaming<pb::ConnectRequest>) {
+        let mut goodbyes = self.fake.goodbyes.subscribe();
+        loop {
+            tokio::select! {
+                request = incoming.message() => match request {
+                    Ok(Some(request)) => self.handle(request).await,
+                    _ => break,
+                },
+                named = goodbyes.recv() => {
+                    let Ok(named) = named else { break };
+                    let mut games: Vec<pb::Reconnect> = self
+                        .games
+                        .iter()
+                        .map(|(game_id, (_, next))| pb::Reconnect {
+                            resume_from_seq: named.unwrap_or(next.load(Ordering::SeqCst)),
+                            reason: "test".into(),
+                            game_id: game_id.clone(),
+                        })
+                        .collect();
+                    games.sort_by(|a, b| a.game_id.cmp(&b.game_id));
+                    let goodbye = pb::Goodbye {
+                        reason: "SHUTTING_DOWN".into(),
+                        message: "this stand-in is going away".into(),
+                        games,
+                        lobby_after_seq: None,
+                    };
+                    let _ = self.out.send(item(Item::Goodbye(goodbye))).await;
+                    break;
                 }
             }
-        });
-        self.lobby_watches.send_modify(|n| *n += 1);
-        Ok(Response::new(ReceiverStream::new(rx)))
+        }
+        for (task, _) in self.games.values() {
+            task.abort();
+        }
+        if let Some(task) = &self.lobby {
+            task.abort();
+        }
     }
 
-    async fn get_my_rating(
-        &self,
-        _: Request<pb::GetMyRatingRequest>,
-    ) -> Result<Response<pb::GetMyRatingResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
+    async fn handle(&mut self, request: pb::ConnectRequest) {
+        use pb::connect_request::Request as R;
+        let id = request.request_id;
+        let failed = |message: &str| Err(Status::failed_precondition(message));
+        let answered = match request.request {
+            Some(R::Follow(follow)) => return self.follow(id, follow).await,
+            Some(R::FollowLobby(_)) => return self.follow_lobby(id).await,
+            Some(R::Unfollow(unfollow)) => {
+                if let Some((task, _)) = self.games.remove(&unfollow.game_id) {
+                    task.abort();
+                }
+                if unfollow.lobby
+                    && let Some(task) = self.lobby.take()
+                {
+                    task.abort();
+                }
+                Ok(Answered::Followed(pb::Followed {
+                    game_id: unfollow.game_id,
+                }))
+            }
+            Some(R::GetGame(get)) => self.fake.get_game(&get.game_id).map(Answered::GetGame),
+            Some(R::ListMyGames(_)) => Ok(Answered::ListMyGames(Default::default())),
+            Some(R::Play(play)) => self.fake.play(play).map(Answered::Action),
+            // The client lists moves from its own board with the engine; asking here is a fault.
+            Some(R::LegalMoves(_)) => failed("LegalMoves was called"),
+            Some(R::Reshuffle(_) | R::Swap(_) | R::Deploy(_) | R::Confirm(_)) => {
+                failed("the game is not in deployment")
+            }
+            Some(R::ProposeDraw(_)) => failed("offer cooldown"),
+            Some(R::RespondDraw(_)) => failed("no draw offer to answer"),
+            Some(R::Concede(_)) => failed("you may not resign in this test"),
+            Some(R::FindMatch(request)) => Ok(Answered::FindMatch(self.fake.find_match(request))),
+            Some(R::CancelMatch(_)) => Ok(Answered::CancelMatch(Default::default())),
+            _ => Err(Status::unimplemented("not in this fake")),
+        };
+        let message = match answered {
+            Ok(response) => answer(id, response),
+            Err(status) => refusal(id, &status),
+        };
+        let _ = self.out.send(message).await;
     }
 
-    async fn export_replay(
-        &self,
-        _: Request<pb::ExportReplayRequest>,
-    ) -> Result<Response<pb::ExportReplayResponse>, Status> {
-        Err(Status::unimplemented("not in this fake"))
-    }
-
-    /// The first subscription sends the history and then asks the client to reconnect; later
-    /// ones send the history from `from_seq` and then live events.
-    async fn subscribe(
-        &self,
-        request: Request<pb::SubscribeRequest>,
-    ) -> Result<Response<Items>, Status> {
-        check_token(&request)?;
-        let from = request.get_ref().from_seq.max(1);
-        let mut live = self.live.subscribe();
+    /// Follows the game from `from_seq`: the history, then (the first time) a `Reconnect` to #6,
+    /// or (later) the live events.
+    async fn follow(&mut self, id: u64, follow: pb::SubscribeRequest) {
+        if follow.game_id != GAME {
+            let _ = self
+                .out
+                .send(refusal(id, &Status::not_found("no such game")))
+                .await;
+            return;
+        }
+        let from = follow.from_seq.max(1);
+        let mut live = self.fake.live.subscribe();
         let (backlog, first) = {
-            let mut state = self.state.lock().unwrap();
-            state.subscribe_from.push(from);
+            let mut state = self.fake.state.lock().unwrap();
+            state.follow_from.push(from);
             let backlog: Vec<_> = state
                 .log
                 .iter()
                 .filter(|e| e.seq >= from)
                 .cloned()
                 .collect();
-            (backlog, state.subscribe_from.len() == 1)
+            (backlog, state.follow_from.len() == 1)
         };
-        let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(async move {
-            let item = |i| Ok(pb::SubscribeResponse { item: Some(i) });
-            for ev in backlog {
-                if tx
-                    .send(item(pb::subscribe_response::Item::Event(ev)))
-                    .await
-                    .is_err()
-                {
+        self.fake.follows.send_modify(|n| *n += 1);
+        let followed = answer(
+            id,
+            Answered::Followed(pb::Followed {
+                game_id: follow.game_id.clone(),
+            }),
+        );
+        let _ = self.out.send(followed).await;
+        let next = Arc::new(AtomicU64::new(from));
+        let (out, sent) = (self.out.clone(), next.clone());
+        let task = tokio::spawn(async move {
+            let send = |event: pb::GameEvent| {
+                let out = out.clone();
+                let sent = sent.clone();
+                async move {
+                    let seq = event.seq;
+                    let ok = out.send(item(Item::Event(event))).await.is_ok();
+                    sent.store(seq + 1, Ordering::SeqCst);
+                    ok
+                }
+            };
+            for event in backlog {
+                if !send(event).await {
                     return;
                 }
             }
@@ -367,161 +507,108 @@ impl PlayerService for Fake {
                 let reconnect = pb::Reconnect {
                     resume_from_seq: 6,
                     reason: "test".into(),
-                    game_id: String::new(),
+                    game_id: GAME.into(),
                 };
-                let _ = tx
-                    .send(item(pb::subscribe_response::Item::Reconnect(reconnect)))
-                    .await;
+                let _ = out.send(item(Item::Reconnect(reconnect))).await;
                 return;
             }
-            while let Ok(ev) = live.recv().await {
-                if tx
-                    .send(item(pb::subscribe_response::Item::Event(ev)))
-                    .await
-                    .is_err()
-                {
+            while let Ok(event) = live.recv().await {
+                if event.seq >= sent.load(Ordering::SeqCst) && !send(event).await {
                     return;
                 }
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
-    }
-
-    async fn get_game(
-        &self,
-        request: Request<pb::PlayerServiceGetGameRequest>,
-    ) -> Result<Response<pb::PlayerServiceGetGameResponse>, Status> {
-        check_token(&request)?;
-        if request.get_ref().game_id != GAME {
-            return Err(Status::not_found("no such game"));
+        if let Some((old, _)) = self.games.insert(GAME.into(), (task.abort_handle(), next)) {
+            old.abort();
         }
-        let game = self.state.lock().unwrap().view.clone();
-        Ok(Response::new(pb::PlayerServiceGetGameResponse {
-            game: Some(game),
-        }))
     }
 
-    async fn list_my_games(
+    /// The lobby's live events (this stand-in keeps no stored ones).
+    async fn follow_lobby(&mut self, id: u64) {
+        let mut live = self.fake.lobby.subscribe();
+        let followed = answer(id, Answered::Followed(pb::Followed::default()));
+        let _ = self.out.send(followed).await;
+        let out = self.out.clone();
+        let task = tokio::spawn(async move {
+            while let Ok(event) = live.recv().await {
+                if out.send(item(Item::Lobby(event))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        if let Some(old) = self.lobby.replace(task.abort_handle()) {
+            old.abort();
+        }
+        self.fake.lobby_watches.send_modify(|n| *n += 1);
+    }
+}
+
+/// The stand-in answers `Connect` only: every other method is counted (a client that used one
+/// would fail the tests that check the count) and refused. Written out as `async_trait` writes a
+/// method, since the attribute does not see into a macro.
+macro_rules! unary {
+    ($($method:ident: $request:ty => $response:ty),* $(,)?) => {
+        $(fn $method<'life0, 'async_trait>(
+            &'life0 self,
+            _: Request<$request>,
+        ) -> Pin<Box<dyn Future<Output = Result<Response<$response>, Status>> + Send + 'async_trait>>
+        where
+            'life0: 'async_trait,
+            Self: 'async_trait,
+        {
+            Box::pin(async move {
+                self.state.lock().unwrap().unary_calls.push(stringify!($method));
+                Err(Status::unimplemented("this stand-in answers Connect only"))
+            })
+        })*
+    };
+}
+
+#[tonic::async_trait]
+impl PlayerService for Fake {
+    type ConnectStream = ReceiverStream<Result<pb::ConnectResponse, Status>>;
+    type SubscribeStream = ReceiverStream<Result<pb::SubscribeResponse, Status>>;
+    type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
+
+    async fn connect(
         &self,
-        request: Request<pb::ListMyGamesRequest>,
-    ) -> Result<Response<pb::ListMyGamesResponse>, Status> {
+        request: Request<tonic::Streaming<pb::ConnectRequest>>,
+    ) -> Result<Response<Self::ConnectStream>, Status> {
         check_token(&request)?;
-        Ok(Response::new(pb::ListMyGamesResponse::default()))
-    }
-
-    async fn reshuffle(
-        &self,
-        _: Request<pb::ReshuffleRequest>,
-    ) -> Result<Response<pb::ReshuffleResponse>, Status> {
-        Err(Status::failed_precondition("the game is not in deployment"))
-    }
-
-    async fn swap(
-        &self,
-        _: Request<pb::SwapRequest>,
-    ) -> Result<Response<pb::SwapResponse>, Status> {
-        Err(Status::failed_precondition("the game is not in deployment"))
-    }
-
-    async fn deploy(
-        &self,
-        _: Request<pb::DeployRequest>,
-    ) -> Result<Response<pb::DeployResponse>, Status> {
-        Err(Status::failed_precondition("the game is not in deployment"))
-    }
-
-    async fn confirm(
-        &self,
-        _: Request<pb::ConfirmRequest>,
-    ) -> Result<Response<pb::ConfirmResponse>, Status> {
-        Err(Status::failed_precondition("the game is not in deployment"))
-    }
-
-    /// Plays the move as given (this stand-in does not judge it) and answers its event.
-    async fn play(
-        &self,
-        request: Request<pb::PlayRequest>,
-    ) -> Result<Response<pb::PlayResponse>, Status> {
-        check_token(&request)?;
-        let play = request.into_inner();
-        let mv = play.r#move.clone().unwrap_or_default();
-        let ev = {
-            let mut state = self.state.lock().unwrap();
-            state.plays.push(play.clone());
-            let expected = play.context.as_ref().and_then(|c| c.expected_version);
-            if expected != Some(state.view.version) {
-                return Err(Status::aborted("the game is at another version"));
-            }
-            // A lone cell of a Gunjin Shogi HQ is no square for the engine (the HQ is one node).
-            if state.view.rules.starts_with("gunjin")
-                && ["D1", "E1", "D8", "E8"].contains(&mv.to.to_ascii_uppercase().as_str())
-            {
-                return Err(Status::invalid_argument(format!(
-                    "{:?} is not a square of the board",
-                    mv.to
-                )));
-            }
-            // Squares as the real gateway reads them: in any case.
-            let Some(p) = state
-                .view
-                .pieces
-                .iter_mut()
-                .find(|p| p.square.eq_ignore_ascii_case(&mv.from))
-            else {
-                return Err(Status::invalid_argument("no piece there"));
-            };
-            p.square = mv.to.to_ascii_lowercase();
-            let (id, code) = (p.id, p.piece.clone());
-            state.view.plies += 1;
-            state.view.to_move = pb::Side::North as i32;
-            let reply_ends = state.reply_ends;
-            drop(state);
-            let ev = self.append(moved(pb::Side::South, &mv.from, &mv.to, id, &code));
-            if reply_ends {
-                self.reply_and_end();
-            }
-            ev
+        let (out, responses) = mpsc::channel(64);
+        let conn = Conn {
+            fake: self.clone(),
+            out,
+            games: HashMap::new(),
+            lobby: None,
         };
-        Ok(Response::new(pb::PlayResponse {
-            result: Some(pb::ActionResult {
-                version: ev.seq,
-                events: vec![ev],
-                replayed: false,
-            }),
-        }))
+        tokio::spawn(conn.serve(request.into_inner()));
+        Ok(Response::new(ReceiverStream::new(responses)))
     }
 
-    async fn legal_moves(
-        &self,
-        request: Request<pb::LegalMovesRequest>,
-    ) -> Result<Response<pb::LegalMovesResponse>, Status> {
-        check_token(&request)?;
-        // The client lists moves from its own board with the engine; asking here is a fault.
-        Err(Status::failed_precondition("LegalMoves was called"))
-    }
-
-    async fn propose_draw(
-        &self,
-        _: Request<pb::ProposeDrawRequest>,
-    ) -> Result<Response<pb::ProposeDrawResponse>, Status> {
-        Err(Status::failed_precondition("offer cooldown"))
-    }
-
-    async fn respond_draw(
-        &self,
-        _: Request<pb::RespondDrawRequest>,
-    ) -> Result<Response<pb::RespondDrawResponse>, Status> {
-        Err(Status::failed_precondition("no draw offer to answer"))
-    }
-
-    async fn concede(
-        &self,
-        _: Request<pb::ConcedeRequest>,
-    ) -> Result<Response<pb::ConcedeResponse>, Status> {
-        Err(Status::failed_precondition(
-            "you may not resign in this test",
-        ))
-    }
+    unary!(
+        subscribe: pb::SubscribeRequest => Self::SubscribeStream,
+        watch_lobby: pb::WatchLobbyRequest => Self::WatchLobbyStream,
+        get_game: pb::PlayerServiceGetGameRequest => pb::PlayerServiceGetGameResponse,
+        list_my_games: pb::ListMyGamesRequest => pb::ListMyGamesResponse,
+        reshuffle: pb::ReshuffleRequest => pb::ReshuffleResponse,
+        swap: pb::SwapRequest => pb::SwapResponse,
+        deploy: pb::DeployRequest => pb::DeployResponse,
+        confirm: pb::ConfirmRequest => pb::ConfirmResponse,
+        play: pb::PlayRequest => pb::PlayResponse,
+        legal_moves: pb::LegalMovesRequest => pb::LegalMovesResponse,
+        propose_draw: pb::ProposeDrawRequest => pb::ProposeDrawResponse,
+        respond_draw: pb::RespondDrawRequest => pb::RespondDrawResponse,
+        concede: pb::ConcedeRequest => pb::ConcedeResponse,
+        find_match: pb::FindMatchRequest => pb::FindMatchResponse,
+        cancel_match: pb::CancelMatchRequest => pb::CancelMatchResponse,
+        create_invite: pb::PlayerServiceCreateInviteRequest => pb::PlayerServiceCreateInviteResponse,
+        accept_invite: pb::PlayerServiceAcceptInviteRequest => pb::PlayerServiceAcceptInviteResponse,
+        cancel_invite: pb::PlayerServiceCancelInviteRequest => pb::PlayerServiceCancelInviteResponse,
+        play_computer: pb::PlayerServicePlayComputerRequest => pb::PlayerServicePlayComputerResponse,
+        get_my_rating: pb::GetMyRatingRequest => pb::GetMyRatingResponse,
+        export_replay: pb::ExportReplayRequest => pb::ExportReplayResponse,
+    );
 }
 
 /// Serves `fake` on a free local port; answers its URL.
@@ -725,9 +812,14 @@ async fn plays_a_move_follows_the_stream_and_prints_refusals() {
 
     let state = fake.state.lock().unwrap();
     assert_eq!(
-        state.subscribe_from[..2],
+        state.follow_from[..2],
         [1, 6],
         "resumed from the last seen + 1"
+    );
+    assert!(
+        state.unary_calls.is_empty(),
+        "everything went on Connect: {:?}",
+        state.unary_calls
     );
     assert_eq!(state.plays.len(), 1);
     let context = state.plays[0].context.clone().unwrap();
@@ -1040,10 +1132,80 @@ async fn after_an_outage_the_client_is_back_within_seconds_and_says_so() {
     assert!(status.success(), "{status:?}");
     let state = fake.state.lock().unwrap();
     assert_eq!(
-        state.subscribe_from.last(),
+        state.follow_from.last(),
         Some(&6),
         "resumed from the last seen + 1"
     );
+}
+
+/// A gateway that says goodbye names where to resume each game; the client follows again from
+/// there or from what it has, whichever is earlier, so an event that happened in between is told,
+/// and an event sent again is not told twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_goodbye_the_game_is_followed_again_with_nothing_missed_or_repeated() {
+    use pb::game_event::Event as E;
+    let fake = Fake::new();
+    let url = serve(fake.clone()).await;
+    let mut player = tokio::task::spawn_blocking(move || {
+        Player::start(&["--gateway", &url, "--game", GAME, "--token", TOKEN])
+    })
+    .await
+    .unwrap();
+    let mut told = player.wait_for("last move: north ? C8-C7");
+    // Followed live: the first follow's history, then again from #6 after its `Reconnect`.
+    fake.follows_at_least(2).await;
+    let offer = || {
+        E::DrawOffered(pb::DrawOffered {
+            side: pb::Side::North as i32,
+        })
+    };
+
+    // The goodbye names the truth (#6), and #6 happens before the client is back.
+    fake.append_unseen(offer());
+    fake.goodbye(None);
+    fake.follows_at_least(3).await;
+    told += &player.wait_for("#6 north offers a draw");
+
+    // It names a point past anything sent (a server that lost count): the client asks for what
+    // it has not had, #7.
+    fake.append_unseen(E::DrawDeclined(pb::DrawDeclined {
+        side: pb::Side::South as i32,
+    }));
+    fake.goodbye(Some(99));
+    fake.follows_at_least(4).await;
+    told += &player.wait_for("#7 south (you) declined the draw offer");
+
+    // It names a point far behind: #2 to #7 come again, and only #8 is news.
+    fake.append_unseen(offer());
+    fake.goodbye(Some(2));
+    fake.follows_at_least(5).await;
+    told += &player.wait_for("#8 north offers a draw");
+
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    for seq in 6..=8 {
+        assert_eq!(
+            told.matches(&format!("#{seq} ")).count(),
+            1,
+            "#{seq} told once:\n{told}"
+        );
+    }
+    for seq in 2..=5 {
+        assert!(
+            !told.contains(&format!("#{seq} ")),
+            "#{seq} is history, not news:\n{told}"
+        );
+    }
+    assert!(
+        !told.contains("connection lost") && !told.contains("connection restored"),
+        "a goodbye answered by a working reconnection is no outage:\n{told}"
+    );
+    let state = fake.state.lock().unwrap();
+    assert_eq!(state.follow_from, [1, 6, 6, 7, 2]);
+    assert!(state.unary_calls.is_empty(), "{:?}", state.unary_calls);
 }
 
 #[tokio::test(flavor = "multi_thread")]

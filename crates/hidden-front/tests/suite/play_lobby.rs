@@ -23,21 +23,21 @@ use hidden_front_test_database::TestDatabase;
 use std::process::Stdio;
 use std::time::Duration;
 
-const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
+pub(crate) const SERVE_ARGS: &[&str] = &["--actions-per-second", "5000"];
 
 /// How long one expected line may take (a computer move, a lobby push, a process start).
-const DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The client as a process: a terminal of `common`, started against the test's server.
-struct Player;
+pub(crate) struct Player;
 
 impl Player {
-    fn start(name: &'static str, server: &InProcess, args: &[&str]) -> Terminal {
+    pub(crate) fn start(name: &'static str, server: &InProcess, args: &[&str]) -> Terminal {
         Player::start_at(name, &urls(server), args)
     }
 
     /// [`Player::start`] with the server's (gRPC, HTTP) URLs.
-    fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Terminal {
+    pub(crate) fn start_at(name: &'static str, urls: &(String, String), args: &[&str]) -> Terminal {
         let (gateway_url, http_url) = urls;
         let mut all = vec![
             "--gateway".to_string(),
@@ -59,7 +59,7 @@ impl Player {
 }
 
 /// The server's gRPC and HTTP URLs, as `--gateway` and `--http` take them.
-fn urls(server: &InProcess) -> (String, String) {
+pub(crate) fn urls(server: &InProcess) -> (String, String) {
     (
         format!("http://{}", server.ports.grpc),
         format!(
@@ -70,7 +70,7 @@ fn urls(server: &InProcess) -> (String, String) {
 }
 
 /// Runs blocking process work off the runtime's workers (the application serves on them).
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(work).await.expect("no panic")
 }
 

@@ -5,9 +5,11 @@
 use hidden_front::config::ServeArgs;
 use hidden_front::{Application, Ports};
 use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A running `hidden-front play`, its stdout read on a thread.
 pub struct Terminal {
@@ -146,27 +148,73 @@ pub fn one_box(extra: &[&str]) -> ServeArgs {
     args
 }
 
-/// The whole application (every service) served in this process until this value is dropped.
+/// `GET path` over plain HTTP/1.1, the whole answer as text.
+pub async fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answer");
+    answer
+}
+
+/// The whole application (every service) served in this process until this value is dropped
+/// (or [`InProcess::stop`]ped).
 pub struct InProcess {
     /// Where it listens.
     pub ports: Ports,
     /// Dropped with this value, which ends the application's shutdown future.
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    serving: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
 
 impl InProcess {
     /// Builds the one-box application with `extra` flags on `database_url` and serves it.
     pub async fn start(database_url: &str, extra: &[&str]) -> InProcess {
+        InProcess::start_on(database_url, extra, None).await
+    }
+
+    /// [`InProcess::start`], its gRPC and HTTP ports those of `at` when given: a server
+    /// restarted where its players look for it.
+    pub async fn start_on(database_url: &str, extra: &[&str], at: Option<&Ports>) -> InProcess {
         let mut args = one_box(extra);
         args.database_url = Some(database_url.to_string());
+        if let Some(at) = at {
+            args.listen = at.grpc;
+            if let Some(http) = at.http {
+                args.http_listen = http;
+            }
+        }
         let app = Application::build(args)
             .await
             .expect("the application builds");
         let ports = app.ports();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(app.run_until_stopped(async move {
+        let serving = tokio::spawn(app.run_until_stopped(async move {
             let _ = stopped.await;
         }));
-        InProcess { ports, _stop: stop }
+        InProcess {
+            ports,
+            stop: Some(stop),
+            serving: Some(serving),
+        }
+    }
+
+    /// Stops it as a SIGTERM does (every player connection told goodbye with its resume points,
+    /// the ports drained) and waits until it has stopped, its ports free again.
+    #[allow(dead_code)] // not every test file restarts its server
+    pub async fn stop(mut self) {
+        drop(self.stop.take());
+        if let Some(serving) = self.serving.take() {
+            tokio::time::timeout(Duration::from_secs(60), serving)
+                .await
+                .expect("the application stops within a minute")
+                .expect("no panic")
+                .expect("the application stops cleanly");
+        }
     }
 }
