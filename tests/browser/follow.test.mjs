@@ -1,5 +1,5 @@
-// How the page follows a game: it reads the view (`get_game`) once when it opens the game and
-// then follows the subscription's events with the engine and its status items, so a game against
+// How the page follows a game: it reads the view (`getGame`) once when it opens the game and
+// then applies the events of the game's follow with the engine, and its status items, so a game against
 // the computer costs one read, not one per event. Presence and the turn's countdown still show,
 // from the status items.
 
@@ -10,11 +10,11 @@ import { Person, clickAMove, rng, serverAndBrowser, waitForReply } from "./harne
 const seed = Number(process.env.HF_BROWSER_SEED ?? Date.now() % 100_000);
 const shared = serverAndBrowser();
 
-/** The `status` items the page received, newest last. */
-const statuses = (person) => person.frames.filter((f) => f.type === "status").map((f) => f.status);
+/** The `status` items the page received for a game, newest last. */
+const statuses = (person, gameId) => person.frames.filter((f) => f.status?.gameId === gameId).map((f) => f.status.status ?? {});
 
-/** The `get_game` requests the page sent for a game. */
-const reads = (person, gameId) => person.sent.filter((f) => f.type === "get_game" && f.request?.gameId === gameId);
+/** The `getGame` requests the page sent for a game. */
+const reads = (person, gameId) => person.sent.filter((f) => f.getGame?.gameId === gameId);
 
 /** The clock as shown: its whole seconds, or null when none runs. */
 async function clockSeconds(person) {
@@ -30,8 +30,8 @@ test("a game against the computer: one read of the view, then events and status 
     await eve.page.locator('[data-action="play-computer"]').click();
     await eve.waitForGame("phase", "deployment");
     const gameId = eve.gameId();
-    const subscribe = eve.sent.find((f) => f.type === "subscribe" && f.request?.gameId === gameId);
-    assert.equal(subscribe?.request?.withStatus, true, "the page asks for status items");
+    const follow = eve.sent.find((f) => f.follow?.gameId === gameId);
+    assert.equal(follow?.follow?.withStatus, true, "the page asks for status items");
     await eve.page.locator('[data-action="confirm"]').click();
     await eve.waitForGame("phase", "play");
 
@@ -49,7 +49,7 @@ test("a game against the computer: one read of the view, then events and status 
       if ((await eve.attribute("data-phase")) !== "play") break;
       // The turn's countdown shows, from the deadline of the newest status item.
       await eve.page.waitForFunction(() => document.querySelector('[data-field="clock"]')?.getAttribute("data-seconds"));
-      const deadline = Number(statuses(eve).at(-1)?.turnDeadlineUnixMillis ?? 0);
+      const deadline = Number(statuses(eve, gameId).at(-1)?.turnDeadlineUnixMillis ?? 0);
       assert.ok(deadline > 0, "a status item carries the turn's deadline");
       const shown = await clockSeconds(eve);
       const expected = Math.ceil((deadline - Date.now()) / 1000);
@@ -74,9 +74,9 @@ test("a game against the computer: one read of the view, then events and status 
       );
     }
 
-    const events = eve.frames.filter((f) => f.type === "event" && f.event?.gameId === gameId).length;
+    const events = eve.frames.filter((f) => f.event?.gameId === gameId).length;
     const got = reads(eve, gameId).length;
-    console.log(`follow: ${plies} plies, ${events} events, ${statuses(eve).length} status items, ${got} get_game`);
+    console.log(`follow: ${plies} plies, ${events} events, ${statuses(eve, gameId).length} status items, ${got} getGame`);
     assert.ok(events >= plies, `${events} events for ${plies} plies`);
     assert.equal(got, 1, "the view is read once, when the game opens, not once per event");
     assert.deepEqual(eve.errors, []);

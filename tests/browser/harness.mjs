@@ -2,9 +2,9 @@
 // driven by playwright-core, and helpers that act through the page's DOM hooks (`data-action`,
 // `data-field`, `data-square`, `data-legal`) the way a player clicks.
 //
-// Every WebSocket frame a page receives is recorded, so a test can prove that nothing the rules
-// hide reached the browser before the end; and every frame it sends, so a test can count the
-// requests it made.
+// Every WebSocket frame a page receives is recorded, read with the message types generated from
+// proto/ (proto.mjs), so a test can prove that nothing the rules hide reached the browser before
+// the end; and every frame it sends, so a test can count the requests it made.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync, copyFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { createInterface } from "node:readline";
 import { createServer } from "node:net";
 import { after, before } from "node:test";
 import { chromium } from "playwright-core";
+import { readClientFrame, readServerFrame } from "./proto.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository's root. */
@@ -205,18 +206,24 @@ export function serverAndBrowser(extraArgs = []) {
 
 /**
  * A person at a browser: one context (its own storage), one page, every WebSocket frame it
- * received, and every console error or page error it showed.
+ * received and sent, and every console error or page error it showed.
  */
 export class Person {
   constructor(name, context, page) {
     this.name = name;
     this.context = context;
     this.page = page;
-    /** Text frames received, in order, as parsed JSON. */
+    /**
+     * The server messages received, in order, in proto3 JSON (`{ event: {...} }`, `{ answer:
+     * {...} }`, `{ status: { gameId, status } }`, ...): each binary frame's ConnectResponse, its
+     * messages one after the other. A frame that could not be read is `{ unreadable: why }`.
+     */
     this.frames = [];
-    /** Text frames the page sent, in order, as parsed JSON (the requests it made). */
+    /** The ConnectRequests the page sent, in order, in proto3 JSON (the requests it made). */
     this.sent = [];
-    /** Console errors and uncaught exceptions. */
+    /** How many binary and text frames went each way (the page speaks binary frames only). */
+    this.frameCounts = { received: { binary: 0, text: 0 }, sent: { binary: 0, text: 0 } };
+    /** Console errors, uncaught exceptions, and frames that could not be read. */
     this.errors = [];
   }
 
@@ -230,16 +237,25 @@ export class Person {
 
   watch(page) {
     page.on("websocket", (socket) => {
-      const record = (into) => (frame) => {
-        if (typeof frame.payload !== "string") return;
+      const record = (direction, into, readFrame) => (frame) => {
+        const counts = this.frameCounts[direction];
+        if (typeof frame.payload === "string") {
+          counts.text += 1;
+          into.push({ unreadable: `a text frame: ${frame.payload.slice(0, 200)}` });
+          this.errors.push(`a text frame ${direction}: ${frame.payload.slice(0, 200)}`);
+          return;
+        }
+        counts.binary += 1;
         try {
-          into.push(JSON.parse(frame.payload));
-        } catch {
-          into.push({ unparsed: frame.payload });
+          const read = readFrame(frame.payload);
+          into.push(...(Array.isArray(read) ? read : [read]));
+        } catch (error) {
+          into.push({ unreadable: error.message });
+          this.errors.push(`a frame ${direction} could not be read: ${error.message}`);
         }
       };
-      socket.on("framereceived", record(this.frames));
-      socket.on("framesent", record(this.sent));
+      socket.on("framereceived", record("received", this.frames, readServerFrame));
+      socket.on("framesent", record("sent", this.sent, readClientFrame));
     });
     page.on("console", (message) => {
       if (message.type() === "error") this.errors.push(`console: ${message.text()}`);
@@ -454,26 +470,28 @@ export async function playToTheEnd(players, random, { onPly = async () => {}, ma
 const SIDES = { south: "SIDE_SOUTH", north: "SIDE_NORTH" };
 
 /**
- * Whether a frame is the first to tell the viewer that the game is over, after which everything
- * may be shown: the `ended` event of a subscription, an answer whose events end the game, or a
- * view of the ended game (a `get_game` answer can overtake the stream's `ended` event).
+ * Whether a server message is the first to tell the viewer that the game is over, after which
+ * everything may be shown: the `ended` event of a follow, an action's answer whose events end the
+ * game, or a view of the ended game (a `getGame` answer can overtake the follow's `ended` event).
  */
-function endsTheGame(frame) {
-  if (frame?.type === "event") return Boolean(frame.event?.ended);
-  if (frame?.type !== "result") return false;
-  const response = frame.response ?? {};
-  return (
-    response.game?.phase === "PHASE_ENDED" ||
-    (response.result?.events ?? []).some((event) => event.ended)
-  );
+function endsTheGame(message) {
+  if (message?.event) return Boolean(message.event.ended);
+  const answer = message?.answer;
+  if (!answer) return false;
+  return answer.getGame?.game?.phase === "PHASE_ENDED" || (answer.action?.events ?? []).some((event) => event.ended);
 }
 
 /**
  * What a viewer received that the rules hide, before the game's end: any piece code of a side not
- * the viewer's (a spectator: of either side), in any frame before the `ended` event, except the
+ * the viewer's (a spectator: of either side), in any message before the `ended` event, except the
  * flags the rules show (`flagReveals`). Returns a list of findings (empty when nothing leaked).
+ * A message that could not be read is a finding (it cannot be searched), and so is an empty
+ * input: a search of nothing proves nothing.
  */
-export function leaks(frames, seat, flagCodes = ["F"]) {
+export function leaks(messages, seat, flagCodes = ["F"]) {
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new Error("nothing to search: no message was recorded");
+  }
   const hidden = seat === "spectator" ? new Set(Object.values(SIDES)) : new Set([seat === "south" ? SIDES.north : SIDES.south]);
   const mine = seat === "spectator" ? null : SIDES[seat];
   const findings = [];
@@ -498,16 +516,24 @@ export function leaks(frames, seat, flagCodes = ["F"]) {
     }
     for (const [key, inner] of Object.entries(value)) walk(inner, `${path}.${key}`);
   };
-  for (const [index, frame] of frames.entries()) {
-    if (endsTheGame(frame)) break;
-    walk(frame, `frame[${index}]`);
+  for (const [index, message] of messages.entries()) {
+    if (message?.unreadable !== undefined) {
+      findings.push(`message[${index}] could not be read, so it cannot be searched: ${message.unreadable}`);
+    }
+  }
+  for (const [index, message] of messages.entries()) {
+    if (endsTheGame(message)) break;
+    walk(message, `message[${index}]`);
   }
   // Flags shown by the rules carry a flag code only.
-  for (const [index, frame] of frames.entries()) {
-    if (endsTheGame(frame)) break;
-    for (const reveal of frame?.event?.moved?.flagReveals ?? []) {
-      for (const piece of reveal.flags ?? []) {
-        if (!flagCodes.includes(piece.piece)) findings.push(`frame[${index}]: a flag reveal shows ${piece.piece}`);
+  for (const [index, message] of messages.entries()) {
+    if (endsTheGame(message)) break;
+    const events = [message?.event, ...(message?.answer?.action?.events ?? [])];
+    for (const event of events) {
+      for (const reveal of event?.moved?.flagReveals ?? []) {
+        for (const piece of reveal.flags ?? []) {
+          if (!flagCodes.includes(piece.piece)) findings.push(`message[${index}]: a flag reveal shows ${piece.piece}`);
+        }
       }
     }
   }

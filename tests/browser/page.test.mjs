@@ -96,7 +96,7 @@ test("after every reply of the computer the newest move is in view in the move l
     await dana.waitForGame("turn", ["mine"], 30_000).catch(() => {});
     if ((await dana.attribute("data-phase")) !== "play") break;
     const rows = await dana.page.locator('[data-field="moves"] li').count();
-    // As a second get_game answer with the same rows does: the moment the reply's row is drawn,
+    // As a second getGame answer with the same rows does: the moment the reply's row is drawn,
     // draw the screen again at once (a language "change" to the same language), before the
     // browser reports the list's scroll.
     await dana.page.evaluate((n) => {
@@ -113,7 +113,7 @@ test("after every reply of the computer the newest move is in view in the move l
     const replied = await waitForReply(dana, rows, game.bot);
     if (!replied || (await dana.attribute("data-phase")) !== "play") break;
     replies++;
-    // At once, and after the page's next answers (a second get_game with the same rows).
+    // At once, and after the page's next answers (a second getGame with the same rows).
     for (const wait of [0, 150, 600]) {
       if (wait) await dana.page.waitForTimeout(wait);
       const seen = await newestMoveInView(dana);

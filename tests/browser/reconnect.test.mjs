@@ -76,9 +76,9 @@ test("a killed and restarted server: the page shows the connection lost, then ba
     console.log(`reconnect: the page was back ${took} ms after the server listened again; waits ${gaps.join(", ")} ms`);
     assert.ok(took <= LONGEST_WAIT_MS + 1_500, `back ${took} ms after the server`);
     assert.match(await status.textContent(), /Reconnected/);
-    // It read the game's view again (the clocks shown are the server's) and subscribed again.
+    // It read the game's view again (the clocks shown are the server's) and followed the game again.
     await until(
-      () => ann.frames.slice(framesBefore).some((f) => f.type === "result" && f.response?.game?.gameId === gameId),
+      () => ann.frames.slice(framesBefore).some((f) => f.answer?.getGame?.game?.gameId === gameId),
       "the page read the game's view again",
       10_000,
     );
@@ -93,8 +93,10 @@ test("a killed and restarted server: the page shows the connection lost, then ba
     assert.ok(move, "a move was played after the restart");
     // The view was read when the game opened and once after the reconnection; the move after it
     // was followed from the stream.
-    const reads = ann.sent.filter((f) => f.type === "get_game" && f.request?.gameId === gameId).length;
-    assert.equal(reads, 2, "get_game: once at the opening, once after the reconnection");
+    const reads = ann.sent.filter((f) => f.getGame?.gameId === gameId).length;
+    assert.equal(reads, 2, "getGame: once at the opening, once after the reconnection");
+    const follows = ann.sent.filter((f) => f.follow?.gameId === gameId).length;
+    assert.equal(follows, 2, "the game followed at the opening, and again on the new socket");
 
     // Beyond the browser's own reports of the refused sockets, the page showed no errors.
     const errors = ann.errors.filter((e) => !/WebSocket connection to .* failed/.test(e));

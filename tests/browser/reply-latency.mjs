@@ -3,7 +3,7 @@
 // replies against the computer (default level) on the real binary and, inside the page, times
 // for each reply:
 //
-//   sent      the `play` frame leaves the page (performance.now() in the page)
+//   sent      the `play` request's frame leaves the page (performance.now() in the page)
 //   ack       the `play` answer arrives
 //   event     the computer's `Moved` event arrives (the server's part ends here)
 //   shown     the page shows the reply: the game root says `data-turn="mine"` with the new
@@ -11,32 +11,31 @@
 //
 // and prints p50 / p95 / max of event-sent (the server: the computer thinking, its driver, the
 // session, the gateway) and shown-event (the page: the event applied to its view by the engine,
-// and the drawing). The page reads no view per reply (it follows the events), so the get_game
-// lines say "none" and the requests per reply are 0.
+// and the drawing). The page reads no view per reply (it follows the events), so the getGame
+// lines say "none" and the requests per reply are 0. The frames are binary (Connect's
+// subprotocol): the page records their bytes and times, and they are read here with the
+// generated types (proto.mjs).
 
 import { Person, clickAMove, launchBrowser, rng, startServer } from "./harness.mjs";
+import { readClientFrame, readServerFrame } from "./proto.mjs";
 
 const replies = Number(process.argv[2] ?? 32);
 const seed = Number(process.env.HF_BROWSER_SEED ?? 7);
 
-/** Installed before the page's own code: stamps every frame sent and received. */
+/** Installed before the page's own code: stamps every frame sent and received, with its bytes. */
 function instrument() {
   const log = [];
   window.__hfLatency = log;
+  const bytes = (data) =>
+    data instanceof ArrayBuffer ? Array.from(new Uint8Array(data)) : ArrayBuffer.isView(data) ? Array.from(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)) : null;
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
-      this.addEventListener("message", (m) => {
-        try {
-          log.push({ t: performance.now(), dir: "in", frame: JSON.parse(m.data) });
-        } catch {}
-      });
+      this.addEventListener("message", (m) => log.push({ t: performance.now(), dir: "in", bytes: bytes(m.data) }));
     }
     send(data) {
-      try {
-        log.push({ t: performance.now(), dir: "out", frame: JSON.parse(data) });
-      } catch {}
+      log.push({ t: performance.now(), dir: "out", bytes: bytes(data) });
       return super.send(data);
     }
   };
@@ -54,6 +53,13 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
+/** The page's log of frames as one entry per message: `frame` a ServerMessage or a ConnectRequest. */
+const messages = (log) =>
+  log.flatMap((e) => {
+    if (!e.bytes) throw new Error(`a ${e.dir} frame that is not binary`);
+    const bytes = Uint8Array.from(e.bytes);
+    return e.dir === "in" ? readServerFrame(bytes).map((frame) => ({ ...e, frame })) : [{ ...e, frame: readClientFrame(bytes) }];
+  });
 const fmt = (xs) => xs.length === 0 ? "none" : `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p95 ${quantile(xs, 0.95).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
 
 const server = await startServer();
@@ -95,16 +101,18 @@ try {
         )
         .then(() => true, () => false);
       if (!ok || (await p.attribute("data-phase")) !== "play") break;
-      const { log, shown } = await p.page.evaluate(([b, s]) => ({ log: window.__hfLatency.slice(b), shown: window.__hfShown.slice(s) }), [before, shownBefore]);
-      const sent = log.find((e) => e.dir === "out" && e.frame.type === "play");
-      const event = log.find((e) => e.dir === "in" && e.frame.type === "event" && e.frame.event?.moved?.side === botSide);
+      const page = await p.page.evaluate(([b, s]) => ({ log: window.__hfLatency.slice(b), shown: window.__hfShown.slice(s) }), [before, shownBefore]);
+      const log = messages(page.log);
+      const shown = page.shown;
+      const sent = log.find((e) => e.dir === "out" && e.frame.play);
+      const event = log.find((e) => e.dir === "in" && e.frame.event?.moved?.side === botSide);
       const show = shown.find((s) => s.turn === "mine");
       if (!sent || !event || !show) continue;
-      const own = log.find((e) => e.dir === "in" && e.frame.type === "event" && e.frame.event?.moved && e.frame.event.moved.side !== botSide);
-      const ack = log.find((e) => e.dir === "in" && e.frame.type === "result" && e.frame.id === sent.frame.id);
-      // The get_game the reply is shown from: the last one sent before it was shown whose answer came before.
-      const answered = log.filter((e) => e.dir === "in" && e.frame.type === "result" && e.frame.response?.game && e.t <= show.t + 0.5).at(-1);
-      const ask = answered && log.find((e) => e.dir === "out" && e.frame.id === answered.frame.id);
+      const own = log.find((e) => e.dir === "in" && e.frame.event?.moved && e.frame.event.moved.side !== botSide);
+      const ack = log.find((e) => e.dir === "in" && e.frame.answer?.requestId === sent.frame.requestId);
+      // The getGame the reply is shown from: the last one sent before it was shown whose answer came before.
+      const answered = log.filter((e) => e.dir === "in" && e.frame.answer?.getGame?.game && e.t <= show.t + 0.5).at(-1);
+      const ask = answered && log.find((e) => e.dir === "out" && e.frame.requestId === answered.frame.answer.requestId);
       if (ack) parts.ack.push(ack.t - sent.t);
       if (own) parts.own.push(own.t - sent.t);
       if (own) parts.turn.push(event.t - own.t);
@@ -114,7 +122,7 @@ try {
       server_.push(event.t - sent.t);
       page_.push(show.t - event.t);
       total_.push(show.t - sent.t);
-      gets.push(log.filter((e) => e.dir === "out" && e.frame.type === "get_game" && e.t <= show.t).length);
+      gets.push(log.filter((e) => e.dir === "out" && e.frame.getGame && e.t <= show.t).length);
       done++;
     }
     await p.close();
@@ -126,10 +134,10 @@ try {
   console.log(`    move sent -> own move's event: ${fmt(parts.own)}`);
   console.log(`    move sent -> play answered:    ${fmt(parts.ack)}`);
   console.log(`    own move's event -> computer's event (the computer's turn): ${fmt(parts.turn)}`);
-  console.log(`    computer's event -> get_game sent (negative: sent before): ${fmt(parts.ask)}`);
-  console.log(`    get_game sent -> answered:     ${fmt(parts.answer)}`);
+  console.log(`    computer's event -> getGame sent (negative: sent before): ${fmt(parts.ask)}`);
+  console.log(`    getGame sent -> answered:      ${fmt(parts.answer)}`);
   console.log(`    answered -> shown (render):    ${fmt(parts.draw)}`);
-  console.log(`  get_game requests per reply:   p50 ${quantile(gets, 0.5)}, max ${Math.max(...gets)}`);
+  console.log(`  getGame requests per reply:    p50 ${quantile(gets, 0.5)}, max ${Math.max(...gets)}`);
 } finally {
   await browser.close();
   await server.stop();

@@ -1,6 +1,6 @@
 /**
  * The page's entry: language, sign-in (a guest token from POST /v1/guest, or the platform's token
- * from a `#token=` fragment or a `postMessage`), the one WebSocket connection, the server clock
+ * from a `#token=` fragment or a `postMessage`), the one connection (binary WebSocket frames), the server clock
  * offset, and routing on location.pathname (/, /game/{id}, /watch/{id}, /invite/{code}).
  */
 import "./style.css";

@@ -1,6 +1,16 @@
 /** Test doubles: a small engine honouring the contract, and a scripted WebSocket. */
+import { create, fromBinary, fromJson, toBinary, toJson, type JsonValue } from "@bufbuild/protobuf";
 import type { Board, Engine, InferenceLike, SimpleMove } from "../src/engine/types.js";
-import type { GameEventJson, GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
+import type { GameEventJson, GameStatusJson, GameViewJson } from "../src/gen/hiddenfront/v1/game_pb.js";
+import type { LobbyEventJson } from "../src/gen/hiddenfront/v1/matchmaking_pb.js";
+import {
+  ConnectRequestSchema,
+  ConnectResponseSchema,
+  ServerMessageSchema,
+  type AnswerJson,
+  type ConnectRequestJson,
+  type ServerMessageJson,
+} from "../src/gen/hiddenfront/v1/client_pb.js";
 
 const COLS = "ABC";
 
@@ -101,35 +111,114 @@ export function fakeEngine(): Engine & { observed: unknown[] } {
   };
 }
 
-type Listener = ((ev: { data: string }) => void) | null;
+/** A request the page sent, decoded: its id, its kind (the `ConnectRequest` field set) and body. */
+export interface SentRequest {
+  id: string;
+  kind: keyof ConnectRequestJson;
+  body: Record<string, unknown>;
+  /** Set by a test once it answered the request. */
+  done?: boolean;
+}
 
-/** A WebSocket double: records what the page sends; the test plays the server. */
+/**
+ * A WebSocket double speaking the binary subprotocol: records (decoded with the generated code)
+ * every `ConnectRequest` the page sends; the test plays the server, each `push` one
+ * `ConnectResponse` frame.
+ */
 export class FakeSocket {
   static all: FakeSocket[] = [];
-  sent: Array<Record<string, unknown>> = [];
+  /** Every request sent, in order. */
+  sent: SentRequest[] = [];
+  /** Frames sent that were not binary `ConnectRequest`s (a test expects none). */
+  unreadable: unknown[] = [];
+  binaryType = "blob";
+  protocol = "";
   onopen: (() => void) | null = null;
-  onmessage: Listener = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
   onclose: (() => void) | null = null;
   readyState = 0;
-  constructor(readonly url: string) {
+  readonly protocols: string[];
+  constructor(
+    readonly url: string,
+    protocols?: string | string[],
+  ) {
+    this.protocols = protocols === undefined ? [] : Array.isArray(protocols) ? protocols : [protocols];
     FakeSocket.all.push(this);
   }
-  send(text: string): void {
-    this.sent.push(JSON.parse(text) as Record<string, unknown>);
+  send(data: unknown): void {
+    if (!(data instanceof Uint8Array)) {
+      this.unreadable.push(data);
+      return;
+    }
+    const json = toJson(ConnectRequestSchema, fromBinary(ConnectRequestSchema, data)) as Record<string, unknown>;
+    const kind = Object.keys(json).find((k) => k !== "requestId") as keyof ConnectRequestJson;
+    this.sent.push({ id: String(json.requestId ?? "0"), kind, body: (json[kind] ?? {}) as Record<string, unknown> });
   }
   close(): void {
     this.readyState = 3;
     this.onclose?.();
   }
   // server side
-  open(): void {
+  /** The upgrade succeeds; the server chooses `protocol` (the page's subprotocol by default). */
+  open(protocol = this.protocols[0] ?? ""): void {
+    this.protocol = protocol;
     this.readyState = 1;
     this.onopen?.();
   }
-  push(frame: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(frame) });
+  /** Answers the page's `authenticate` request as `player`. */
+  authenticate(player = "alice", guest = false): void {
+    const auth = this.last("authenticate");
+    if (!auth) throw new Error("the page did not authenticate");
+    this.answer(auth, { authenticate: { player, guest } });
   }
-  last(type: string): Record<string, unknown> | undefined {
-    return [...this.sent].reverse().find((m) => m.type === type);
+  /** One `ConnectResponse` frame holding `messages` (proto JSON). */
+  push(...messages: ServerMessageJson[]): void {
+    // Through JSON text first, as a server's JSON would be: a field set to `undefined` is absent.
+    const json = JSON.parse(JSON.stringify(messages)) as JsonValue[];
+    const response = create(ConnectResponseSchema, { messages: json.map((m) => fromJson(ServerMessageSchema, m)) });
+    const bytes = toBinary(ConnectResponseSchema, response);
+    this.onmessage?.({ data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) });
+  }
+  /** The answer to `request` (`answer` names its field: `{ getGame: {...} }`). */
+  answer(request: SentRequest, answer: Omit<AnswerJson, "requestId">): void {
+    request.done = true;
+    this.push({ answer: { requestId: request.id, ...answer } });
+  }
+  /** The refusal of `request` (a gRPC code number). */
+  refuse(request: SentRequest | string, code: number, reason: string, message = ""): void {
+    const id = typeof request === "string" ? request : request.id;
+    if (typeof request !== "string") request.done = true;
+    this.push({ refusal: { requestId: id, code, reason, message } });
+  }
+  /** Answers the follow of `gameId` (the newest), so its messages reach the page. */
+  followed(gameId: string): SentRequest {
+    const follow = [...this.sent].reverse().find((r) => r.kind === "follow" && r.body.gameId === gameId);
+    if (!follow) throw new Error(`the page does not follow ${gameId}`);
+    this.answer(follow, { followed: { gameId } });
+    return follow;
+  }
+  /** Answers the newest lobby follow. */
+  lobbyFollowed(): SentRequest {
+    const follow = this.last("followLobby");
+    if (!follow) throw new Error("the page does not follow the lobby");
+    this.answer(follow, { followed: {} });
+    return follow;
+  }
+  event(event: GameEventJson): void {
+    this.push({ event });
+  }
+  status(gameId: string, status: GameStatusJson): void {
+    this.push({ status: { gameId, status } });
+  }
+  lobby(event: LobbyEventJson): void {
+    this.push({ lobby: event });
+  }
+  /** The newest request of `kind`. */
+  last(kind: keyof ConnectRequestJson): SentRequest | undefined {
+    return [...this.sent].reverse().find((r) => r.kind === kind);
+  }
+  /** Every request of `kind`, in order. */
+  all(kind: keyof ConnectRequestJson): SentRequest[] {
+    return this.sent.filter((r) => r.kind === kind);
   }
 }

@@ -21,14 +21,11 @@ async function open(invite: string | null = null) {
   document.body.replaceChildren(lobby.start());
   const ws = FakeSocket.all[0]!;
   ws.open();
-  ws.push({ id: "auth", type: "result", response: { player: "alice" } });
+  ws.authenticate();
+  ws.lobbyFollowed();
   await flush();
-  const answer = (type: string, response: unknown) => {
-    const req = ws.last(type)!;
-    ws.push({ id: req.id, type: "result", response });
-  };
-  answer("list_my_games", { games: [{ gameId: "g9", seat: "SIDE_SOUTH", phase: "PHASE_PLAY", opponent: "bob", rules: "hidden-front", version: "3" }] });
-  answer("get_my_rating", { rating: { rating: 1612.4, games: 7 } });
+  ws.answer(ws.last("listMyGames")!, { listMyGames: { games: [{ gameId: "g9", seat: "SIDE_SOUTH", phase: "PHASE_PLAY", opponent: "bob", rules: "hidden-front", version: "3" }] } });
+  ws.answer(ws.last("getMyRating")!, { getMyRating: { rating: { rating: 1612.4, games: 7 } } });
   await flush();
   return { ws, navigate, root: lobby.root };
 }
@@ -46,17 +43,16 @@ describe("the lobby", () => {
     root.querySelector('select[data-field="rules"]')!.dispatchEvent(new Event("change"));
     (root.querySelector('[data-action="find-match"]') as HTMLButtonElement).click();
     await flush();
-    const req = ws.last("find_match")!;
-    const ticketId = (req.request as { ticketId: string }).ticketId;
-    expect(req.request).toMatchObject({ queue: { rules: "gunjin-shogi" } });
-    ws.push({ id: req.id, type: "result", response: { ticket: { ticketId, state: "TICKET_STATE_WAITING" } } });
+    const req = ws.last("findMatch")!;
+    const ticketId = (req.body as { ticketId: string }).ticketId;
+    expect(req.body).toMatchObject({ queue: { rules: "gunjin-shogi" } });
+    ws.answer(req, { findMatch: { ticket: { ticketId, state: "TICKET_STATE_WAITING" } } });
     await flush();
     expect(root.querySelector('[data-field="waiting"]')).not.toBeNull();
-    const watch = ws.last("watch_lobby")!;
     // an old match found of another ticket (the stream replays stored events) is ignored
-    ws.push({ type: "lobby", subscription: watch.id, event: { seq: "1", matchFound: { gameId: "old", ticketId: "other" } } });
+    ws.lobby({ seq: "1", matchFound: { gameId: "old", ticketId: "other" } });
     expect(navigate).not.toHaveBeenCalled();
-    ws.push({ type: "lobby", subscription: watch.id, event: { seq: "2", matchFound: { gameId: "new", ticketId } } });
+    ws.lobby({ seq: "2", matchFound: { gameId: "new", ticketId } });
     expect(navigate).toHaveBeenCalledWith("/game/new");
   });
 
@@ -65,9 +61,9 @@ describe("the lobby", () => {
     (root.querySelector('[data-action="create-invite"]') as HTMLButtonElement).click();
     await flush();
     // Unchosen: no time control on the wire (proto JSON omits the empty default).
-    const first = ws.last("create_invite")!;
-    expect((first.request as { timeControl?: string }).timeControl ?? "").toBe("");
-    ws.push({ id: first.id, type: "result", response: { invite: { code: "C1", link: "http://x/invite/C1" } } });
+    const first = ws.last("createInvite")!;
+    expect((first.body as { timeControl?: string }).timeControl ?? "").toBe("");
+    ws.answer(first, { createInvite: { invite: { code: "C1", link: "http://x/invite/C1" } } });
     await flush();
     const clock = root.querySelector('select[data-field="time-control"]') as HTMLSelectElement;
     expect([...clock.options].map((o) => o.value)).toEqual(["", "online", "relaxed"]);
@@ -76,7 +72,7 @@ describe("the lobby", () => {
     await flush();
     (root.querySelector('[data-action="create-invite"]') as HTMLButtonElement).click();
     await flush();
-    expect(ws.last("create_invite")!.request).toMatchObject({ timeControl: "online" });
+    expect(ws.last("createInvite")!.body).toMatchObject({ timeControl: "online" });
     expect(localStorage.getItem("hf.timeControl")).toBe("online");
   });
 
@@ -87,9 +83,9 @@ describe("the lobby", () => {
     expect(level.value).toBe("search");
     (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
     await flush();
-    const first = ws.last("play_computer")!;
-    expect(first.request).toMatchObject({ level: "search", rules: "hidden-front" });
-    ws.push({ id: first.id, type: "result", response: { gameId: "g5", seat: "SIDE_SOUTH", level: "search" } });
+    const first = ws.last("playComputer")!;
+    expect(first.body).toMatchObject({ level: "search", rules: "hidden-front" });
+    ws.answer(first, { playComputer: { gameId: "g5", seat: "SIDE_SOUTH", level: "search" } });
     await flush();
     expect(navigate).toHaveBeenCalledWith("/game/g5");
     level.value = "greedy";
@@ -98,7 +94,7 @@ describe("the lobby", () => {
     root.querySelector('select[data-field="rules"]')!.dispatchEvent(new Event("change"));
     (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
     await flush();
-    expect(ws.last("play_computer")!.request).toMatchObject({ level: "greedy", rules: "gunjin-shogi" });
+    expect(ws.last("playComputer")!.body).toMatchObject({ level: "greedy", rules: "gunjin-shogi" });
     expect(localStorage.getItem("hf.level")).toBe("greedy");
   });
 
@@ -106,16 +102,16 @@ describe("the lobby", () => {
     const { root, ws, navigate } = await open("ABC123");
     (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();
     await flush();
-    const req = ws.last("accept_invite")!;
-    expect(req.request).toEqual({ code: "ABC123" });
-    ws.push({ id: req.id, type: "error", code: "FAILED_PRECONDITION", reason: "OWN_INVITE", message: "you cannot accept your own invite" });
+    const req = ws.last("acceptInvite")!;
+    expect(req.body).toEqual({ code: "ABC123" });
+    ws.refuse(req, 9, "OWN_INVITE", "you cannot accept your own invite");
     await flush();
     const err = root.querySelector('[data-field="error"]')!;
     expect(err.getAttribute("data-reason")).toBe("OWN_INVITE");
     expect(err.textContent).not.toContain("you cannot accept");
     (root.querySelector('[data-action="accept-invite"]') as HTMLButtonElement).click();
     await flush();
-    ws.push({ id: ws.last("accept_invite")!.id, type: "result", response: { gameId: "g2", seat: "SIDE_NORTH" } });
+    ws.answer(ws.last("acceptInvite")!, { acceptInvite: { gameId: "g2", seat: "SIDE_NORTH" } });
     await flush();
     expect(navigate).toHaveBeenCalledWith("/game/g2");
   });

@@ -31,13 +31,12 @@ async function open(view: GameViewJson, spectate = false) {
   document.body.replaceChildren(screen.start());
   const ws = FakeSocket.all[0]!;
   ws.open();
-  ws.push({ id: "auth", type: "result", response: { player: "alice" } });
+  ws.authenticate();
+  ws.followed("g1");
   await flush();
   const answer = () => {
-    const req = [...ws.sent].reverse().find((m) => m.type === "get_game" && !(m as { done?: boolean }).done) as Record<string, unknown> & { done?: boolean };
-    if (!req) return;
-    req.done = true;
-    ws.push({ id: req.id, type: "result", response: { game: view } });
+    const req = [...ws.sent].reverse().find((m) => m.kind === "getGame" && !m.done);
+    if (req) ws.answer(req, { getGame: { game: view } });
   };
   answer();
   await flush();
@@ -84,7 +83,7 @@ describe("the game screen", () => {
     expect(legal.sort()).toEqual(["A2"]);
     (root.querySelector('[data-square="A2"]') as HTMLButtonElement).click();
     await flush();
-    expect(ws.last("play")?.request).toMatchObject({ move: { from: "A1", to: "A2" }, context: { gameId: "g1" } });
+    expect(ws.last("play")?.body).toMatchObject({ move: { from: "A1", to: "A2" }, context: { gameId: "g1" } });
   });
 
   it("refuses an illegal typed move without sending it, in the player's language", async () => {
@@ -106,7 +105,7 @@ describe("the game screen", () => {
     await flush();
     expect(JSON.parse(localStorage.getItem("hf.marks.g1")!)).toEqual({ "7": "9" });
     expect(root.querySelector('[data-square="A3"]')!.getAttribute("aria-label")).toContain("marked commander-in-chief");
-    expect(ws.sent.some((m) => JSON.stringify(m).includes('"9"'))).toBe(false);
+    expect(ws.sent.some((m) => JSON.stringify(m.body).includes('"9"'))).toBe(false);
     // the DOM has the opponent pieces by id and never by kind
     for (const el of root.querySelectorAll('[data-side="north"]')) expect(el.hasAttribute("data-piece")).toBe(false);
   });
@@ -129,21 +128,20 @@ describe("the game screen", () => {
     (root.querySelector('[data-square="A1"]') as HTMLButtonElement).click();
     (root.querySelector('[data-square="C1"]') as HTMLButtonElement).click();
     await flush();
-    expect(ws.last("swap")?.request).toMatchObject({ squareA: "A1", squareB: "C1" });
+    expect(ws.last("swap")?.body).toMatchObject({ squareA: "A1", squareB: "C1" });
     expect(root.querySelector('[data-square="C1"]')!.getAttribute("data-piece")).toBe("9");
   });
 
   it("feeds the inference only the events received and resumes from the stored seq", async () => {
     const { ws, engine, screen } = await open(play);
-    const sub = ws.last("subscribe")!;
-    expect(sub.request).toMatchObject({ gameId: "g1", fromSeq: "1" });
-    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "7", playStarted: { pieces: play.pieces } } });
-    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "7", playStarted: { pieces: play.pieces } } });
+    expect(ws.last("follow")!.body).toMatchObject({ gameId: "g1", fromSeq: "1" });
+    ws.event({ gameId: "g1", seq: "7", playStarted: { pieces: play.pieces } });
+    ws.event({ gameId: "g1", seq: "7", playStarted: { pieces: play.pieces } });
     expect(engine.observed.length).toBe(1);
     screen.destroy();
     FakeSocket.all = [];
     const again = await open(play);
-    expect(again.ws.last("subscribe")!.request).toMatchObject({ fromSeq: "8" });
+    expect(again.ws.last("follow")!.body).toMatchObject({ fromSeq: "8" });
   });
 
   it("shows the result, reveals everything, and replays every move even when the last event comes after the ended view", async () => {
@@ -158,9 +156,8 @@ describe("the game screen", () => {
     expect(result.textContent).toContain("the flag was captured");
     expect(root.querySelector('[data-square="A3"]')!.getAttribute("data-piece")).toBe("1");
     expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 1 of 1");
-    const sub = ws.last("subscribe")!;
-    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "11", moved: { side: "SIDE_SOUTH", move: { from: "A1", to: "A2" }, pieceId: 1, piece: "9" } } });
-    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g1", seq: "12", moved: { side: "SIDE_SOUTH", move: { from: "A2", to: "A3" }, pieceId: 1, piece: "9", combat: { defenderId: 7, defenderPiece: "F", attackerSurvives: true, flagCaptured: true } } } });
+    ws.event({ gameId: "g1", seq: "11", moved: { side: "SIDE_SOUTH", move: { from: "A1", to: "A2" }, pieceId: 1, piece: "9" } });
+    ws.event({ gameId: "g1", seq: "12", moved: { side: "SIDE_SOUTH", move: { from: "A2", to: "A3" }, pieceId: 1, piece: "9", combat: { defenderId: 7, defenderPiece: "F", attackerSurvives: true, flagCaptured: true } } });
     await flush();
     expect(root.querySelector('[data-field="replay-ply"]')!.textContent).toBe("Position 3 of 3");
     (root.querySelector('[data-action="replay-prev"]') as HTMLButtonElement).click();
@@ -178,13 +175,14 @@ describe("the game screen", () => {
       expect(FakeSocket.all.length).toBe(2);
       const ws2 = FakeSocket.all[1]!;
       ws2.open();
-      ws2.push({ id: "auth", type: "result", response: { player: "alice" } });
+      ws2.authenticate();
       await vi.advanceTimersByTimeAsync(0);
-      expect(ws2.last("subscribe")?.request).toMatchObject({ gameId: "g1", fromSeq: "1" });
-      const get = ws2.last("get_game");
+      expect(ws2.last("follow")?.body).toMatchObject({ gameId: "g1", fromSeq: "1" });
+      const get = ws2.last("getGame");
       expect(get, "the view is read again after reconnecting").toBeDefined();
       // The server stood still while it was down: its deadline is not the one shown before.
-      ws2.push({ id: get!.id, type: "result", response: { game: { ...play, turnDeadlineUnixMillis: String(Date.now() + 300_000) } } });
+      ws2.followed("g1");
+      ws2.answer(get!, { getGame: { game: { ...play, turnDeadlineUnixMillis: String(Date.now() + 300_000) } } });
       await vi.advanceTimersByTimeAsync(20); // the next frame
       expect(root.querySelector('[data-field="clock"]')!.textContent).toMatch(/(5:00|4:59)/);
     } finally {
@@ -237,14 +235,12 @@ describe("the connection status line", () => {
   });
 });
 
-/** Answers every get_game request not answered yet with `view`. */
+/** Answers every getGame request not answered yet with `view`. */
 function answerAll(ws: FakeSocket, view: GameViewJson): number {
   let n = 0;
-  for (const m of ws.sent) {
-    const req = m as Record<string, unknown> & { done?: boolean };
-    if (req.type !== "get_game" || req.done) continue;
-    req.done = true;
-    ws.push({ id: req.id, type: "result", response: { game: view } });
+  for (const req of ws.sent) {
+    if (req.kind !== "getGame" || req.done) continue;
+    ws.answer(req, { getGame: { game: view } });
     n++;
   }
   return n;
@@ -300,13 +296,12 @@ describe("the move list", () => {
     const restore = fakeListLayout();
     try {
       const { root, ws, screen } = await open(play);
-      const sub = ws.last("subscribe")!;
-      for (const event of moves(10, 10)) ws.push({ type: "event", subscription: sub.id, event });
+      for (const event of moves(10, 10)) ws.event(event);
       await flush();
       await wait(60); // the scroll events of that render have come
       expect(list(root).scrollTop).toBe(100);
       // The computer's reply: its event (first render, a new row) ...
-      ws.push({ type: "event", subscription: sub.id, event: step(20, "SIDE_NORTH", "C3", "C4") });
+      ws.event(step(20, "SIDE_NORTH", "C3", "C4"));
       await flush();
       expect(list(root).childElementCount).toBe(11);
       expect(list(root).scrollTop, "the first render shows the newest move").toBe(120);
@@ -330,8 +325,7 @@ describe("the move list", () => {
     const a1 = root.querySelector<HTMLButtonElement>('[data-square="A1"]')!;
     a1.focus();
     const before = list(root);
-    const sub = ws.last("subscribe")!;
-    ws.push({ type: "event", subscription: sub.id, event: moved(10, "SIDE_NORTH") });
+    ws.event(moved(10, "SIDE_NORTH"));
     await flush();
     expect(root.getAttribute("data-version")).toBe("10");
     expect(list(root).querySelector('li[data-seq="10"]')).not.toBeNull();
@@ -343,16 +337,15 @@ describe("the move list", () => {
     const restore = fakeListLayout();
     try {
       const { root, ws } = await open(play);
-      const sub = ws.last("subscribe")!;
-      for (const event of moves(10, 10)) ws.push({ type: "event", subscription: sub.id, event });
+      for (const event of moves(10, 10)) ws.event(event);
       await flush();
       list(root).scrollTop = 20; // the reader scrolls up
-      ws.push({ type: "event", subscription: sub.id, event: step(20, "SIDE_NORTH", "C3", "C4") });
+      ws.event(step(20, "SIDE_NORTH", "C3", "C4"));
       await flush();
       expect(list(root).scrollTop, "the reader's place is kept").toBe(20);
       expect(list(root).getAttribute("data-follow")).toBe("false");
       list(root).scrollTop = 1000; // back to the bottom
-      ws.push({ type: "event", subscription: sub.id, event: step(21, "SIDE_SOUTH", "A1", "A2") });
+      ws.event(step(21, "SIDE_SOUTH", "A1", "A2"));
       await flush();
       expect(list(root).scrollTop, "following again").toBe(140);
       expect(list(root).getAttribute("data-follow")).toBe("true");
@@ -364,8 +357,7 @@ describe("the move list", () => {
   it("names the opponent's kinds after the end, from the reveal, as the board does, and not before", async () => {
     const fight = { combat: { defenderId: 1, attackerSurvives: true } };
     const running = await open(play);
-    const sub = running.ws.last("subscribe")!;
-    running.ws.push({ type: "event", subscription: sub.id, event: moved(11, "SIDE_NORTH", fight) });
+    running.ws.event(moved(11, "SIDE_NORTH", fight));
     await flush();
     const row = (root: HTMLElement) => root.querySelector('[data-field="moves"] li[data-seq="11"]')!;
     expect(row(running.root).querySelector(".mv-piece"), "no opponent kind before the end").toBeNull();
@@ -377,8 +369,7 @@ describe("the move list", () => {
     const start = [...play.pieces!.map((p) => ({ ...p, piece: p.piece ?? "1" }))];
     const ended: GameViewJson = { ...play, version: "12", phase: "PHASE_ENDED", outcome: { winner: "SIDE_NORTH", reason: "END_REASON_FLAG_CAPTURED" }, pieces: start, reveal: { startingPieces: start } };
     const { root, ws } = await open(ended);
-    const sub2 = ws.last("subscribe")!;
-    ws.push({ type: "event", subscription: sub2.id, event: moved(11, "SIDE_NORTH", fight) });
+    ws.event(moved(11, "SIDE_NORTH", fight));
     await flush();
     expect(row(root).querySelector(".mv-piece")?.getAttribute("data-kind"), "the mover, revealed").toBe("1");
     expect(row(root).querySelector(".mv-piece")?.textContent).toBe("Eng");
@@ -387,16 +378,15 @@ describe("the move list", () => {
 });
 
 describe("following the game", () => {
-  const gets = (ws: FakeSocket) => ws.sent.filter((m) => m.type === "get_game").length;
+  const gets = (ws: FakeSocket) => ws.all("getGame").length;
 
   it("reads the view once, then follows the events with the engine, and polls nothing", async () => {
     const { root, ws } = await open(play);
-    expect(ws.last("subscribe")?.request).toMatchObject({ gameId: "g1", withStatus: true });
+    expect(ws.last("follow")?.body).toMatchObject({ gameId: "g1", withStatus: true });
     expect(gets(ws)).toBe(1);
     vi.useFakeTimers();
     try {
-      const sub = ws.last("subscribe")!;
-      for (const event of moves(10, 6)) ws.push({ type: "event", subscription: sub.id, event });
+      for (const event of moves(10, 6)) ws.event(event);
       await vi.advanceTimersByTimeAsync(20); // the next frame
       expect(root.getAttribute("data-version")).toBe("15");
       expect(root.querySelector('[data-square="A2"]')?.getAttribute("data-piece"), "the board followed the moves").toBe("9");
@@ -410,16 +400,15 @@ describe("following the game", () => {
 
   it("reads the view again when an event does not follow, once for that event", async () => {
     const { root, ws, answer } = await open(play);
-    const sub = ws.last("subscribe")!;
     // C1 holds no piece of north's: the view missed something.
-    ws.push({ type: "event", subscription: sub.id, event: step(10, "SIDE_NORTH", "C1", "C2") });
+    ws.event(step(10, "SIDE_NORTH", "C1", "C2"));
     await flush();
     expect(gets(ws)).toBe(2);
     expect(root.getAttribute("data-version"), "the view waits for its read").toBe("9");
     answer(); // the same view of version 9: the event still does not follow
     await flush();
     expect(gets(ws), "not again for the same event").toBe(2);
-    ws.push({ type: "event", subscription: sub.id, event: step(11, "SIDE_SOUTH", "A1", "A2") });
+    ws.event(step(11, "SIDE_SOUTH", "A1", "A2"));
     await flush();
     expect(gets(ws), "a later event that does not follow either: one more read").toBe(3);
     answerAll(ws, { ...play, version: "10" });
@@ -429,15 +418,14 @@ describe("following the game", () => {
   });
 
   it("shows presence and the clocks from the status items, dropping an older one", async () => {
-    const { root, ws } = await open(play);
-    const sub = ws.last("subscribe")!;
+    const { root, ws } = await open({ ...play, northAwayDeadlineUnixMillis: String(Date.now() + 42_000) });
     expect(root.querySelector('[data-field="away-banner"]')!.textContent).toMatch(/Opponent away: 4\d s/);
     const status = { version: "9", southConnected: true, northConnected: true, turnDeadlineUnixMillis: String(Date.now() + 120_000) };
-    ws.push({ type: "status", subscription: sub.id, status });
+    ws.status("g1", status);
     await flush();
     expect(root.querySelector<HTMLElement>('[data-field="away-banner"]')!.hidden, "the opponent is back").toBe(true);
     expect(root.querySelector('[data-field="clock"]')!.textContent).toMatch(/(2:00|1:59)/);
-    ws.push({ type: "status", subscription: sub.id, status: { ...status, version: "8", turnDeadlineUnixMillis: String(Date.now() + 5_000) } });
+    ws.status("g1", { ...status, version: "8", turnDeadlineUnixMillis: String(Date.now() + 5_000) });
     await flush();
     expect(root.querySelector('[data-field="clock"]')!.textContent, "an older status is dropped").toMatch(/(2:00|1:59)/);
   });
@@ -502,9 +490,9 @@ describe("the replay download", () => {
         expect(button, `a download button (spectator: ${spectate})`).not.toBeNull();
         button!.click();
         await flush();
-        const req = ws.last("export_replay")!;
-        expect(req.request).toEqual({ gameId: "g1" });
-        ws.push({ id: req.id, type: "result", response: { replay: "hidden-front-replay 1\nGame: g1\n", fileName: "hidden-front-g1.replay.txt" } });
+        const req = ws.last("exportReplay")!;
+        expect(req.body).toEqual({ gameId: "g1" });
+        ws.answer(req, { exportReplay: { replay: "hidden-front-replay 1\nGame: g1\n", fileName: "hidden-front-g1.replay.txt" } });
         await flush();
         expect(saved.at(-1)).toEqual({ href: "blob:replay", download: "hidden-front-g1.replay.txt" });
         expect(blobs.at(-1)!.size).toBe("hidden-front-replay 1\nGame: g1\n".length);

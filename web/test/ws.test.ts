@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Connection, RECONNECT_LONGEST_MS, ServerError, backoffDelay, type ConnState } from "../src/api/ws.js";
-import { GameLog } from "../src/state/game.js";
+import { SUBPROTOCOL } from "../src/api/frames.js";
 import { FakeSocket } from "./fakes.js";
 
 beforeEach(() => {
@@ -18,105 +18,135 @@ async function connected(): Promise<{ conn: Connection; ws: FakeSocket }> {
   const p = conn.connect();
   const ws = FakeSocket.all[0]!;
   ws.open();
-  expect(ws.sent[0]).toEqual({ id: "auth", type: "auth", token: "tok" });
-  ws.push({ id: "auth", type: "result", response: { player: "alice", guest: true } });
+  ws.authenticate("alice", true);
   await p;
   return { conn, ws };
 }
 
-describe("the WebSocket client", () => {
-  it("authenticates first, then matches answers by id in canonical proto JSON", async () => {
+describe("the connection", () => {
+  it("offers the binary subprotocol and authenticates with its first frame", async () => {
     const { conn, ws } = await connected();
+    expect(ws.protocols).toEqual([SUBPROTOCOL]);
+    expect(ws.binaryType).toBe("arraybuffer");
+    expect(ws.sent[0]).toMatchObject({ kind: "authenticate", body: { token: "tok" } });
     expect(conn.player).toBe("alice");
-    const a = conn.request("get_game", { gameId: "g" });
-    const b = conn.request("list_my_games", { activeOnly: true });
-    await vi.advanceTimersByTimeAsync(0);
-    const [ga, lb] = ws.sent.slice(1);
-    expect(ga).toMatchObject({ type: "get_game", request: { gameId: "g" } });
-    expect(lb).toMatchObject({ type: "list_my_games", request: { activeOnly: true } });
-    ws.push({ id: lb!.id, type: "result", response: {} });
-    ws.push({ id: ga!.id, type: "error", code: "NOT_FOUND", reason: "GAME_NOT_FOUND", message: "no such game" });
-    await expect(b).resolves.toEqual({});
-    await expect(a).rejects.toMatchObject({ reason: "GAME_NOT_FOUND", code: "NOT_FOUND" });
+    expect(conn.guest).toBe(true);
+    expect(ws.unreadable).toEqual([]);
   });
 
-  it("writes 64-bit fields as strings and refuses a request the schema does not know", async () => {
+  it("matches answers to requests by id, whatever their order", async () => {
     const { conn, ws } = await connected();
-    void conn.request("play", { context: { gameId: "g", idempotencyKey: "k", expectedVersion: "7" }, move: { from: "A6", to: "A7" } });
+    const game = conn.request("getGame", { gameId: "g" });
+    const games = conn.request("listMyGames", { activeOnly: true });
+    const rating = conn.request("getMyRating", {});
     await vi.advanceTimersByTimeAsync(0);
-    expect(ws.last("play")?.request).toEqual({ context: { gameId: "g", idempotencyKey: "k", expectedVersion: "7" }, move: { from: "A6", to: "A7" } });
+    const [ga, lg, gr] = [ws.last("getGame")!, ws.last("listMyGames")!, ws.last("getMyRating")!];
+    expect(ga.body).toEqual({ gameId: "g" });
+    expect(lg.body).toEqual({ activeOnly: true });
+    expect(new Set([ga.id, lg.id, gr.id]).size, "each request has an id of its own").toBe(3);
+    // Answered last first, two of them in one frame.
+    ws.push(
+      { answer: { requestId: gr.id, getMyRating: { rating: { rating: 1500, games: 3 } } } },
+      { answer: { requestId: lg.id, listMyGames: { games: [{ gameId: "g2" }] } } },
+    );
+    ws.answer(ga, { getGame: { game: { gameId: "g", version: "4" } } });
+    await expect(game).resolves.toEqual({ game: { gameId: "g", version: "4" } });
+    await expect(games).resolves.toEqual({ games: [{ gameId: "g2" }] });
+    await expect(rating).resolves.toEqual({ rating: { rating: 1500, games: 3 } });
+  });
+
+  it("hands an action its ActionResult, the acknowledgment with the version to wait for", async () => {
+    const { conn, ws } = await connected();
+    const played = conn.request("play", { context: { gameId: "g", idempotencyKey: "k", expectedVersion: "7" }, move: { from: "A6", to: "A7" } });
+    await vi.advanceTimersByTimeAsync(0);
+    const play = ws.last("play")!;
+    // 64-bit fields travel as numbers and come back in proto JSON as strings.
+    expect(play.body).toEqual({ context: { gameId: "g", idempotencyKey: "k", expectedVersion: "7" }, move: { from: "A6", to: "A7" } });
+    ws.answer(play, { action: { version: "8", events: [{ gameId: "g", seq: "8", drawOffered: { side: "SIDE_SOUTH" } }] } });
+    await expect(played).resolves.toEqual({ version: "8", events: [{ gameId: "g", seq: "8", drawOffered: { side: "SIDE_SOUTH" } }] });
+  });
+
+  it("surfaces a refusal with its code's name and its stable reason", async () => {
+    const { conn, ws } = await connected();
+    const a = conn.request("play", { context: { gameId: "g", idempotencyKey: "k" }, move: { from: "A6", to: "A7" } });
+    const b = conn.request("getGame", { gameId: "g" });
+    await vi.advanceTimersByTimeAsync(0);
+    ws.refuse(ws.last("play")!, 9, "NOT_YOUR_TURN", "it is north's turn");
+    await expect(a).rejects.toBeInstanceOf(ServerError);
+    await expect(a).rejects.toMatchObject({ code: "FAILED_PRECONDITION", reason: "NOT_YOUR_TURN", message: "it is north's turn" });
+    // The other request is still waiting for its own answer.
+    let settled = false;
+    void b.then(() => (settled = true), () => (settled = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settled).toBe(false);
+    ws.refuse(ws.last("getGame")!, 5, "GAME_NOT_FOUND");
+    await expect(b).rejects.toMatchObject({ code: "NOT_FOUND", reason: "GAME_NOT_FOUND" });
+  });
+
+  it("refuses an answer of the wrong kind as a message it cannot read", async () => {
+    const { conn, ws } = await connected();
+    const a = conn.request("getGame", { gameId: "g" });
+    await vi.advanceTimersByTimeAsync(0);
+    ws.answer(ws.last("getGame")!, { listMyGames: {} });
+    await expect(a).rejects.toMatchObject({ reason: "BAD_MESSAGE" });
+  });
+
+  it("refuses a request the generated code does not know, and sends nothing", async () => {
+    const { conn, ws } = await connected();
+    const before = ws.sent.length;
     await expect(conn.request("play", { bogus: 1 } as never)).rejects.toThrow();
+    expect(ws.sent.length).toBe(before);
   });
 
-  it("resubscribes from the last seq + 1 after a dropped socket, and the log drops repeats", async () => {
+  it("skips a frame that is not a ConnectResponse, and goes on", async () => {
     const { conn, ws } = await connected();
-    const log = new GameLog();
-    const seen: string[] = [];
-    conn.subscribeGame({ gameId: "g", spectate: false, nextSeq: () => log.nextSeq(), onEvent: (e) => { if (log.add(e)) seen.push(e.seq ?? ""); } });
-    const sub = ws.last("subscribe")!;
-    expect(sub.request).toEqual({ gameId: "g", fromSeq: "1" });
-    ws.push({ id: sub.id, type: "result", response: {} });
-    for (const seq of ["1", "2", "4"]) ws.push({ type: "event", subscription: sub.id, event: { gameId: "g", seq, drawOffered: { side: "SIDE_SOUTH" } } });
-    ws.close();
-    await vi.advanceTimersByTimeAsync(20000);
-    const ws2 = FakeSocket.all[1]!;
-    ws2.open();
-    ws2.push({ id: "auth", type: "result", response: { player: "alice" } });
+    const a = conn.request("getGame", { gameId: "g" });
     await vi.advanceTimersByTimeAsync(0);
-    const sub2 = ws2.last("subscribe")!;
-    expect(sub2.request).toEqual({ gameId: "g", fromSeq: "5" });
-    // the server repeats the last event (a resume hint), then goes on
-    ws2.push({ type: "event", subscription: sub2.id, event: { gameId: "g", seq: "4", drawOffered: { side: "SIDE_SOUTH" } } });
-    ws2.push({ type: "event", subscription: sub2.id, event: { gameId: "g", seq: "5", drawDeclined: { side: "SIDE_NORTH" } } });
-    expect(seen).toEqual(["1", "2", "4", "5"]);
-  });
-
-  it("asks for status items when the subscriber takes them, and hands each checked one over", async () => {
-    const { conn, ws } = await connected();
-    const statuses: unknown[] = [];
-    conn.subscribeGame({ gameId: "g", spectate: false, nextSeq: () => 1, onEvent: () => {}, onStatus: (st) => statuses.push(st) });
-    const sub = ws.last("subscribe")!;
-    expect(sub.request).toEqual({ gameId: "g", fromSeq: "1", withStatus: true });
-    const status = { version: "4", southConnected: true, turnDeadlineUnixMillis: "1700000000000", drawOffer: "SIDE_NORTH" };
-    ws.push({ type: "status", subscription: sub.id, status });
-    ws.push({ type: "status", subscription: sub.id, status: { version: "not a number" } });
-    ws.push({ type: "status", subscription: "s999", status });
-    expect(statuses, "the malformed one and another subscription's are skipped").toEqual([status]);
-  });
-
-  it("follows a reconnect frame: after its end, subscribes again from the next seq", async () => {
-    const { conn, ws } = await connected();
-    const log = new GameLog();
-    let ended = false;
-    conn.subscribeGame({ gameId: "g", spectate: true, nextSeq: () => log.nextSeq(), onEvent: (e) => log.add(e), onEnd: () => { ended = true; } });
-    const sub = ws.last("subscribe")!;
-    ws.push({ type: "event", subscription: sub.id, event: { gameId: "g", seq: "3", resigned: { side: "SIDE_NORTH" } } });
-    ws.push({ type: "reconnect", subscription: sub.id, resume_from_seq: 4, reason: "too slow" });
-    ws.push({ type: "end", subscription: sub.id });
-    await vi.advanceTimersByTimeAsync(2000);
-    expect(ended).toBe(false);
-    const again = ws.sent.filter((m) => m.type === "subscribe");
-    expect(again.length).toBe(2);
-    expect(again[1]?.request).toEqual({ gameId: "g", fromSeq: "4", spectate: true });
-    // a plain end (after GameEnded) ends the subscription for good
-    ws.push({ type: "end", subscription: sub.id });
-    expect(ended).toBe(true);
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    ws.onmessage?.({ data: new Uint8Array([0xff, 0xff, 0xff]).buffer });
+    ws.onmessage?.({ data: '{"type":"result"}' });
+    expect(warn).toHaveBeenCalledTimes(2);
+    warn.mockRestore();
+    ws.answer(ws.last("getGame")!, { getGame: {} });
+    await expect(a).resolves.toEqual({});
   });
 
   it("reports a refused token and stops reconnecting", async () => {
     const conn = new Connection("ws://x/v1/ws", () => "bad");
     let failed: ServerError | null = null;
-    conn.onAuthFailed = (e) => { failed = e; };
+    conn.onAuthFailed = (e) => {
+      failed = e;
+    };
     const p = conn.connect();
     const ws = FakeSocket.all[0]!;
     ws.open();
-    ws.push({ id: 1, type: "error", code: "UNAUTHENTICATED", reason: "TOKEN_INVALID", message: "x" });
-    ws.push({ id: "auth", type: "error", code: "UNAUTHENTICATED", reason: "TOKEN_INVALID", message: "x" });
-    await expect(p).rejects.toMatchObject({ reason: "TOKEN_INVALID" });
+    ws.refuse(ws.last("authenticate")!, 16, "TOKEN_INVALID", "x");
+    await expect(p).rejects.toMatchObject({ reason: "TOKEN_INVALID", code: "UNAUTHENTICATED" });
     expect(failed).not.toBeNull();
     ws.close();
     await vi.advanceTimersByTimeAsync(60000);
     expect(FakeSocket.all.length).toBe(1);
+  });
+
+  it("takes a refusal the server could not give an id (0) before the sign-in as the sign-in's", async () => {
+    const conn = new Connection("ws://x/v1/ws", () => "tok");
+    const p = conn.connect();
+    const ws = FakeSocket.all[0]!;
+    ws.open();
+    ws.refuse("0", 16, "NOT_AUTHENTICATED", "the first frame must authenticate");
+    await expect(p).rejects.toMatchObject({ reason: "NOT_AUTHENTICATED" });
+  });
+
+  it("does not talk to a server that did not choose the subprotocol", async () => {
+    const conn = new Connection("ws://x/v1/ws", () => "tok");
+    const p = conn.connect();
+    const ws = FakeSocket.all[0]!;
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    ws.open("");
+    expect(ws.sent, "not even the token").toEqual([]);
+    expect(ws.readyState).toBe(3);
+    await expect(p).rejects.toMatchObject({ reason: "CONNECTION_LOST" });
+    error.mockRestore();
   });
 });
 
@@ -137,25 +167,31 @@ describe("reconnecting after an outage", () => {
     expect(backoffDelay(9, () => 0)).toBeLessThan(backoffDelay(9, () => 0.999999));
   });
 
+  it("fails the requests in flight with CONNECTION_LOST when the socket drops", async () => {
+    const { conn, ws } = await connected();
+    const a = conn.request("getGame", { gameId: "g" });
+    await vi.advanceTimersByTimeAsync(0);
+    ws.close();
+    await expect(a).rejects.toMatchObject({ reason: "CONNECTION_LOST" });
+  });
+
   it("opens no socket for a request made while the connection is lost: it waits for the scheduled reconnect", async () => {
     const { conn, ws } = await connected();
     ws.close();
     expect(FakeSocket.all.length).toBe(1);
     // the game screen's periodic refresh and a click, while the server is away
-    const a = conn.request("get_game", { gameId: "g" });
-    const b = conn.request("list_my_games", { activeOnly: true });
+    const a = conn.request("getGame", { gameId: "g" });
+    const b = conn.request("listMyGames", { activeOnly: true });
     await vi.advanceTimersByTimeAsync(0);
     expect(FakeSocket.all.length, "a request opened a socket of its own").toBe(1);
     await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
     expect(FakeSocket.all.length, "one socket, the schedule's").toBe(2);
     const ws2 = FakeSocket.all[1]!;
     ws2.open();
-    ws2.push({ id: "auth", type: "result", response: { player: "alice" } });
+    ws2.authenticate();
     await vi.advanceTimersByTimeAsync(0);
-    const ga = ws2.last("get_game")!;
-    const lb = ws2.last("list_my_games")!;
-    ws2.push({ id: ga.id, type: "result", response: {} });
-    ws2.push({ id: lb.id, type: "result", response: {} });
+    ws2.answer(ws2.last("getGame")!, { getGame: {} });
+    ws2.answer(ws2.last("listMyGames")!, { listMyGames: {} });
     await expect(a).resolves.toEqual({});
     await expect(b).resolves.toEqual({});
   });
@@ -165,11 +201,11 @@ describe("reconnecting after an outage", () => {
     const opened: number[] = [];
     const start = Date.now();
     ws.close();
-    const failed = conn.request("get_game", { gameId: "g" });
+    const failed = conn.request("getGame", { gameId: "g" });
     failed.catch(() => {});
     // A long outage: every attempt fails at once; the page asks for the view every 4 s meanwhile.
     for (let t = 0; t < 60_000; t += 250) {
-      if (t % 4000 === 0) conn.request("get_game", { gameId: "g" }).catch(() => {});
+      if (t % 4000 === 0) conn.request("getGame", { gameId: "g" }).catch(() => {});
       const before = FakeSocket.all.length;
       await vi.advanceTimersByTimeAsync(250);
       for (const socket of FakeSocket.all.slice(before)) {
@@ -193,10 +229,10 @@ describe("reconnecting after an outage", () => {
     conn.onState = (s) => states.push(s);
     let resumed = 0;
     const p = conn.connect();
-    conn.subscribeGame({ gameId: "g", spectate: false, nextSeq: () => 7, onEvent: () => {}, onResumed: () => resumed++ });
+    conn.followGame({ gameId: "g", spectate: false, nextSeq: () => 7, onEvent: () => {}, onResumed: () => resumed++ });
     const ws = FakeSocket.all[0]!;
     ws.open();
-    ws.push({ id: "auth", type: "result", response: { player: "alice" } });
+    ws.authenticate();
     await p;
     expect(resumed, "the first open is no resumption").toBe(0);
     ws.close();
@@ -207,10 +243,10 @@ describe("reconnecting after an outage", () => {
     await vi.advanceTimersByTimeAsync(RECONNECT_LONGEST_MS);
     const last = FakeSocket.all.at(-1)!;
     last.open();
-    last.push({ id: "auth", type: "result", response: { player: "alice" } });
+    last.authenticate();
     await vi.advanceTimersByTimeAsync(0);
     expect(resumed).toBe(1);
-    expect(last.last("subscribe")?.request).toEqual({ gameId: "g", fromSeq: "7" });
+    expect(last.last("follow")?.body).toEqual({ gameId: "g", fromSeq: "7" });
     expect(states[0]).toBe("connecting");
     expect(states.slice(1).filter((s) => s !== "lost")).toEqual(["open", "open"]);
     expect(states.indexOf("connecting", 1), "no 'connecting' flicker during the outage").toBe(-1);

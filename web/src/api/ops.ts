@@ -1,60 +1,47 @@
 /**
- * The WebSocket operations, each tied to its generated proto request and response schema, so
- * every message the page sends or reads is the proto message in canonical JSON (docs/websocket.md),
- * checked by the generated (de)serialisation rather than by hand-copied types.
+ * The requests the page makes on its `Connect` connection, each tied to the `Answer` field that
+ * answers it. Requests and answers are the generated proto messages (protobuf-es, from `proto/`)
+ * in their proto3 JSON form: a request is one field of `ConnectRequest` (`getGame`, `play`, ...),
+ * its answer one field of `Answer` (an action's is `action`, its `ActionResult`), so the types
+ * below come from the generated code rather than being copied by hand.
  */
-import type { DescMessage } from "@bufbuild/protobuf";
-import * as c from "../gen/hiddenfront/v1/client_pb.js";
+import type { AnswerJson, ConnectRequestJson } from "../gen/hiddenfront/v1/client_pb.js";
 
-/** Request and response JSON types of every operation the page uses. */
-export interface Ops {
-  subscribe: [c.SubscribeRequestJson, Record<string, never>];
-  get_game: [c.PlayerServiceGetGameRequestJson, c.PlayerServiceGetGameResponseJson];
-  list_my_games: [c.ListMyGamesRequestJson, c.ListMyGamesResponseJson];
-  reshuffle: [c.ReshuffleRequestJson, c.ReshuffleResponseJson];
-  swap: [c.SwapRequestJson, c.SwapResponseJson];
-  confirm: [c.ConfirmRequestJson, c.ConfirmResponseJson];
-  play: [c.PlayRequestJson, c.PlayResponseJson];
-  propose_draw: [c.ProposeDrawRequestJson, c.ProposeDrawResponseJson];
-  respond_draw: [c.RespondDrawRequestJson, c.RespondDrawResponseJson];
-  concede: [c.ConcedeRequestJson, c.ConcedeResponseJson];
-  find_match: [c.FindMatchRequestJson, c.FindMatchResponseJson];
-  cancel_match: [c.CancelMatchRequestJson, c.CancelMatchResponseJson];
-  create_invite: [c.PlayerServiceCreateInviteRequestJson, c.PlayerServiceCreateInviteResponseJson];
-  accept_invite: [c.PlayerServiceAcceptInviteRequestJson, c.PlayerServiceAcceptInviteResponseJson];
-  cancel_invite: [c.PlayerServiceCancelInviteRequestJson, c.PlayerServiceCancelInviteResponseJson];
-  play_computer: [c.PlayerServicePlayComputerRequestJson, c.PlayerServicePlayComputerResponseJson];
-  get_my_rating: [c.GetMyRatingRequestJson, c.GetMyRatingResponseJson];
-  watch_lobby: [c.WatchLobbyRequestJson, Record<string, never>];
-  export_replay: [c.ExportReplayRequestJson, c.ExportReplayResponseJson];
-}
+/** The `Answer` field of each `ConnectRequest` field the page sends. */
+export const ANSWER_OF = {
+  authenticate: "authenticate",
+  follow: "followed",
+  followLobby: "followed",
+  unfollow: "followed",
+  getGame: "getGame",
+  listMyGames: "listMyGames",
+  reshuffle: "action",
+  swap: "action",
+  deploy: "action",
+  confirm: "action",
+  play: "action",
+  proposeDraw: "action",
+  respondDraw: "action",
+  concede: "action",
+  findMatch: "findMatch",
+  cancelMatch: "cancelMatch",
+  createInvite: "createInvite",
+  acceptInvite: "acceptInvite",
+  cancelInvite: "cancelInvite",
+  playComputer: "playComputer",
+  getMyRating: "getMyRating",
+  exportReplay: "exportReplay",
+} as const satisfies { [K in keyof ConnectRequestJson]?: Exclude<keyof AnswerJson, "requestId"> };
 
-/** An operation's `type` name. */
-export type Op = keyof Ops;
-/** The request JSON of an operation. */
-export type Req<O extends Op> = Ops[O][0];
-/** The response JSON of an operation. */
-export type Res<O extends Op> = Ops[O][1];
-
-/** The generated schema of each operation's request and (for non-streams) response. */
-export const schemas: { [O in Op]: [DescMessage, DescMessage | null] } = {
-  subscribe: [c.SubscribeRequestSchema, null],
-  get_game: [c.PlayerServiceGetGameRequestSchema, c.PlayerServiceGetGameResponseSchema],
-  list_my_games: [c.ListMyGamesRequestSchema, c.ListMyGamesResponseSchema],
-  reshuffle: [c.ReshuffleRequestSchema, c.ReshuffleResponseSchema],
-  swap: [c.SwapRequestSchema, c.SwapResponseSchema],
-  confirm: [c.ConfirmRequestSchema, c.ConfirmResponseSchema],
-  play: [c.PlayRequestSchema, c.PlayResponseSchema],
-  propose_draw: [c.ProposeDrawRequestSchema, c.ProposeDrawResponseSchema],
-  respond_draw: [c.RespondDrawRequestSchema, c.RespondDrawResponseSchema],
-  concede: [c.ConcedeRequestSchema, c.ConcedeResponseSchema],
-  find_match: [c.FindMatchRequestSchema, c.FindMatchResponseSchema],
-  cancel_match: [c.CancelMatchRequestSchema, c.CancelMatchResponseSchema],
-  create_invite: [c.PlayerServiceCreateInviteRequestSchema, c.PlayerServiceCreateInviteResponseSchema],
-  accept_invite: [c.PlayerServiceAcceptInviteRequestSchema, c.PlayerServiceAcceptInviteResponseSchema],
-  cancel_invite: [c.PlayerServiceCancelInviteRequestSchema, c.PlayerServiceCancelInviteResponseSchema],
-  play_computer: [c.PlayerServicePlayComputerRequestSchema, c.PlayerServicePlayComputerResponseSchema],
-  get_my_rating: [c.GetMyRatingRequestSchema, c.GetMyRatingResponseSchema],
-  watch_lobby: [c.WatchLobbyRequestSchema, null],
-  export_replay: [c.ExportReplayRequestSchema, c.ExportReplayResponseSchema],
-};
+/** A request the connection sends (a field of `ConnectRequest`). */
+export type Op = keyof typeof ANSWER_OF;
+/** The requests the connection makes itself: the sign-in and the follows. */
+export type OwnOp = "authenticate" | "follow" | "followLobby" | "unfollow";
+/** The requests the screens make through `Connection.request`. */
+export type PageOp = Exclude<Op, OwnOp>;
+/** The `Answer` field that answers `O`. */
+export type AnswerOf<O extends Op> = (typeof ANSWER_OF)[O];
+/** The request of an operation, in proto JSON. */
+export type Req<O extends Op> = NonNullable<ConnectRequestJson[O]>;
+/** The answer of an operation, in proto JSON. */
+export type Res<O extends Op> = NonNullable<AnswerJson[AnswerOf<O>]>;

@@ -1,65 +1,24 @@
 /**
- * The WebSocket connection of docs/websocket.md: authenticates with the first message, matches
- * answers by request id, keeps subscriptions alive across dropped sockets (reconnecting with
- * backoff and resubscribing from the subscriber's own next seq), and checks every message with
- * the generated proto JSON (de)serialisation.
+ * The page's one connection to the gateway: `PlayerService/Connect` as binary WebSocket frames
+ * (subprotocol `hiddenfront.connect.v1`, `frames.ts`). It authenticates with its first frame (a
+ * browser cannot set the Authorization header), sends each request with an id of its own and
+ * matches the answer or refusal by that id however it interleaves with the events, and keeps the
+ * follows going across dropped sockets (`follows.ts`).
  *
  * Every socket after the first is opened by the one reconnect schedule (`backoffDelay`): a
  * request made while the connection is lost waits for the scheduled reconnect (and fails with
  * CONNECTION_LOST if that attempt fails too); it never opens a socket of its own.
  */
-import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
-import { GameEventSchema, GameStatusSchema, type GameEventJson, type GameStatusJson } from "../gen/hiddenfront/v1/game_pb.js";
-import { LobbyEventSchema, type LobbyEventJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
-import { schemas, type Op, type Req, type Res } from "./ops.js";
+import type { AnswerJson } from "../gen/hiddenfront/v1/client_pb.js";
+import { backoffDelay } from "./backoff.js";
+import { ServerError, badMessage, connectionLost } from "./errors.js";
+import { Follows, type FollowReply, type GameSubscriber, type LobbySubscriber } from "./follows.js";
+import { SUBPROTOCOL, decodeResponse, encodeRequest, type Incoming } from "./frames.js";
+import { ANSWER_OF, type Op, type PageOp, type Req, type Res } from "./ops.js";
 
-/** A refused request: `reason` is the stable name the page translates (docs/errors.md). */
-export class ServerError extends Error {
-  constructor(
-    readonly code: string,
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Reasons the client itself produces (translated like the server's). */
-export const CLIENT_REASONS = ["CONNECTION_LOST", "BAD_MESSAGE"] as const;
-
-type Frame =
-  | { type: "result"; id: unknown; response?: unknown }
-  | { type: "error"; id: unknown; code?: string; reason?: string; message?: string }
-  | { type: "event"; subscription: unknown; event: unknown }
-  | { type: "status"; subscription: unknown; status: unknown }
-  | { type: "lobby"; subscription: unknown; event: unknown }
-  | { type: "reconnect"; subscription: unknown; resume_from_seq?: number }
-  | { type: "end"; subscription: unknown; code?: string; reason?: string };
-
-/** A game subscription's callbacks; `nextSeq` is asked again at every (re)subscribe. */
-export interface GameSubscriber {
-  gameId: string;
-  spectate: boolean;
-  nextSeq(): number;
-  onEvent(event: GameEventJson): void;
-  /**
-   * The game's status (presence, deadlines, timeouts, draw offer): given, the subscription asks
-   * for `status` items (`withStatus`), sent once it has caught up and then on every change.
-   */
-  onStatus?(status: GameStatusJson): void;
-  onEnd?(): void;
-  onError?(err: ServerError): void;
-  /** The socket came back after a loss and the subscription was made again (not at the first open). */
-  onResumed?(): void;
-}
-
-/** A lobby subscription's callbacks; `afterSeq` is asked again at every (re)watch. */
-export interface LobbySubscriber {
-  afterSeq(): number;
-  onEvent(event: LobbyEventJson): void;
-}
-
-type Sub = { kind: "game"; s: GameSubscriber; ended: boolean } | { kind: "lobby"; s: LobbySubscriber; ended: boolean };
+export { RECONNECT_CAP_MS, RECONNECT_FIRST_MS, RECONNECT_LONGEST_MS, backoffDelay } from "./backoff.js";
+export { CLIENT_REASONS, ServerError } from "./errors.js";
+export type { GameSubscriber, LobbySubscriber } from "./follows.js";
 
 /**
  * Connection state, for the page's status line: `connecting` until the first socket is
@@ -68,40 +27,19 @@ type Sub = { kind: "game"; s: GameSubscriber; ended: boolean } | { kind: "lobby"
  */
 export type ConnState = "connecting" | "open" | "lost";
 
+/** A request waiting for its answer: the `Answer` field expected, and what to do with it. */
 interface Pending {
-  resolve(v: unknown): void;
-  reject(e: ServerError): void;
-  op: Op | "auth";
+  field: keyof AnswerJson;
+  resolve(answer: unknown): void;
+  reject(error: ServerError): void;
 }
-
-/** The first reconnect wait, before jitter; each later one doubles up to `RECONNECT_CAP_MS`. */
-export const RECONNECT_FIRST_MS = 500;
-/** The longest reconnect wait before jitter. */
-export const RECONNECT_CAP_MS = 2400;
-/** Jitter scales each wait by 0.75 to 1.25, so no wait is longer than this (3 s). */
-export const RECONNECT_LONGEST_MS = RECONNECT_CAP_MS * 1.25;
-
-/**
- * The wait before reconnect attempt `attempt` (0 for the first after a loss): 500 ms doubling up
- * to 2.4 s, each scaled by a random 0.75 to 1.25 (so a crowd that lost the same server does not
- * come back in the same instant), so never more than 3 s. The cap is low on purpose: a restarted
- * server must find its players again within seconds, since it pauses the clocks while it is down
- * but, once back, gives a player only 5 s more than the time they had (docs/clock.md): a page
- * asleep in a long wait would spend its player's clock.
- */
-export function backoffDelay(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(RECONNECT_CAP_MS, RECONNECT_FIRST_MS * 2 ** Math.min(Math.max(attempt, 0), 10));
-  return Math.round(base * (0.75 + random() * 0.5));
-}
-
-const connectionLost = () => new ServerError("UNAVAILABLE", "CONNECTION_LOST", "connection lost");
 
 /** One logical connection for the page's whole life. */
 export class Connection {
   private ws: WebSocket | null = null;
   private nextId = 1;
-  private pending = new Map<string, Pending>();
-  private subs = new Map<string, Sub>();
+  private pending = new Map<number, Pending>();
+  private readonly follows: Follows;
   private attempt = 0;
   private ready: Promise<void> | null = null;
   /** The outcome of the reconnect attempt that is scheduled (its timer pending), if any. */
@@ -120,7 +58,16 @@ export class Connection {
   constructor(
     private readonly url: string,
     private readonly token: () => string,
-  ) {}
+  ) {
+    const reply = (r: FollowReply) => ({ resolve: () => r.answered(), reject: (e: ServerError) => r.refused(e) });
+    const ignore = { resolve: () => {}, reject: () => {} };
+    this.follows = new Follows({
+      isOpen: () => this.isOpen,
+      follow: (request, r) => this.send("follow", request, reply(r)),
+      followLobby: (request, r) => this.send("followLobby", request, reply(r)),
+      unfollow: (request) => void this.send("unfollow", request, ignore),
+    });
+  }
 
   /**
    * Resolves once a socket is authenticated: the open one, the one being opened, or, while the
@@ -137,17 +84,24 @@ export class Connection {
   private open(): Promise<void> {
     this.ready = new Promise<void>((resolve, reject) => {
       if (!this.wasOpen) this.onState("connecting");
-      const ws = new WebSocket(this.url);
+      const ws = new WebSocket(this.url, SUBPROTOCOL);
+      ws.binaryType = "arraybuffer";
       this.ws = ws;
       let authed = false;
       ws.onopen = () => {
-        const id = "auth";
-        this.pending.set(JSON.stringify(id), {
-          op: "auth",
-          resolve: (r) => {
-            const resp = r as { player?: string; guest?: boolean };
-            this.player = resp.player ?? "";
-            this.guest = resp.guest ?? false;
+        if (ws.protocol !== SUBPROTOCOL) {
+          // A gateway that does not speak the binary form: this page cannot talk to it.
+          console.error(`hidden-front: the server chose the subprotocol "${ws.protocol}", not ${SUBPROTOCOL}`);
+          ws.close();
+          return;
+        }
+        const id = this.nextId++;
+        this.pending.set(id, {
+          field: ANSWER_OF.authenticate,
+          resolve: (answer) => {
+            const who = answer as Res<"authenticate">;
+            this.player = who.player ?? "";
+            this.guest = who.guest ?? false;
             authed = true;
             const reconnected = this.wasOpen;
             this.isOpen = true;
@@ -155,23 +109,26 @@ export class Connection {
             this.attempt = 0;
             this.onState("open");
             resolve();
-            this.resubscribeAll(reconnected);
+            this.follows.opened(reconnected);
           },
           reject: (e) => {
+            // The server closes the socket after a refused sign-in; no reconnect follows.
             this.closedByUs = true;
             this.onAuthFailed(e);
             reject(e);
           },
         });
-        ws.send(JSON.stringify({ id, type: "auth", token: this.token() }));
+        ws.send(encodeRequest(id, "authenticate", { token: this.token() }));
       };
-      ws.onmessage = (m) => this.onFrame(typeof m.data === "string" ? m.data : "");
+      ws.onmessage = (m: MessageEvent) => this.onFrame(m.data);
       ws.onclose = () => {
         this.ws = null;
         this.ready = null;
         this.isOpen = false;
-        for (const [, p] of this.pending) p.reject(connectionLost());
+        const pending = [...this.pending.values()];
         this.pending.clear();
+        this.follows.closed();
+        for (const p of pending) p.reject(connectionLost());
         if (!authed) reject(connectionLost());
         if (!this.closedByUs) {
           this.onState("lost");
@@ -215,174 +172,105 @@ export class Connection {
   }
 
   /**
-   * Sends one request and resolves with its proto response (as JSON). While the connection is
-   * lost it waits for the scheduled reconnect, and fails with CONNECTION_LOST if that fails.
+   * Sends one request and resolves with its answer (proto JSON), or rejects with its refusal.
+   * While the connection is lost it waits for the scheduled reconnect, and fails with
+   * CONNECTION_LOST if that fails. An action's answer is its `ActionResult`: the acknowledgment;
+   * the events it caused arrive on the game's follow, in either order with the answer.
    */
-  async request<O extends Op>(op: O, req: Req<O>): Promise<Res<O>> {
+  async request<O extends PageOp>(op: O, req: Req<O>): Promise<Res<O>> {
     await this.connect();
-    return this.send(op, req) as Promise<Res<O>>;
+    return new Promise<Res<O>>((resolve, reject) => {
+      this.send(op, req, { resolve: (answer) => resolve(answer as Res<O>), reject });
+    });
   }
 
-  private send(op: Op, req: unknown): Promise<unknown> {
-    const ws = this.ws;
-    if (!ws || !this.isOpen) return Promise.reject(connectionLost());
-    const [reqSchema] = schemas[op];
-    // The generated (de)serialisation checks the request and writes canonical proto JSON.
-    const request = toJson(reqSchema, fromJson(reqSchema, req as JsonValue));
+  /**
+   * Sends request `op` on the open socket under a fresh id (answered through `handlers`, or
+   * rejected at once with CONNECTION_LOST when no socket is authenticated) and returns the id.
+   * The generated code checks the request before it is encoded: a field it does not know throws.
+   */
+  private send<O extends Op>(op: O, req: Req<O>, handlers: Omit<Pending, "field">): number {
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(JSON.stringify(id), { op, resolve, reject });
-      ws.send(JSON.stringify({ id, type: op, request }));
-    });
-  }
-
-  /** Subscribes to a game's events; returns a function that unsubscribes. */
-  subscribeGame(s: GameSubscriber): () => void {
-    return this.addSub({ kind: "game", s, ended: false });
-  }
-
-  /** Watches the lobby (match found, ticket expired...); returns a function that stops it. */
-  watchLobby(s: LobbySubscriber): () => void {
-    return this.addSub({ kind: "lobby", s, ended: false });
-  }
-
-  private addSub(sub: Sub): () => void {
-    const id = `s${this.nextId++}`;
-    this.subs.set(id, sub);
-    if (this.isOpen) this.startSub(id, sub);
-    else this.connect().catch(() => {});
-    return () => {
-      if (!this.subs.delete(id)) return;
-      if (this.ws && !sub.ended) {
-        const rid = this.nextId++;
-        this.pending.set(JSON.stringify(rid), { op: "subscribe", resolve: () => {}, reject: () => {} });
-        this.ws.send(JSON.stringify({ id: rid, type: "unsubscribe", request: { subscription: id } }));
-      }
-    };
-  }
-
-  private resubscribeAll(reconnected: boolean): void {
-    for (const [id, sub] of this.subs) {
-      if (sub.ended) continue;
-      this.startSub(id, sub);
-      if (reconnected && sub.kind === "game") sub.s.onResumed?.();
-    }
-  }
-
-  private startSub(id: string, sub: Sub): void {
     const ws = this.ws;
-    if (!ws) return;
-    let type: Op;
-    let request: unknown;
-    if (sub.kind === "game") {
-      type = "subscribe";
-      request = {
-        gameId: sub.s.gameId,
-        fromSeq: String(sub.s.nextSeq()),
-        spectate: sub.s.spectate,
-        withStatus: sub.s.onStatus !== undefined,
-      };
-    } else {
-      type = "watch_lobby";
-      request = { afterSeq: String(sub.s.afterSeq()) };
+    if (!ws || !this.isOpen) {
+      handlers.reject(connectionLost());
+      return id;
     }
-    const [schema] = schemas[type];
-    const req = toJson(schema, fromJson(schema, request as JsonValue));
-    this.pending.set(JSON.stringify(id), {
-      op: type,
-      resolve: () => {},
-      reject: (e) => {
-        if (sub.kind === "game") sub.s.onError?.(e);
-      },
-    });
-    ws.send(JSON.stringify({ id, type, request: req }));
+    const frame = encodeRequest(id, op, req);
+    this.pending.set(id, { field: ANSWER_OF[op], ...handlers });
+    ws.send(frame);
+    return id;
   }
 
-  private onFrame(text: string): void {
-    let frame: Frame;
-    try {
-      frame = JSON.parse(text) as Frame;
-    } catch {
+  /** Follows a game's events (and status items); returns a function that stops the follow. */
+  followGame(s: GameSubscriber): () => void {
+    const stop = this.follows.addGame(s);
+    if (!this.isOpen) this.connect().catch(() => {});
+    return stop;
+  }
+
+  /** Follows the lobby (match found, ticket expired...); returns a function that stops it. */
+  followLobby(s: LobbySubscriber): () => void {
+    const stop = this.follows.addLobby(s);
+    if (!this.isOpen) this.connect().catch(() => {});
+    return stop;
+  }
+
+  private onFrame(data: unknown): void {
+    if (!(data instanceof ArrayBuffer)) {
+      console.warn("hidden-front: a frame that is not binary was skipped");
       return;
     }
-    switch (frame.type) {
-      case "result":
-      case "error": {
-        const key = JSON.stringify(frame.id ?? "auth");
-        const p = this.pending.get(key);
+    let messages: Incoming[];
+    try {
+      messages = decodeResponse(data);
+    } catch (e) {
+      console.warn("hidden-front: a frame that is not a ConnectResponse was skipped", e);
+      return;
+    }
+    for (const message of messages) this.onMessage(message);
+  }
+
+  private onMessage(m: Incoming): void {
+    switch (m.kind) {
+      case "answer": {
+        const p = this.pending.get(m.id);
         if (!p) return;
-        this.pending.delete(key);
-        if (frame.type === "error") {
-          p.reject(new ServerError(frame.code ?? "UNKNOWN", frame.reason ?? "", frame.message ?? ""));
-          return;
+        this.pending.delete(m.id);
+        const answer = m.answer[p.field];
+        if (answer === undefined) p.reject(badMessage(`request ${m.id} was answered without ${p.field}`));
+        else p.resolve(answer);
+        return;
+      }
+      case "refusal": {
+        // Before the sign-in is answered, any refusal is its (id 0: the frame was not read).
+        const id = !this.isOpen && m.id === 0 ? this.authId() : m.id;
+        const p = id === undefined ? undefined : this.pending.get(id);
+        if (p && id !== undefined) {
+          this.pending.delete(id);
+          p.reject(m.error);
+        } else if (!this.follows.refusedLater(m.id, m.error)) {
+          console.warn(`hidden-front: refused ${m.id}: ${m.error.reason} ${m.error.message}`);
         }
-        const response = frame.response ?? {};
-        if (p.op !== "auth") {
-          const resSchema = schemas[p.op][1];
-          if (resSchema) {
-            try {
-              fromJson(resSchema, response as JsonValue, { ignoreUnknownFields: true });
-            } catch {
-              p.reject(new ServerError("INTERNAL", "BAD_MESSAGE", "bad response"));
-              return;
-            }
-          }
-        }
-        p.resolve(response);
         return;
       }
       case "event":
-      case "lobby": {
-        const sub = this.subs.get(String(frame.subscription));
-        if (!sub) return;
-        try {
-          if (sub.kind === "game") {
-            fromJson(GameEventSchema, frame.event as JsonValue, { ignoreUnknownFields: true });
-            sub.s.onEvent(frame.event as GameEventJson);
-          } else {
-            fromJson(LobbyEventSchema, frame.event as JsonValue, { ignoreUnknownFields: true });
-            sub.s.onEvent(frame.event as LobbyEventJson);
-          }
-        } catch (e) {
-          console.warn("hidden-front: a malformed event was skipped", e);
-        }
-        return;
-      }
-      case "status": {
-        const sub = this.subs.get(String(frame.subscription));
-        if (sub?.kind !== "game") return;
-        try {
-          fromJson(GameStatusSchema, frame.status as JsonValue, { ignoreUnknownFields: true });
-          sub.s.onStatus?.(frame.status as GameStatusJson);
-        } catch (e) {
-          console.warn("hidden-front: a malformed status was skipped", e);
-        }
-        return;
-      }
-      case "reconnect": {
-        // The subscription stops; `end` follows. Resubscribe from our own next seq, which the
-        // subscriber keeps (resume_from_seq says the same, or one earlier when a hint repeats).
-        const id = String(frame.subscription);
-        const sub = this.subs.get(id);
-        if (sub) sub.ended = true;
-        this.pendingRestart.add(id);
-        return;
-      }
-      case "end": {
-        const id = String(frame.subscription);
-        const sub = this.subs.get(id);
-        if (!sub) return;
-        if (this.pendingRestart.delete(id)) {
-          sub.ended = false;
-          setTimeout(() => this.startSub(id, sub), backoffDelay(0));
-          return;
-        }
-        sub.ended = true;
-        if (sub.kind === "game") sub.s.onEnd?.();
-        return;
-      }
+        return this.follows.event(m.gameId, m.event);
+      case "status":
+        return this.follows.status(m.gameId, m.status);
+      case "lobby":
+        return this.follows.lobbyEvent(m.event);
+      case "reconnect":
+        return this.follows.reconnect(m);
+      case "goodbye":
+        // The socket closes next; the reconnect schedule opens the next one.
+        return this.follows.goodbye(m.games, m.lobbyAfterSeq);
     }
   }
 
-  private pendingRestart = new Set<string>();
+  /** The id of the sign-in request waiting for its answer, if any. */
+  private authId(): number | undefined {
+    for (const [id, p] of this.pending) if (p.field === ANSWER_OF.authenticate) return id;
+    return undefined;
+  }
 }

@@ -178,6 +178,7 @@ export const en = {
   "reason.SUBSCRIPTION_EXISTS": "Already following this game.",
   "reason.SUBSCRIPTION_NOT_FOUND": "Not following this game.",
   "reason.UNSUBSCRIBED": "Stopped following this game.",
+  "reason.TOO_SLOW": "The connection fell behind: reconnecting.",
   "reason.TICKET_NOT_FOUND": "That search does not exist.",
   "reason.TICKET_EXISTS": "You are already searching for a match.",
   "reason.TICKET_CLOSED": "That search is over.",

@@ -180,6 +180,7 @@ export const ja: Record<Key, string> = {
   "reason.SUBSCRIPTION_EXISTS": "この対局はすでに表示しています。",
   "reason.SUBSCRIPTION_NOT_FOUND": "この対局は表示していません。",
   "reason.UNSUBSCRIBED": "この対局の表示をやめました。",
+  "reason.TOO_SLOW": "接続が遅れました。再接続しています。",
   "reason.TICKET_NOT_FOUND": "その検索はありません。",
   "reason.TICKET_EXISTS": "すでに対戦相手を探しています。",
   "reason.TICKET_CLOSED": "その検索は終わりました。",

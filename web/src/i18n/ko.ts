@@ -180,6 +180,7 @@ export const ko: Record<Key, string> = {
   "reason.SUBSCRIPTION_EXISTS": "이미 이 대국을 보고 있습니다.",
   "reason.SUBSCRIPTION_NOT_FOUND": "이 대국을 보고 있지 않습니다.",
   "reason.UNSUBSCRIBED": "이 대국 보기를 멈췄습니다.",
+  "reason.TOO_SLOW": "연결이 뒤처졌습니다. 다시 연결하는 중.",
   "reason.TICKET_NOT_FOUND": "그런 찾기는 없습니다.",
   "reason.TICKET_EXISTS": "이미 상대를 찾고 있습니다.",
   "reason.TICKET_CLOSED": "찾기가 끝났습니다.",

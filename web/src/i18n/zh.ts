@@ -180,6 +180,7 @@ export const zh: Record<Key, string> = {
   "reason.SUBSCRIPTION_EXISTS": "已在关注此对局。",
   "reason.SUBSCRIPTION_NOT_FOUND": "没有关注此对局。",
   "reason.UNSUBSCRIBED": "已停止关注此对局。",
+  "reason.TOO_SLOW": "连接跟不上：正在重连。",
   "reason.TICKET_NOT_FOUND": "没有这个匹配请求。",
   "reason.TICKET_EXISTS": "你已在寻找对手。",
   "reason.TICKET_CLOSED": "匹配请求已结束。",

@@ -19,7 +19,7 @@ import { hasKey, pieceName, type Key } from "../i18n/index.js";
 /**
  * The game's live status: presence, the running deadlines, timeouts used and the draw offer,
  * with the game's version when it was read. Kept apart from the position because its source is
- * apart: the subscription's `status` items (and the view read when the game opens); the one
+ * apart: the `status` items of the game's follow (and the view read when the game opens); the one
  * transition that writes it is `withStatus`.
  */
 export type GameStatus = GameStatusJson;
@@ -51,7 +51,7 @@ export interface GameState {
   readonly gameId: string;
   readonly spectate: boolean;
   /**
-   * The position: the view read from the server (`get_game`), then followed by each event with
+   * The position: the view read from the server (`getGame`), then followed by each event with
    * the engine (`followEvents`). Its status fields are read from `status`.
    */
   readonly view: GameViewJson | null;
@@ -172,7 +172,7 @@ export function withView(s: GameState, view: GameViewJson, engine: Engine): Game
 }
 
 /**
- * A `get_game` answer (read when the game opens, after a reconnect, or after an event that did
+ * A `getGame` answer (read when the game opens, after a reconnect, or after an event that did
  * not follow): its view and the status fields it holds (dropped with the view when the answer is
  * older than the view shown, and the status alone when a newer status item came first). Events
  * received after its version are followed by `followEvents`.

@@ -1,7 +1,7 @@
 /**
  * A game as this player knows it: the events received (in order, each once, resumable from the
  * last seq) and what the page derives from them: the move list, the captured pieces, the last
- * move. The current position is the server's view (get_game) followed by these events with the
+ * move. The current position is the server's view (getGame) followed by these events with the
  * engine (`followEvents` in state/game-screen.ts); presence and clocks come as status items.
  */
 import type {
@@ -60,7 +60,7 @@ export class GameLog {
     return true;
   }
 
-  /** Where a (re)subscription starts: the seq after the last one seen. */
+  /** Where a (re)follow starts: the seq after the last one seen. */
   nextSeq(): number {
     return this.lastSeq + 1;
   }

@@ -1,16 +1,16 @@
 /**
  * The game screen: deployment, play and the end with its replay, built as lichess's chessground
  * is. One plain value holds everything shown (`GameState`, `state/game-screen.ts`); inputs (a
- * click, an event, a `get_game` answer, a language switch) replace it with the answer of a pure
+ * click, an event, a `getGame` answer, a language switch) replace it with the answer of a pure
  * transition and only request a redraw; `FrameScheduler` draws at most once per animation frame;
  * the drawing (`ui/game-view.ts`) is laid over the elements shown by `patchChildren`, which keeps
  * nodes by key, so focus and the move list's scroll survive. This class holds what is not state:
  * the connection, storage, the inference, the timers and the fetches in flight.
  *
- * The position is read from the server (get_game) once when the game opens, again after a
- * reconnection, and after an event the engine could not follow; otherwise it follows the
- * subscription's events with the engine's `applyEvent`. Presence and the clocks come from the
- * subscription's `status` items and tick locally between them. The board, legal destinations,
+ * The position is read from the server (`getGame`) once when the game opens, again after a
+ * reconnection, and after an event the engine could not follow; otherwise it applies the events
+ * of the game's follow with the engine's `applyEvent`. Presence and the clocks come from the
+ * follow's `status` items and tick locally between them. The board, legal destinations,
  * swap checks, hints and the replay come from the engine, computed from what this player
  * received and nothing else.
  */
@@ -67,7 +67,7 @@ export class GameScreen {
   private readonly frame: FrameScheduler;
   private inference: InferenceLike | null = null;
   private inferenceFed = 0;
-  private unsubscribe: (() => void) | null = null;
+  private unfollow: (() => void) | null = null;
   private timers: number[] = [];
   private reading = false;
   private readAgain = false;
@@ -99,12 +99,12 @@ export class GameScreen {
   }
 
   /**
-   * Subscribes (from the seq after the last one kept, with status items), reads the view once,
+   * Follows the game (from the seq after the last one kept, with status items), reads the view once,
    * and starts the clock timer, which redraws the countdowns from the deadlines held.
    */
   start(): HTMLElement {
     this.draw();
-    this.unsubscribe = this.deps.conn.subscribeGame({
+    this.unfollow = this.deps.conn.followGame({
       gameId: this.gameId,
       spectate: this.spectate,
       nextSeq: () => this.log.nextSeq(),
@@ -125,10 +125,10 @@ export class GameScreen {
     this.frame.request();
   }
 
-  /** Stops the subscription and the timers (leaving the screen). */
+  /** Stops the follow and the timers (leaving the screen). */
   destroy(): void {
     this.destroyed = true;
-    this.unsubscribe?.();
+    this.unfollow?.();
     for (const id of this.timers) clearInterval(id);
     this.inference?.free?.();
   }
@@ -163,7 +163,7 @@ export class GameScreen {
   }
 
   /**
-   * Reads the view (`get_game`) and follows it by the events received since its version. One
+   * Reads the view (`getGame`) and follows it by the events received since its version. One
    * read at a time: a call while one is in flight makes one more read after it.
    */
   private async read(): Promise<void> {
@@ -173,7 +173,7 @@ export class GameScreen {
     }
     this.reading = true;
     try {
-      const resp = await this.deps.conn.request("get_game", { gameId: this.gameId, spectate: this.spectate });
+      const resp = await this.deps.conn.request("getGame", { gameId: this.gameId, spectate: this.spectate });
       if (this.destroyed) return;
       if (resp.game) {
         this.update(withGetGame(this.state, resp.game, this.engine));
@@ -230,9 +230,10 @@ export class GameScreen {
   }
 
   /**
-   * Sends an action. Its effect comes back as events on the subscription; a refused one is read
-   * again from the server, since what the page showed (a swap shown at once, a move it thought
-   * legal) was not the game's.
+   * Sends an action. Its answer (the `ActionResult`) is only the acknowledgment: the events it
+   * caused come on the game's follow, before or after it, and are applied from there. A refused
+   * action makes the screen read the view again, since what the page showed (a swap shown at
+   * once, a move it thought legal) was not the game's.
    */
   private async act(fn: () => Promise<unknown>): Promise<void> {
     this.update(withError(this.state, null));
@@ -265,10 +266,10 @@ export class GameScreen {
       case "confirm":
         return void this.act(() => conn.request("confirm", { context: this.context() }));
       case "propose_draw":
-        return void this.act(() => conn.request("propose_draw", { context: this.context() }));
+        return void this.act(() => conn.request("proposeDraw", { context: this.context() }));
       case "accept_draw":
       case "decline_draw":
-        return void this.act(() => conn.request("respond_draw", { context: this.context(), accept: request === "accept_draw" }));
+        return void this.act(() => conn.request("respondDraw", { context: this.context(), accept: request === "accept_draw" }));
       case "concede":
         this.update(withResignAsk(this.state, false));
         return void this.act(() => conn.request("concede", { context: this.context() }));
@@ -299,15 +300,15 @@ export class GameScreen {
   }
 
   /**
-   * Saves the finished game's replay (docs/replay-format.md) as a text file: `export_replay`
-   * over the page's WebSocket (players and spectators alike), under the name the server gives
+   * Saves the finished game's replay (docs/replay-format.md) as a text file: `exportReplay`
+   * over the page's connection (players and spectators alike), under the name the server gives
    * (`hidden-front-<game id>.replay.txt`).
    */
   private async downloadReplay(): Promise<void> {
     if (this.state.downloading) return;
     this.update(withError(withDownloading(this.state, true), null));
     try {
-      const resp = await this.deps.conn.request("export_replay", { gameId: this.gameId });
+      const resp = await this.deps.conn.request("exportReplay", { gameId: this.gameId });
       saveText(resp.fileName || replayFileName(this.gameId), resp.replay ?? "");
     } catch (e) {
       if (e instanceof ServerError) this.showServerError(e);

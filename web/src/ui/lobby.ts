@@ -80,7 +80,7 @@ export class LobbyScreen {
 
   start(): HTMLElement {
     this.render();
-    this.stopLobby = this.deps.conn.watchLobby({
+    this.stopLobby = this.deps.conn.followLobby({
       afterSeq: () => Number(session.getItem(this.seqKey()) ?? "0"),
       onEvent: (e) => this.onLobby(e),
     });
@@ -101,8 +101,8 @@ export class LobbyScreen {
   private async load(): Promise<void> {
     try {
       const [games, rating] = await Promise.all([
-        this.deps.conn.request("list_my_games", {}),
-        this.deps.conn.request("get_my_rating", {}).catch(() => ({}) as { rating?: undefined }),
+        this.deps.conn.request("listMyGames", {}),
+        this.deps.conn.request("getMyRating", {}).catch(() => ({}) as { rating?: undefined }),
       ]);
       this.games = games.games ?? [];
       const r = rating.rating;
@@ -174,7 +174,7 @@ export class LobbyScreen {
 
   private playComputer(): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("play_computer", { requestId: uid(), rules: this.rules, level: this.level });
+      const r = await this.deps.conn.request("playComputer", { requestId: uid(), rules: this.rules, level: this.level });
       if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
     });
   }
@@ -185,7 +185,7 @@ export class LobbyScreen {
       // Set before the call: a match found may arrive on the lobby stream before the answer.
       this.ticket = { id, since: Date.now() };
       try {
-        const r = await this.deps.conn.request("find_match", { ticketId: id, queue: { rules: this.rules, rated: this.rated, timeControl: this.timeControl } });
+        const r = await this.deps.conn.request("findMatch", { ticketId: id, queue: { rules: this.rules, rated: this.rated, timeControl: this.timeControl } });
         const tk = r.ticket;
         if (tk?.state === "TICKET_STATE_MATCHED" && tk.gameId) {
           this.clearTicket();
@@ -205,7 +205,7 @@ export class LobbyScreen {
     if (!tk) return Promise.resolve();
     return this.run(async () => {
       try {
-        await this.deps.conn.request("cancel_match", { ticketId: tk.id });
+        await this.deps.conn.request("cancelMatch", { ticketId: tk.id });
       } finally {
         this.clearTicket();
       }
@@ -214,7 +214,7 @@ export class LobbyScreen {
 
   private createInvite(): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("create_invite", { inviteId: uid(), rules: this.rules, timeControl: this.timeControl });
+      const r = await this.deps.conn.request("createInvite", { inviteId: uid(), rules: this.rules, timeControl: this.timeControl });
       const inv = r.invite;
       if (!inv?.code) return;
       const link = inv.link || `${location.origin}/invite/${inv.code}`;
@@ -225,7 +225,7 @@ export class LobbyScreen {
 
   private acceptInvite(code: string): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("accept_invite", { code });
+      const r = await this.deps.conn.request("acceptInvite", { code });
       if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
     });
   }
