@@ -14,12 +14,16 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tonic::transport::Channel;
 
 /// The WebSocket subprotocol of `Connect`'s binary frames (the gateway's
 /// `hidden_front_gateway::connect::SUBPROTOCOL`).
 const SUBPROTOCOL: &str = "hiddenfront.connect.v1";
+
+/// The WebSocket transport's read buffer, in bytes (the gateway's own is as small).
+const READ_BUFFER: usize = 4096;
 
 /// Why a link failed: the code the run's error counts name it by.
 #[derive(Debug)]
@@ -69,7 +73,10 @@ impl Link {
                 .parse()
                 .map_err(|_| LinkError("WS_PROTOCOL".into()))?,
         );
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
+        // A small read buffer: the WebSocket layer zeroes the whole buffer before every read
+        // (128 KiB by default), which would make the load generator pay for a memset per move.
+        let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
             .await
             .map_err(|_| LinkError("WS_CONNECT".into()))?;
         Ok(Link::Ws(Box::new(socket)))
