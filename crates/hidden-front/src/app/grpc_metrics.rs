@@ -90,6 +90,24 @@ pub(crate) fn register(services: &[&str]) {
     }
 }
 
+/// Counts one call of `service`/`method` that ended with `code` after `seconds`.
+fn count(service: &'static str, method: &'static str, code: &'static str, seconds: f64) {
+    metrics::counter!(
+        names::GRPC_REQUESTS_TOTAL,
+        names::GRPC_SERVICE => service,
+        names::GRPC_METHOD => method,
+        names::GRPC_CODE => code,
+    )
+    .increment(1);
+    metrics::histogram!(
+        names::GRPC_REQUEST_DURATION_SECONDS,
+        names::GRPC_SERVICE => service,
+        names::GRPC_METHOD => method,
+        names::GRPC_CODE => code,
+    )
+    .record(seconds);
+}
+
 /// The same series for one method called in this process without the port
 /// (`app/referee.rs`): its `OK` handles made once, any other code when it happens.
 pub(crate) struct MethodCalls {
@@ -138,20 +156,7 @@ impl MethodCalls {
                     .get(status.code() as usize)
                     .copied()
                     .unwrap_or("UNKNOWN");
-                metrics::counter!(
-                    names::GRPC_REQUESTS_TOTAL,
-                    names::GRPC_SERVICE => self.service,
-                    names::GRPC_METHOD => self.method,
-                    names::GRPC_CODE => code,
-                )
-                .increment(1);
-                metrics::histogram!(
-                    names::GRPC_REQUEST_DURATION_SECONDS,
-                    names::GRPC_SERVICE => self.service,
-                    names::GRPC_METHOD => self.method,
-                    names::GRPC_CODE => code,
-                )
-                .record(seconds);
+                count(self.service, self.method, code, seconds);
             }
         }
     }
@@ -231,20 +236,12 @@ impl Call {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
-        metrics::counter!(
-            names::GRPC_REQUESTS_TOTAL,
-            names::GRPC_SERVICE => self.service,
-            names::GRPC_METHOD => self.method,
-            names::GRPC_CODE => code,
-        )
-        .increment(1);
-        metrics::histogram!(
-            names::GRPC_REQUEST_DURATION_SECONDS,
-            names::GRPC_SERVICE => self.service,
-            names::GRPC_METHOD => self.method,
-            names::GRPC_CODE => code,
-        )
-        .record(self.started.elapsed().as_secs_f64());
+        count(
+            self.service,
+            self.method,
+            code,
+            self.started.elapsed().as_secs_f64(),
+        );
     }
 }
 

@@ -8,7 +8,7 @@
 //! authenticates with its first frame, a `ConnectRequest` holding `authenticate`.
 
 use super::WsConfig;
-use super::closing::{CLOSE_GRACE, close_frame};
+use super::closing::{CLOSE_GRACE, close_frame, refuse_and_close};
 use super::codec::too_big;
 use crate::auth::Player;
 use crate::connect::{Closing, Connection, Writer, refusal};
@@ -255,37 +255,15 @@ async fn authenticate(
     }
 }
 
-/// Refuses request `id` with `status` and closes (1009 for a frame too big, else 1008), reading
-/// until the client's close frame (bounded) so the refusal is not lost to a reset.
+/// Refuses request `id` with `status` and closes (the refusal, then [`refuse_and_close`]).
 async fn refuse(socket: &mut WebSocket, id: u64, status: &Status) {
-    let _ = tokio::time::timeout(CLOSE_GRACE, async {
-        let frame = pb::ConnectResponse {
-            messages: vec![refusal(id, status)],
-        };
-        if socket
-            .send(Message::Binary(frame.encode_to_vec().into()))
-            .await
-            .is_err()
-        {
-            return;
-        }
-        let code = match status.code() {
-            tonic::Code::OutOfRange => close_code::SIZE,
-            _ => close_code::POLICY,
-        };
-        let reason = format!("{}: {}", super::code_name(status.code()), status.message());
-        if socket
-            .send(Message::Close(Some(close_frame(code, &reason))))
-            .await
-            .is_err()
-        {
-            return;
-        }
-        while let Some(Ok(frame)) = socket.recv().await {
-            if matches!(frame, Message::Close(_)) {
-                break;
-            }
-        }
-    })
+    let frame = pb::ConnectResponse {
+        messages: vec![refusal(id, status)],
+    };
+    refuse_and_close(
+        socket,
+        Message::Binary(frame.encode_to_vec().into()),
+        status,
+    )
     .await;
 }

@@ -2,8 +2,9 @@
 //! and a reason cut to the protocol's limit. The first reason wins; the writer's goodbye and the
 //! pre-authentication refusals both answer from here, so each cause always gets the same code.
 
-use axum::extract::ws::{CloseFrame, close_code};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use std::time::Duration;
+use tonic::{Code, Status};
 
 /// How long a closing connection may take to send its last items and its close frame, and to
 /// read the client's close frame back, before the socket is simply dropped.
@@ -60,6 +61,36 @@ impl Closing {
     pub(super) fn awaits_client_close(&self) -> bool {
         matches!(self, Closing::Overflow | Closing::Shutdown | Closing::Idle)
     }
+}
+
+/// Sends `refusal` (a refused request in the connection's own form), then the close frame
+/// `status` calls for (1009 for a message too big, else 1008, policy violation), then reads until
+/// the client's close frame, all within [`CLOSE_GRACE`]: a socket closed with unread input is
+/// reset, and the refusal could be lost with it.
+pub(super) async fn refuse_and_close(socket: &mut WebSocket, refusal: Message, status: &Status) {
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        if socket.send(refusal).await.is_err() {
+            return;
+        }
+        let reason = format!("{}: {}", super::code_name(status.code()), status.message());
+        let code = match status.code() {
+            Code::OutOfRange => close_code::SIZE,
+            _ => close_code::POLICY,
+        };
+        if socket
+            .send(Message::Close(Some(close_frame(code, &reason))))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        while let Some(Ok(frame)) = socket.recv().await {
+            if matches!(frame, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// A close frame, its reason cut to the protocol's limit (at a character boundary).

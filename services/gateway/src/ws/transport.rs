@@ -3,10 +3,10 @@
 //! sent no header, and the frame loop that reads the client's frames until the connection
 //! closes, then waits (bounded) for the client's close frame and the writer's goodbye.
 
-use super::closing::{CLOSE_GRACE, Closing, close_frame};
+use super::closing::{CLOSE_GRACE, Closing, close_frame, refuse_and_close};
 use super::codec::{Envelope, Op, parse, too_big};
 use super::connection::Conn;
-use super::messages::{ErrorMessage, code_name, result_text, to_text};
+use super::messages::{ErrorMessage, result_text, to_text};
 use super::ops::read_text;
 use super::writer::write_loop;
 use super::{WS_PATH, WsConfig, binary};
@@ -30,7 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tonic::{Code, Status};
+use tonic::Status;
 
 /// The read buffer of each connection's WebSocket layer, in bytes.
 const READ_BUFFER: usize = 4096;
@@ -376,32 +376,9 @@ async fn authenticate(state: &WsState, socket: &mut WebSocket) -> Option<Player>
 const NOT_AUTHENTICATED: &str = "the first message must be {\"type\":\"auth\",\"token\":\"<token>\"} \
      (or send `Authorization: Bearer <token>` on the upgrade request)";
 
-/// Answers `status` to the request `id` and closes the connection: error item, close frame
-/// (1009 for a message too big, else 1008, policy violation), then reads until the client's
-/// close frame (bounded) so that the error is not lost to a connection reset.
+/// Answers `status` to the request `id` and closes the connection (the error item, then
+/// [`refuse_and_close`]).
 async fn refuse(socket: &mut WebSocket, id: &Value, status: &Status) {
-    let _ = tokio::time::timeout(CLOSE_GRACE, async {
-        let error = to_text(&ErrorMessage::new(id, status));
-        if socket.send(Message::Text(error.into())).await.is_err() {
-            return;
-        }
-        let reason = format!("{}: {}", code_name(status.code()), status.message());
-        let code = match status.code() {
-            Code::OutOfRange => close_code::SIZE,
-            _ => close_code::POLICY,
-        };
-        if socket
-            .send(Message::Close(Some(close_frame(code, &reason))))
-            .await
-            .is_err()
-        {
-            return;
-        }
-        while let Some(Ok(frame)) = socket.recv().await {
-            if matches!(frame, Message::Close(_)) {
-                break;
-            }
-        }
-    })
-    .await;
+    let error = to_text(&ErrorMessage::new(id, status));
+    refuse_and_close(socket, Message::Text(error.into()), status).await;
 }
