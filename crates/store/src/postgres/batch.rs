@@ -357,6 +357,13 @@ async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
 const APPEND_OWN_PARAMS: usize = 23;
 
 /// The appends' statement ([`write_batch`]), made once.
+///
+/// Its command-key guard is a scalar subquery (`(SELECT true ...) IS NULL`), not `NOT EXISTS`:
+/// under the `OR`, Postgres may plan `NOT EXISTS` as a hashed subplan that reads and hashes the
+/// whole of `game_commands` for every batch (it did while the table was small enough to hash, and
+/// kept that plan while the table grew: most of Postgres's 270–305 µs a move at 100 games). A scalar
+/// subquery is never hashed; it probes the primary key once per append. The plans are checked
+/// by `the_batch_statements_reach_big_tables_by_index_only`.
 static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH input AS ( \
@@ -380,9 +387,9 @@ static APPEND_SQL: LazyLock<String> = LazyLock::new(|| {
                               ELSE g.ended_seq END \
            FROM input i WHERE g.game_id = i.game_id \
              AND COALESCE(g.head_version, g.version) = i.expected \
-             AND (i.command_key IS NULL OR NOT EXISTS ( \
-               SELECT 1 FROM game_commands c \
-               WHERE c.game_id = i.game_id AND c.idempotency_key = i.command_key)) \
+             AND (i.command_key IS NULL OR ( \
+               SELECT true FROM game_commands c \
+               WHERE c.game_id = i.game_id AND c.idempotency_key = i.command_key) IS NULL) \
              AND (i.fired_slot IS NULL OR EXISTS ( \
                SELECT 1 FROM game_timers t \
                WHERE t.game_id = i.game_id AND t.slot = i.fired_slot AND t.kind = i.fired_kind \
@@ -630,6 +637,110 @@ mod tests {
         found.sort_unstable();
         found.dedup();
         found
+    }
+
+    /// The plan Postgres makes once for a prepared statement and reuses for every later call
+    /// (sqlx prepares each statement once per connection), with every parameter `NULL`.
+    async fn generic_plan(pool: &PgPool, sql: &str) -> String {
+        let mut connection = pool.acquire().await.expect("a connection");
+        sqlx::raw_sql("SET plan_cache_mode = force_generic_plan")
+            .execute(&mut *connection)
+            .await
+            .expect("plan_cache_mode is set");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE hot AS {sql}")))
+            .execute(&mut *connection)
+            .await
+            .expect("the statement prepares");
+        let nulls = vec!["NULL"; parameters(sql).len()].join(", ");
+        let lines: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE hot({nulls})")))
+                .fetch_all(&mut *connection)
+                .await
+                .expect("the statement is explained");
+        sqlx::raw_sql("DEALLOCATE hot")
+            .execute(&mut *connection)
+            .await
+            .expect("the statement is released");
+        lines.join("\n")
+    }
+
+    /// Every move runs the appends' statement and every new game the creations'. Their plans
+    /// must reach the big tables through an index, whatever those tables hold: a guard written
+    /// as `NOT EXISTS (SELECT ... FROM game_commands ...)` under an `OR` was planned as a hashed
+    /// subplan, which read and hashed the whole of `game_commands` for every batch, so a move's
+    /// cost in Postgres grew with the number of moves ever played (docs/benchmarks.md).
+    #[sqlx::test(migrator = "crate::postgres::MIGRATOR")]
+    async fn the_batch_statements_reach_big_tables_by_index_only(pool: PgPool) {
+        use crate::GameStore;
+        use hidden_front_rules::{Game, GameRng, Rules, Side};
+        let store = crate::postgres::PostgresStore::from_pool(pool.clone());
+        let rules = Rules::default();
+        let (game, events) = Game::create(rules, Side::South, &mut GameRng::from_seed(7));
+        let meta = crate::GameMeta {
+            game_id: store.new_game_id("plans"),
+            rules: rules.name(),
+            time_control: crate::TimeControl::online(),
+            south_player: "south".to_owned(),
+            north_player: "north".to_owned(),
+        };
+        store
+            .create("plans", &meta, &events, &game)
+            .await
+            .expect("a game is created");
+        // 51 games, then 2,001, each with 10 commands, 10 events and a timer: a hashed subplan
+        // of game_commands was the planner's choice for the first size (it fits in work_mem),
+        // probes by index for the second. At the first size a table of a page or two may be read
+        // whole, per row (cheaper than its index, and planned again as it grows); a hashed
+        // subplan is never right.
+        for (copies, big) in [(50, false), (1950, true)] {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO games SELECT (jsonb_populate_record(NULL::games, \
+                   to_jsonb(g) || jsonb_build_object('game_id', gen_random_uuid()))).* \
+                 FROM (SELECT * FROM games LIMIT 1) g, generate_series(1, {copies}); \
+                 DELETE FROM game_commands; DELETE FROM game_timers; \
+                 DELETE FROM game_events WHERE seq > 100; \
+                 INSERT INTO game_commands (game_id, idempotency_key, response, version) \
+                 SELECT game_id, 'key-' || n, '\\x00', n FROM games, generate_series(1, 10) n; \
+                 INSERT INTO game_events (game_id, seq, event) \
+                 SELECT game_id, 100 + n, '{{}}' FROM games, generate_series(1, 10) n; \
+                 INSERT INTO game_timers (game_id, slot, kind, side, armed_version, fire_at) \
+                 SELECT game_id, 'turn', 'move', 'south', 1, now() FROM games; \
+                 ANALYZE"
+            )))
+            .execute(&pool)
+            .await
+            .expect("the tables are filled");
+            for (name, sql) in [
+                ("appends", APPEND_SQL.as_str()),
+                ("creations", CREATION_SQL.as_str()),
+            ] {
+                let plan = generic_plan(&pool, sql).await;
+                assert!(
+                    !plan.contains("hashed SubPlan"),
+                    "with {copies} more games, the {name}' statement hashes a subquery's whole \
+                     result:\n{plan}"
+                );
+                let whole: &[&str] = if big {
+                    &[
+                        "games",
+                        "game_commands",
+                        "game_events",
+                        "game_timers",
+                        "game_creations",
+                        "lifecycle_facts",
+                    ]
+                } else {
+                    &[]
+                };
+                for table in whole {
+                    assert!(
+                        !plan.contains(&format!("Seq Scan on {table} ")),
+                        "with {copies} more games, the {name}' statement reads all of \
+                         {table}:\n{plan}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
