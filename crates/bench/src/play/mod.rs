@@ -16,7 +16,8 @@
 //! - **create and confirm**: from sending `CreateGame` (internal) and a seat's `Confirm` to their
 //!   answers, so the opening burst of a run (every slot creating and confirming at once) has
 //!   figures of its own.
-//! - **errors by gRPC code**: every failed call; `STREAM_SILENT` / `STREAM_ENDED` name a stream
+//! - **errors by gRPC code** (on `Connect`, with the refusal's stable reason: `ABORTED/STALE_VERSION`):
+//!   every failed call; `STREAM_SILENT` / `STREAM_ENDED` name a stream
 //!   that went quiet for a minute or ended before the game did.
 //! - **timer lateness** (short time controls, `--stall-percent`): when a seat lets its clock
 //!   run out on purpose, the time the `TimedOut` event is first seen minus (the time the turn

@@ -446,7 +446,12 @@ impl Seat {
                         Ok(Seen::Nothing)
                     }
                     Some(Item::Refusal(refusal)) => {
-                        run.error(&code_name(refusal.code));
+                        // The stable reason beside the code: ABORTED alone does not say
+                        // whether a timer moved the game on or two commands raced.
+                        run.error(&match refusal.reason.as_str() {
+                            "" => code_name(refusal.code),
+                            reason => format!("{}/{reason}", code_name(refusal.code)),
+                        });
                         match pending.remove(&refusal.request_id) {
                             Some(Pending::Play { version, .. }) => {
                                 moving = false;
