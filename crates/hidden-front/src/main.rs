@@ -20,7 +20,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(
     name = "hidden-front",
-    version,
+    // The commit too (as `hf_build_info` has it), so that a deployment or a test can prove which
+    // build a host runs without starting it.
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HF_BUILD_COMMIT"), ")"),
     about = "Hidden Front: a backend for the hidden-information board games Junqi and Gunjin Shogi"
 )]
 struct Cli {
