@@ -6,6 +6,7 @@ mod admin;
 mod bad_input_sweep;
 mod bad_input_sweep_ws;
 mod bench_runs;
+mod cluster_judge;
 mod connect;
 mod full_game;
 mod gateway_grpc;

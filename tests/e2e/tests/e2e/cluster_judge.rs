@@ -1,0 +1,171 @@
+//! The cluster test's judge (`scripts/cluster-test-report judge`) fails closed: with no record of
+//! the run, or records that hold nothing, it fails and names each missing input, against a real
+//! migrated (and empty) database, as the cluster test runs it.
+//!
+//! - `an_empty_run_fails_and_names_every_missing_input`: no marks, no CSV files, no summary, no
+//!   stored game.
+//! - `records_without_rows_fail`: every file present with its header only, every scenario
+//!   marked: the moves, commands and games that must not be empty are named.
+
+use hidden_front_e2e::{TestDatabase, binary};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The scenarios the driver marks (scripts/cluster-test).
+const SCENARIOS: [&str; 6] = [
+    "rolling_upgrade",
+    "scale_out_in",
+    "host_loss_session1",
+    "host_loss_gateway2",
+    "host_loss_clock1",
+    "partition_clock_postgres",
+];
+
+/// A fresh database with the schema the cluster test's hosts write.
+async fn migrated_database() -> TestDatabase {
+    let db = TestDatabase::create().await;
+    let status = Command::new(binary())
+        .arg("migrate")
+        .env("DATABASE_URL", db.url())
+        .status()
+        .expect("hidden-front migrate runs");
+    assert!(status.success(), "hidden-front migrate failed: {status}");
+    db
+}
+
+/// Runs the judge on `work` against `db`; returns its exit code and its report.
+fn judge(work: &Path, db: &TestDatabase) -> (Option<i32>, Value) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster-test-report");
+    let report = work.join("report.json");
+    let output = Command::new("python3")
+        .arg(&script)
+        .args(["judge", "--work"])
+        .arg(work)
+        .args([
+            "--load-status",
+            "0",
+            "--previous-release",
+            "none",
+            "--started",
+            "0",
+        ])
+        .arg("--psql")
+        .arg(format!("psql -X -At -d {}", db.url()))
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .expect("python3 runs the judge");
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|error| {
+        panic!(
+            "the judge wrote no report ({error}); it said:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (
+        output.status.code(),
+        serde_json::from_str(&text).expect("the report is JSON"),
+    )
+}
+
+/// A fresh directory for one run's records.
+fn work_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hf-judge-{name}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(dir.join("load")).expect("the work directory is made");
+    dir
+}
+
+/// The judge's list of what it could not read.
+fn missing(report: &Value) -> Vec<String> {
+    report["whole_run"]["inputs_missing"]
+        .as_array()
+        .expect("the report lists the missing inputs")
+        .iter()
+        .map(|entry| entry.as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_empty_run_fails_and_names_every_missing_input() {
+    let db = migrated_database().await;
+    let work = work_dir("empty");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "an empty run must fail: {report}");
+    assert_eq!(report["passed"], false);
+    let missing = missing(&report);
+    for expected in [
+        "marks: missing",
+        "moves.csv: missing",
+        "errors.csv: missing",
+        "streams.csv: missing",
+        "stalls.csv: missing",
+        "games.csv: missing",
+        "commands.csv: missing",
+        "summary.json: missing",
+        "Postgres: no stored game",
+    ] {
+        assert!(
+            missing.iter().any(|m| m == expected),
+            "{expected:?} is not among {missing:?}"
+        );
+    }
+    for scenario in SCENARIOS {
+        assert!(
+            missing.iter().any(|m| m.contains(scenario)),
+            "scenario {scenario} unmarked is not named: {missing:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn records_without_rows_fail() {
+    let db = migrated_database().await;
+    let work = work_dir("headers");
+    let load = work.join("load");
+    for (file, header) in [
+        (
+            "moves.csv",
+            "first_sent_unix_ms,last_sent_unix_ms,acked_unix_ms,latency_us,attempts,game,side,version,replayed",
+        ),
+        ("errors.csv", "unix_ms,rpc,code,reason,message"),
+        ("streams.csv", "unix_ms,game,role,what,seq,detail"),
+        ("stalls.csv", "unix_ms,game,side,version,outcome,waited_ms"),
+        ("games.csv", "started_unix_ms,ended_unix_ms,game,end_reason"),
+        (
+            "commands.csv",
+            "unix_ms,game,side,key,outcome,version,code,reason",
+        ),
+    ] {
+        std::fs::write(load.join(file), format!("{header}\n")).expect("a record is written");
+    }
+    std::fs::write(load.join("summary.json"), r#"{"games_started": 0}"#).expect("summary");
+    let marks: String = SCENARIOS
+        .iter()
+        .map(|name| format!("{name} begin 1000\n{name} end 2000\n"))
+        .collect();
+    std::fs::write(work.join("marks"), marks).expect("marks");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(
+        code,
+        Some(1),
+        "a run that recorded nothing must fail: {report}"
+    );
+    let missing = missing(&report);
+    for expected in [
+        "moves.csv: no rows",
+        "games.csv: no rows",
+        "commands.csv: no rows",
+    ] {
+        assert!(
+            missing.iter().any(|m| m == expected),
+            "{expected:?} is not among {missing:?}"
+        );
+    }
+    assert!(
+        !missing.iter().any(|m| m.starts_with("marks")),
+        "every scenario was marked: {missing:?}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
