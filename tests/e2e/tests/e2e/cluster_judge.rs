@@ -6,6 +6,10 @@
 //!   stored game.
 //! - `records_without_rows_fail`: every file present with its header only, every scenario
 //!   marked: the moves, commands and games that must not be empty are named.
+//! - `only_documented_errors_and_transport_breaks_are_retriable`: in a window, the client's own
+//!   deadline, a stream cut without a status, UNAVAILABLE and ABORTED/STALE_VERSION are counted
+//!   by class; an INTERNAL without the service's reason and without a transport message, and an
+//!   INTERNAL with one of the service's reasons, fail it.
 
 use hidden_front_e2e::{TestDatabase, binary};
 use serde_json::Value;
@@ -119,10 +123,9 @@ async fn an_empty_run_fails_and_names_every_missing_input() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-#[tokio::test]
-async fn records_without_rows_fail() {
-    let db = migrated_database().await;
-    let work = work_dir("headers");
+/// Every record the load generator writes, with its header only, and every scenario marked from
+/// 1,000 to 2,000 ms.
+fn header_only_records(work: &Path) {
     let load = work.join("load");
     for (file, header) in [
         (
@@ -146,6 +149,13 @@ async fn records_without_rows_fail() {
         .map(|name| format!("{name} begin 1000\n{name} end 2000\n"))
         .collect();
     std::fs::write(work.join("marks"), marks).expect("marks");
+}
+
+#[tokio::test]
+async fn records_without_rows_fail() {
+    let db = migrated_database().await;
+    let work = work_dir("headers");
+    header_only_records(&work);
     let (code, report) = judge(&work, &db);
     assert_eq!(
         code,
@@ -166,6 +176,59 @@ async fn records_without_rows_fail() {
     assert!(
         !missing.iter().any(|m| m.starts_with("marks")),
         "every scenario was marked: {missing:?}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn only_documented_errors_and_transport_breaks_are_retriable() {
+    let db = migrated_database().await;
+    let work = work_dir("errors");
+    header_only_records(&work);
+    let errors = [
+        "unix_ms,rpc,code,reason,message",
+        "1100,Play,CANCELLED,TRANSPORT,Timeout expired",
+        "1200,Subscribe,UNKNOWN,TRANSPORT,protocol error: missing grpc-status trailer",
+        "1300,Play,UNAVAILABLE,SESSION_UNAVAILABLE,the session is unavailable",
+        "1400,Play,ABORTED,STALE_VERSION,the game moved on",
+        "1500,LegalMoves,INTERNAL,TRANSPORT,something broke",
+        "1600,Play,INTERNAL,INTERNAL,the service failed",
+    ]
+    .join("\n");
+    std::fs::write(work.join("load/errors.csv"), errors + "\n").expect("errors");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let window = &report["scenarios"]["rolling_upgrade"];
+    let classes = &window["retriable_errors"];
+    assert_eq!(classes["transport: the client's deadline"], 1, "{window}");
+    assert_eq!(
+        classes["transport: a stream cut without a status"], 1,
+        "{window}"
+    );
+    assert_eq!(classes["UNAVAILABLE"], 1, "{window}");
+    assert_eq!(classes["ABORTED/STALE_VERSION"], 1, "{window}");
+    let bad: Vec<&String> = window["non_retriable_errors"]
+        .as_object()
+        .expect("the window lists its non-retriable errors")
+        .keys()
+        .collect();
+    assert_eq!(bad.len(), 2, "{window}");
+    assert!(
+        bad.iter()
+            .any(|k| k.starts_with("LegalMoves:INTERNAL/TRANSPORT")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().any(|k| k.starts_with("Play:INTERNAL/INTERNAL")),
+        "{bad:?}"
+    );
+    assert!(
+        window["failures"]
+            .as_array()
+            .expect("the window's failures")
+            .iter()
+            .any(|f| f.as_str().unwrap_or_default().contains("non-retriable")),
+        "{window}"
     );
     let _ = std::fs::remove_dir_all(&work);
 }
