@@ -10,6 +10,8 @@
 //!   deadline, a stream cut without a status, UNAVAILABLE and ABORTED/STALE_VERSION are counted
 //!   by class; an INTERNAL without the service's reason and without a transport message, and an
 //!   INTERNAL with one of the service's reasons, fail it.
+//! - `timers_are_judged_from_the_stored_log`: games stored with their armed turn deadlines: an
+//!   early, a late and a missed timeout each fail the run, an on-time one passes.
 
 use hidden_front_e2e::{TestDatabase, binary};
 use serde_json::Value;
@@ -230,5 +232,95 @@ async fn only_documented_errors_and_transport_breaks_are_retriable() {
             .any(|f| f.as_str().unwrap_or_default().contains("non-retriable")),
         "{window}"
     );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// One stored game for the judge: its events as (seq, created ms, armed turn deadline ms, JSON).
+async fn store_game(db: &TestDatabase, game: &str, events: &[(i64, i64, Option<i64>, &str)]) {
+    let mut connection = db.connect().await;
+    sqlx::query(
+        "INSERT INTO games (game_id, rules, time_control, south_player, north_player, version, \
+         phase, snapshot) VALUES ($1::uuid, 'junqi', '{}', 's', 'n', $2, 'ended', '{}')",
+    )
+    .bind(game)
+    .bind(i64::try_from(events.len()).expect("few events"))
+    .execute(&mut connection)
+    .await
+    .expect("the game is stored");
+    for (seq, created, deadline, event) in events {
+        sqlx::query(
+            "INSERT INTO game_events (game_id, seq, event, created_at, armed_turn_deadline) \
+             VALUES ($1::uuid, $2, $3::jsonb, to_timestamp($4 / 1000.0), \
+                     to_timestamp($5 / 1000.0))",
+        )
+        .bind(game)
+        .bind(seq)
+        .bind(event)
+        .bind(*created as f64)
+        .bind(deadline.map(|d| d as f64))
+        .execute(&mut connection)
+        .await
+        .expect("the event is stored");
+    }
+}
+
+/// Timers are judged from the stored log: a timeout 100 ms after its deadline passes; one before
+/// it is early; one 19 s after it is late; a deadline passed by 29 s with a move and no timeout
+/// was missed.
+#[tokio::test]
+async fn timers_are_judged_from_the_stored_log() {
+    let db = migrated_database().await;
+    let started = r#"{"type":"play_started"}"#;
+    let timed_out = r#"{"type":"timed_out","side":"south"}"#;
+    let moved = r#"{"type":"moved"}"#;
+    let ended = r#"{"type":"ended","outcome":{"winner":"north","reason":"resigned"}}"#;
+    for (game, second) in [
+        (
+            "00000000-0000-0000-0000-00000000000a",
+            (2, 31_100, None, timed_out),
+        ),
+        (
+            "00000000-0000-0000-0000-00000000000b",
+            (2, 30_000, None, timed_out),
+        ),
+        (
+            "00000000-0000-0000-0000-00000000000c",
+            (2, 50_000, None, timed_out),
+        ),
+        (
+            "00000000-0000-0000-0000-00000000000d",
+            (2, 60_000, None, moved),
+        ),
+    ] {
+        store_game(
+            &db,
+            game,
+            &[
+                (1, 1_000, Some(31_000), started),
+                second,
+                (3, 61_000, None, ended),
+            ],
+        )
+        .await;
+    }
+    let work = work_dir("timers");
+    header_only_records(&work);
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let whole = &report["whole_run"];
+    assert_eq!(whole["timer_fires_judged"], 3, "{whole}");
+    assert_eq!(whole["timers_early"], 1, "{whole}");
+    assert_eq!(whole["timers_late"], 1, "{whole}");
+    assert_eq!(whole["timers_missed"], 1, "{whole}");
+    assert_eq!(whole["timer_lateness_ms"]["min"], -1_000, "{whole}");
+    let failures = whole["failures"]
+        .as_array()
+        .expect("the whole run's failures");
+    for failure in ["timers_early", "timers_late", "timers_missed"] {
+        assert!(
+            failures.iter().any(|f| f == failure),
+            "{failure} is not among {failures:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&work);
 }
