@@ -12,6 +12,8 @@
 //!   INTERNAL with one of the service's reasons, fail it.
 //! - `timers_are_judged_from_the_stored_log`: games stored with their armed turn deadlines: an
 //!   early, a late and a missed timeout each fail the run, an on-time one passes.
+//! - `availability_is_bounded_in_every_window`: a seat 11 s unable to move, a stream 10.5 s away
+//!   and a rate under half the steady one each fail their window.
 
 use hidden_front_e2e::{TestDatabase, binary};
 use serde_json::Value;
@@ -320,6 +322,55 @@ async fn timers_are_judged_from_the_stored_log() {
         assert!(
             failures.iter().any(|f| f == failure),
             "{failure} is not among {failures:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Availability is bounded: in a window, a seat 11 s unable to move and a stream 10.5 s away each
+/// fail it, and so does a rate under half the steady one.
+#[tokio::test]
+async fn availability_is_bounded_in_every_window() {
+    let db = migrated_database().await;
+    let work = work_dir("availability");
+    header_only_records(&work);
+    let mut moves = vec![
+        "first_sent_unix_ms,last_sent_unix_ms,acked_unix_ms,latency_us,attempts,game,side,version,replayed"
+            .to_owned(),
+    ];
+    // 50 moves in the steady 5 s before the windows (10 a second), 1 in the 1 s window.
+    for i in 0..50 {
+        let at = 1_000 - 5_000 + i * 100;
+        moves.push(format!("{at},{at},{at},1000,1,g,south,{i},false"));
+    }
+    moves.push("1000,1990,2000,10000,3,g,south,99,false".to_owned());
+    // A move started in the window, acknowledged 11 s later.
+    moves.push("1500,12400,12500,100000,9,g,south,100,false".to_owned());
+    std::fs::write(work.join("load/moves.csv"), moves.join("\n") + "\n").expect("moves");
+    std::fs::write(
+        work.join("load/streams.csv"),
+        "unix_ms,game,role,what,seq,detail\n1500,g,south,resumed,7,10500\n",
+    )
+    .expect("streams");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let window = &report["scenarios"]["rolling_upgrade"];
+    assert_eq!(window["longest_unable_to_move_ms"], 11_000, "{window}");
+    assert_eq!(window["longest_without_stream_ms"], 10_500, "{window}");
+    let failures: Vec<&str> = window["failures"]
+        .as_array()
+        .expect("the window's failures")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for expected in [
+        "a seat could not move for 11000 ms",
+        "a stream was away for 10500 ms",
+        "moves/s 1.0 under 0.5 x the steady 10.0",
+    ] {
+        assert!(
+            failures.iter().any(|f| f.starts_with(expected)),
+            "{expected:?} is not among {failures:?}"
         );
     }
     let _ = std::fs::remove_dir_all(&work);
