@@ -12,6 +12,8 @@
 //!   INTERNAL with one of the service's reasons, fail it.
 //! - `timers_are_judged_from_the_stored_log`: games stored with their armed turn deadlines: an
 //!   early, a late and a missed timeout each fail the run, an on-time one passes.
+//! - `the_builds_must_be_rolled_as_the_scenario_says`: the hosts' reported commits must be all
+//!   the previous release's at the start, both at once during the upgrade, all this one's after.
 //! - `availability_is_bounded_in_every_window`: a seat 11 s unable to move, a stream 10.5 s away
 //!   and a rate under half the steady one each fail their window.
 
@@ -29,6 +31,10 @@ const SCENARIOS: [&str; 6] = [
     "host_loss_clock1",
     "partition_clock_postgres",
 ];
+
+/// The commits the judge is told the two releases are.
+const PREVIOUS: &str = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const HEAD: &str = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
 /// A fresh database with the schema the cluster test's hosts write.
 async fn migrated_database() -> TestDatabase {
@@ -50,14 +56,8 @@ fn judge(work: &Path, db: &TestDatabase) -> (Option<i32>, Value) {
         .arg(&script)
         .args(["judge", "--work"])
         .arg(work)
-        .args([
-            "--load-status",
-            "0",
-            "--previous-release",
-            "none",
-            "--started",
-            "0",
-        ])
+        .args(["--load-status", "0", "--started", "0"])
+        .args(["--previous-release", PREVIOUS, "--head-commit", HEAD])
         .arg("--psql")
         .arg(format!("psql -X -At -d {}", db.url()))
         .arg("--report")
@@ -111,6 +111,7 @@ async fn an_empty_run_fails_and_names_every_missing_input() {
         "games.csv: missing",
         "commands.csv: missing",
         "summary.json: missing",
+        "builds.txt: missing",
         "Postgres: no stored game",
     ] {
         assert!(
@@ -373,5 +374,55 @@ async fn availability_is_bounded_in_every_window() {
             "{expected:?} is not among {failures:?}"
         );
     }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The builds the hosts reported are judged: as rolled, nothing is wrong; a "mixed" scrape that
+/// shows only one release, or a host that reported no commit, is named.
+#[tokio::test]
+async fn the_builds_must_be_rolled_as_the_scenario_says() {
+    let db = migrated_database().await;
+    let work = work_dir("builds");
+    header_only_records(&work);
+    let builds = work.join("load/builds.txt");
+    std::fs::write(
+        &builds,
+        "all_previous gateway1 1111111\nall_previous session1 1111111\n\
+         mixed gateway1 2222222\nmixed session1 1111111\n\
+         all_this gateway1 2222222\nall_this session1 2222222\n",
+    )
+    .expect("builds");
+    let (_, report) = judge(&work, &db);
+    let whole = &report["whole_run"];
+    assert_eq!(
+        whole["builds_not_as_rolled"],
+        serde_json::json!([]),
+        "{whole}"
+    );
+    assert_eq!(whole["builds"]["mixed"]["session1"], "1111111", "{whole}");
+    std::fs::write(
+        &builds,
+        "all_previous gateway1 1111111\nall_previous session1 none\n\
+         mixed gateway1 2222222\nmixed session1 2222222\n\
+         all_this gateway1 2222222\nall_this session1 2222222\n",
+    )
+    .expect("builds");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let problems: Vec<&str> = report["whole_run"]["builds_not_as_rolled"]
+        .as_array()
+        .expect("the build problems")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.starts_with("all_previous")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.starts_with("mixed")),
+        "{problems:?}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
