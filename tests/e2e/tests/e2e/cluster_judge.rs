@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The scenarios the driver marks (scripts/cluster-test).
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 8] = [
     "rolling_upgrade",
     "scale_out_in",
     "host_loss_session1",
     "host_loss_gateway2",
     "host_loss_clock1",
     "partition_clock_postgres",
+    "partition_gateway1_sessions",
     "kill_session2",
 ];
 
