@@ -86,14 +86,28 @@ fn work_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The judge's list of what it could not read.
-fn missing(report: &Value) -> Vec<String> {
-    report["whole_run"]["inputs_missing"]
-        .as_array()
-        .expect("the report lists the missing inputs")
+/// A list of strings in the report (what it could not read, a verdict's failures).
+fn strings(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("{list} is not a list"))
         .iter()
         .map(|entry| entry.as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+/// The judge's list of what it could not read.
+fn missing(report: &Value) -> Vec<String> {
+    strings(&report["whole_run"]["inputs_missing"])
+}
+
+/// Each of `expected` starts one of `found`.
+fn assert_named(found: &[String], expected: &[&str]) {
+    for name in expected {
+        assert!(
+            found.iter().any(|f| f.starts_with(name)),
+            "{name:?} is not among {found:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -104,23 +118,21 @@ async fn an_empty_run_fails_and_names_every_missing_input() {
     assert_eq!(code, Some(1), "an empty run must fail: {report}");
     assert_eq!(report["passed"], false);
     let missing = missing(&report);
-    for expected in [
-        "marks: missing",
-        "moves.csv: missing",
-        "errors.csv: missing",
-        "streams.csv: missing",
-        "stalls.csv: missing",
-        "games.csv: missing",
-        "commands.csv: missing",
-        "summary.json: missing",
-        "builds.txt: missing",
-        "Postgres: no stored game",
-    ] {
-        assert!(
-            missing.iter().any(|m| m == expected),
-            "{expected:?} is not among {missing:?}"
-        );
-    }
+    assert_named(
+        &missing,
+        &[
+            "marks: missing",
+            "moves.csv: missing",
+            "errors.csv: missing",
+            "streams.csv: missing",
+            "stalls.csv: missing",
+            "games.csv: missing",
+            "commands.csv: missing",
+            "summary.json: missing",
+            "builds.txt: missing",
+            "Postgres: no stored game",
+        ],
+    );
     for scenario in SCENARIOS {
         assert!(
             missing.iter().any(|m| m.contains(scenario)),
@@ -170,16 +182,14 @@ async fn records_without_rows_fail() {
         "a run that recorded nothing must fail: {report}"
     );
     let missing = missing(&report);
-    for expected in [
-        "moves.csv: no rows",
-        "games.csv: no rows",
-        "commands.csv: no rows",
-    ] {
-        assert!(
-            missing.iter().any(|m| m == expected),
-            "{expected:?} is not among {missing:?}"
-        );
-    }
+    assert_named(
+        &missing,
+        &[
+            "moves.csv: no rows",
+            "games.csv: no rows",
+            "commands.csv: no rows",
+        ],
+    );
     assert!(
         !missing.iter().any(|m| m.starts_with("marks")),
         "every scenario was marked: {missing:?}"
@@ -318,15 +328,10 @@ async fn timers_are_judged_from_the_stored_log() {
     assert_eq!(whole["timers_late"], 1, "{whole}");
     assert_eq!(whole["timers_missed"], 1, "{whole}");
     assert_eq!(whole["timer_lateness_ms"]["min"], -1_000, "{whole}");
-    let failures = whole["failures"]
-        .as_array()
-        .expect("the whole run's failures");
-    for failure in ["timers_early", "timers_late", "timers_missed"] {
-        assert!(
-            failures.iter().any(|f| f == failure),
-            "{failure} is not among {failures:?}"
-        );
-    }
+    assert_named(
+        &strings(&whole["failures"]),
+        &["timers_early", "timers_late", "timers_missed"],
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -360,22 +365,14 @@ async fn availability_is_bounded_in_every_window() {
     let window = &report["scenarios"]["rolling_upgrade"];
     assert_eq!(window["longest_unable_to_move_ms"], 11_000, "{window}");
     assert_eq!(window["longest_without_stream_ms"], 10_500, "{window}");
-    let failures: Vec<&str> = window["failures"]
-        .as_array()
-        .expect("the window's failures")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    for expected in [
-        "a seat could not move for 11000 ms",
-        "a stream was away for 10500 ms",
-        "moves/s 1.0 under 0.5 x the steady 10.0",
-    ] {
-        assert!(
-            failures.iter().any(|f| f.starts_with(expected)),
-            "{expected:?} is not among {failures:?}"
-        );
-    }
+    assert_named(
+        &strings(&window["failures"]),
+        &[
+            "a seat could not move for 11000 ms",
+            "a stream was away for 10500 ms",
+            "moves/s 1.0 under 0.5 x the steady 10.0",
+        ],
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 
