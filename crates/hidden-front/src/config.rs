@@ -180,6 +180,28 @@ pub struct ServeArgs {
     /// Open WebSocket connections one gateway process accepts at most (more get HTTP 503).
     #[arg(long, env = "HF_WS_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub ws_max_connections: usize,
+    /// Milliseconds a connection to a public port (the gateway's gRPC and HTTP ports) has from
+    /// accept to its first complete request head (the HTTP/2 preface and SETTINGS, or an HTTP/1
+    /// head); slower ones, silent ones included, are closed (1 to 600000).
+    #[arg(long, env = "HF_HANDSHAKE_TIMEOUT_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub handshake_timeout_ms: u64,
+    /// Seconds a connection to a public port may stay open with no request in flight (an
+    /// HTTP/1 keep-alive between requests, an HTTP/2 connection without streams); a stream or
+    /// a WebSocket is in flight for as long as it lasts (1 to 86400).
+    #[arg(long, env = "HF_IDLE_TIMEOUT_SECONDS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_timeout_seconds: u64,
+    /// Open connections each public port (gRPC, HTTP) accepts at most; more are closed at
+    /// accept. 0: 20,000, or less when the open files limit (raised to its hard limit at start)
+    /// less a reserve of 1,024 cannot hold that on both ports. A value the limit cannot hold
+    /// with that reserve stops the process at start.
+    #[arg(long, env = "HF_MAX_CONNECTIONS", default_value_t = 0)]
+    pub max_connections: usize,
+    /// Open connections one peer address may hold on each public port; 0: no such cap (behind a
+    /// load balancer that does not keep client addresses, every connection has its address).
+    #[arg(long, env = "HF_MAX_CONNECTIONS_PER_PEER", default_value_t = 0)]
+    pub max_connections_per_peer: usize,
     /// This clock process's name in timer claims (default: a random one; the pod name is a good
     /// choice).
     #[arg(long, env = "HF_CLOCK_ID")]

@@ -208,11 +208,15 @@ fn describe() {
     .set(1.0);
 }
 
-/// Serves `GET /metrics` on `listener` until `stopped` completes, running the recorder's upkeep
-/// meanwhile.
+/// Serves `GET /metrics` and `probes` (`/healthz`, `/readyz`) on `listener` until `stopped`
+/// completes, running the recorder's upkeep meanwhile. The probes are here as well as on the
+/// gateway's public HTTP port because this port is not public: no stranger's connections count
+/// against it, so the orchestrator's probes answer even while the public ports are at their
+/// caps (hidden-front-conn-guard).
 pub async fn serve(
     listener: TcpListener,
     handle: PrometheusHandle,
+    probes: axum::Router,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let upkeep = handle.clone();
@@ -225,7 +229,7 @@ pub async fn serve(
     });
     // The process's own figures are read from the OS when scraped, so they are current.
     let process = std::sync::Arc::new(metrics_process::Collector::default());
-    let app = axum::Router::new().route(
+    let app = probes.route(
         METRICS_PATH,
         axum::routing::get(move || {
             let handle = handle.clone();
@@ -245,7 +249,7 @@ pub async fn serve(
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(stopped)
         .await
-        .context("serving /metrics");
+        .context("serving /metrics and the probes");
     upkeep.abort();
     served
 }

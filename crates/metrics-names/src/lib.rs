@@ -234,3 +234,24 @@ pub const COMMIT: &str = "commit";
 
 /// Every value of [`KIND`] on [`STORE_BATCH_FAILURES_TOTAL`]: the group-commit statements.
 pub const STORE_BATCH_KINDS: [&str; 2] = ["append", "create"];
+
+/// Gauge: connections open on a public port, by [`CONNECTION_PORT`].
+pub const CONNECTIONS_OPEN: &str = "hf_connections_open";
+/// Counter: connections a public port turned away at accept, by [`CONNECTION_PORT`] and
+/// [`CONNECTION_REASON`] (one of [`CONNECTION_REFUSALS`]).
+pub const CONNECTIONS_REFUSED_TOTAL: &str = "hf_connections_refused_total";
+/// Counter: open connections a public port closed because they held it without use, by
+/// [`CONNECTION_PORT`] and [`CONNECTION_REASON`] (one of [`CONNECTION_CUTS`]).
+pub const CONNECTIONS_CUT_TOTAL: &str = "hf_connections_cut_total";
+/// Label: which public port ([`CONNECTION_PORTS`]).
+pub const CONNECTION_PORT: &str = "port";
+/// Label: why a connection was refused or cut.
+pub const CONNECTION_REASON: &str = "reason";
+/// The public ports: the gRPC port and the HTTP port (the page and the WebSocket API).
+pub const CONNECTION_PORTS: [&str; 2] = ["grpc", "http"];
+/// Why a connection was refused: the port's cap, the peer address's cap, or the process's open
+/// files limit (the accept itself failed).
+pub const CONNECTION_REFUSALS: [&str; 3] = ["port_limit", "peer_limit", "file_limit"];
+/// Why an open connection was cut: no request head within the handshake time, or no request
+/// in flight for the idle time.
+pub const CONNECTION_CUTS: [&str; 2] = ["handshake_timeout", "idle_timeout"];

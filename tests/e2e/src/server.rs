@@ -124,6 +124,11 @@ impl Server {
         client::connect(self.session_addr()).await
     }
 
+    /// The process's id while it runs (for what the OS knows of it: /proc/<pid>/status).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether the process is still running (it has neither exited nor been killed): a test that
     /// threw bad input at it checks it survived.
     pub fn is_running(&mut self) -> bool {

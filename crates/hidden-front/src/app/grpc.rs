@@ -5,6 +5,7 @@
 use anyhow::Context;
 use axum::http;
 use hidden_front_clock::ClockService;
+use hidden_front_conn_guard::{ConnectionLimits, GuardedListener, InFlightLayer};
 use hidden_front_gateway::PlayerApi;
 use hidden_front_matchmaking::MatchmakingService;
 use hidden_front_proto::v1::admin_service_server::AdminServiceServer;
@@ -38,21 +39,27 @@ pub(crate) struct Port {
     /// What the port is, for errors ("the public gRPC port").
     label: &'static str,
     listener: TcpListener,
+    /// The connection limits of a public port (hidden-front-conn-guard); `None` for a port only
+    /// the other services call.
+    limits: Option<ConnectionLimits>,
     names: Vec<&'static str>,
     services: PortServices,
 }
 
 impl Port {
-    /// A port (`label`) on `listener` serving `services`, whose full names are `names`.
+    /// A port (`label`) on `listener` under `limits` serving `services`, whose full names are
+    /// `names`.
     pub fn new(
         label: &'static str,
         listener: TcpListener,
+        limits: Option<ConnectionLimits>,
         names: Vec<&'static str>,
         services: PortServices,
     ) -> Port {
         Port {
             label,
             listener,
+            limits,
             names,
             services,
         }
@@ -86,6 +93,9 @@ impl Port {
             webhooks,
         } = self.services;
         let router = tonic::transport::Server::builder()
+            // Each connection's requests in flight, for its idle timeout (a no-op on a port
+            // without limits).
+            .layer(InFlightLayer)
             // One span per RPC, child of the caller's trace context (W3C `traceparent`).
             .layer(hidden_front_telemetry::GrpcServerLayer)
             // Every call counted and timed by service, method and status code.
@@ -102,19 +112,27 @@ impl Port {
             .add_optional_service(clock)
             .add_optional_service(matchmaking)
             .add_optional_service(webhooks);
-        // Replies are small and latency-bound: never let Nagle's algorithm hold one back.
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let health = crate::health::PortHealth {
             reporter,
             services: self.names,
         };
         let label = self.label;
+        let (listener, limits) = (self.listener, self.limits);
         let serving = async move {
-            router
-                .serve_with_incoming_shutdown(incoming, stopped)
-                .await
-                .with_context(|| format!("serving {label}"))
+            match limits {
+                Some(limits) => {
+                    let incoming = GuardedListener::new(listener, "grpc", limits).into_incoming();
+                    router.serve_with_incoming_shutdown(incoming, stopped).await
+                }
+                None => {
+                    // Replies are small and latency-bound: never let Nagle's algorithm hold
+                    // one back.
+                    let incoming = tonic::transport::server::TcpIncoming::from(listener)
+                        .with_nodelay(Some(true));
+                    router.serve_with_incoming_shutdown(incoming, stopped).await
+                }
+            }
+            .with_context(|| format!("serving {label}"))
         };
         Ok((health, serving))
     }

@@ -16,6 +16,7 @@ mod clock;
 mod gateway;
 mod grpc;
 mod grpc_metrics;
+mod limits;
 mod matchmaking;
 mod referee;
 mod roles;
@@ -26,6 +27,7 @@ mod webhooks;
 use crate::config::ServeArgs;
 use anyhow::Context;
 use grpc::{Port, PortServices};
+use hidden_front_conn_guard::GuardedListener;
 use hidden_front_gateway::Gateway;
 use hidden_front_gateway::http::Readiness;
 use roles::Roles;
@@ -79,7 +81,14 @@ impl Application {
     /// Builds every service `args` names and binds their listeners.
     pub async fn build(args: ServeArgs) -> anyhow::Result<Application> {
         let roles = Roles::of(&args)?;
+        // Checked before anything is opened: a cap the open files limit cannot hold stops here.
+        let public_limits = limits::public_limits(&args, roles.gateway)?;
         let metrics = crate::metrics_endpoint::install()?;
+        if public_limits.is_some() {
+            hidden_front_conn_guard::describe_metrics(
+                &hidden_front_metrics_names::CONNECTION_PORTS,
+            );
+        }
         let stores = store::open(&args, roles).await?;
 
         let internal_listener = match roles.internal_port() {
@@ -202,13 +211,24 @@ impl Application {
             }
             .push(hidden_front_proto::v1::webhook_admin_service_server::SERVICE_NAME);
         }
-        let (public_health, public_grpc) =
-            Port::new("the gRPC port", public_listener, public_names, public)
-                .serve(stop.clone().cancelled_owned())?;
+        let (public_health, public_grpc) = Port::new(
+            "the gRPC port",
+            public_listener,
+            public_limits,
+            public_names,
+            public,
+        )
+        .serve(stop.clone().cancelled_owned())?;
         let (internal_health, internal_grpc) = internal_listener
             .map(|listener| {
-                Port::new("the internal gRPC port", listener, internal_names, internal)
-                    .serve(internal_stop.clone().cancelled_owned())
+                Port::new(
+                    "the internal gRPC port",
+                    listener,
+                    None,
+                    internal_names,
+                    internal,
+                )
+                .serve(internal_stop.clone().cancelled_owned())
             })
             .transpose()?
             .unzip();
@@ -239,9 +259,22 @@ impl Application {
                 };
                 let routes =
                     hidden_front_gateway::http::routes(routes, gateway.clone()).merge(probes);
-                hidden_front_gateway::ws::serve_with(listener, gateway, config, routes, stopped)
-                    .await
-                    .context("serving HTTP (the WebSocket API and the page)")
+                let serving = match public_limits {
+                    Some(limits) => {
+                        let listener = GuardedListener::new(listener, "http", limits);
+                        hidden_front_gateway::ws::serve_guarded(
+                            listener, gateway, config, routes, stopped,
+                        )
+                        .await
+                    }
+                    None => {
+                        hidden_front_gateway::ws::serve_with(
+                            listener, gateway, config, routes, stopped,
+                        )
+                        .await
+                    }
+                };
+                serving.context("serving HTTP (the WebSocket API and the page)")
             }
         };
         // Cancelled however the public side ends (drained, failed or dropped).
@@ -260,6 +293,7 @@ impl Application {
         let metrics = crate::metrics_endpoint::serve(
             metrics_listener,
             metrics,
+            hidden_front_gateway::http::probes::routes(readiness.subscribe()),
             stop.clone().cancelled_owned(),
         );
         let clock = {

@@ -39,7 +39,7 @@ mod transport;
 mod writer;
 
 pub use messages::code_name;
-pub use transport::{serve, serve_with};
+pub use transport::{serve, serve_guarded, serve_with};
 
 use std::time::Duration;
 

@@ -15,15 +15,18 @@ use crate::connect::SUBPROTOCOL;
 use crate::gateway::Gateway;
 use axum::Router;
 use axum::extract::State;
+use axum::extract::connect_info::Connected;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
+use axum::serve::{IncomingStream, Listener, ListenerExt};
 use futures_util::StreamExt;
 use hidden_front_api_error::{ApiError, Reason};
+use hidden_front_conn_guard::{ConnectionInfo, GuardedListener, InFlightLayer};
 use serde_json::Value;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -66,6 +69,53 @@ pub async fn serve_with<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    // Answers are small and latency-bound: never let Nagle's algorithm hold one back.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    serve_on::<_, SocketAddr, _>(listener, gateway, config, routes, |app| app, shutdown).await
+}
+
+/// [`serve_with`] on a public port's [`GuardedListener`]: the port's handshake deadline, idle
+/// timeout and caps apply (hidden-front-conn-guard), and each connection's requests are counted
+/// in flight, so a page load or a WebSocket never counts as idle.
+pub async fn serve_guarded<F>(
+    listener: GuardedListener,
+    gateway: Gateway,
+    config: WsConfig,
+    routes: Router,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    serve_on::<_, ConnectionInfo, _>(
+        listener,
+        gateway,
+        config,
+        routes,
+        |app| app.layer(InFlightLayer),
+        shutdown,
+    )
+    .await
+}
+
+/// The HTTP server on any listener whose connections `C` describes; `wrap` adds the layers
+/// around the whole router.
+async fn serve_on<L, C, F>(
+    listener: L,
+    gateway: Gateway,
+    config: WsConfig,
+    routes: Router,
+    wrap: impl FnOnce(Router) -> Router,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    L: Listener<Addr = SocketAddr>,
+    L::Io: Send + Unpin,
+    C: for<'a> Connected<IncomingStream<'a, L>> + Clone + Send + Sync + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
     let stop = CancellationToken::new();
     let max_connections = config
         .max_connections
@@ -82,13 +132,9 @@ where
         .route(WS_PATH, get(upgrade))
         .with_state(Arc::clone(&state))
         .merge(routes);
-    // Answers are small and latency-bound: never let Nagle's algorithm hold one back.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        wrap(app).into_make_service_with_connect_info::<C>(),
     )
     .with_graceful_shutdown(async move {
         shutdown.await;

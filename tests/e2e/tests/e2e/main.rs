@@ -13,6 +13,7 @@ mod gateway_grpc;
 mod gateway_leaks;
 mod gateway_websocket;
 mod gunjin_game;
+mod hostile_connections;
 mod lifecycle_feed;
 mod matchmaking;
 mod metrics;
