@@ -90,6 +90,17 @@ pub fn shard_for_key(creation_key: &str, shards: usize) -> ShardIndex {
     (hash % shards) as ShardIndex
 }
 
+/// The shards a new game created under `creation_key` may go to, of `shards`, in the order they
+/// are tried: the key's own ([`shard_for_key`]), then the next ones round the ring. A sharded
+/// store places the game on the first that is not known to be down, so a lost shard takes no
+/// share of the new games; every process computes the same order, and a retry of the creation
+/// looks for the key on every shard of it (`ShardedStore::create_armed`).
+pub fn placement_order(creation_key: &str, shards: usize) -> impl Iterator<Item = ShardIndex> {
+    let count = shards.clamp(1, MAX_SHARDS) as ShardIndex;
+    let first = shard_for_key(creation_key, shards);
+    (0..count).map(move |step| (first + step) % count)
+}
+
 /// The creation time in a version 7 or placed id (milliseconds since the epoch), used to merge
 /// the shards' lists newest first; 0 for other ids.
 pub fn created_ms(game_id: Uuid) -> u64 {
@@ -134,6 +145,22 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort_by_key(|id| created_ms(*id));
         assert_eq!(ids, sorted);
+    }
+
+    #[test]
+    fn the_placement_order_starts_at_the_keys_shard_and_visits_each_once() {
+        for key in ["a", "game-17", "matchmaking:42"] {
+            for shards in 1..=5 {
+                let order: Vec<ShardIndex> = placement_order(key, shards).collect();
+                assert_eq!(order[0], shard_for_key(key, shards), "{key} over {shards}");
+                let mut sorted = order.clone();
+                sorted.sort();
+                assert_eq!(sorted, (0..shards as ShardIndex).collect::<Vec<_>>());
+                for pair in order.windows(2) {
+                    assert_eq!(pair[1], (pair[0] + 1) % shards as ShardIndex);
+                }
+            }
+        }
     }
 
     #[test]

@@ -124,6 +124,9 @@ const CLAIM_BOUND: Duration = Duration::from_secs(1);
 /// others' facts still flow.
 const FEED_BOUND: Duration = Duration::from_secs(2);
 
+/// The longest a creation waits for another shard to say whether it holds the creation's key.
+const CREATION_LOOKUP_BOUND: Duration = Duration::from_secs(1);
+
 /// How long a follower of a shard's outbox waits before subscribing again after a failure.
 const FOLLOW_RETRY: Duration = Duration::from_secs(1);
 
@@ -236,6 +239,34 @@ impl ShardedStore {
                 shard: index,
                 reason: format!("{UNPULSED} ({error})"),
             })
+    }
+
+    /// The game an earlier creation under `creation_key` made on a shard other than `placed`,
+    /// asked of every other shard at once, each within [`CREATION_LOOKUP_BOUND`]. A shard that is
+    /// down (its pulse failed) or does not answer in time is not asked: a creation made there
+    /// before it was lost and retried while it is away cannot be found (docs/sharding.md).
+    async fn created_elsewhere(&self, creation_key: &str, placed: ShardIndex) -> Option<Uuid> {
+        let order: Vec<ShardIndex> =
+            placement::placement_order(creation_key, self.inner.shards.len())
+                .filter(|&index| index != placed)
+                .filter(|&index| {
+                    !self.inner.pulses[usize::from(index)]
+                        .state
+                        .lock()
+                        .last_failed
+                })
+                .collect();
+        let answers = join_all(order.iter().map(|&index| {
+            tokio::time::timeout(
+                CREATION_LOOKUP_BOUND,
+                self.inner.shards[usize::from(index)].game_of_creation_key(creation_key),
+            )
+        }))
+        .await;
+        // The first in placement order: the shard a creation would have been put on first.
+        answers
+            .into_iter()
+            .find_map(|answer| answer.ok().and_then(Result::ok).flatten())
     }
 
     /// Pulses one shard and records how it went.
@@ -882,15 +913,27 @@ impl LifecycleOutbox for ShardedStore {
 
 #[async_trait]
 impl GameStore for ShardedStore {
+    /// On the first shard of the key's placement order ([`placement::placement_order`]: the
+    /// key's own, then round the ring) whose pulse has not failed, so a lost shard takes no share
+    /// of the new games; the key's own when every pulse failed.
     fn new_game_id(&self, creation_key: &str) -> Uuid {
-        placement::placed_id(placement::shard_for_key(
-            creation_key,
-            self.inner.shards.len(),
-        ))
+        let shards = self.inner.shards.len();
+        let down = |index: ShardIndex| {
+            self.inner.pulses[usize::from(index)]
+                .state
+                .lock()
+                .last_failed
+        };
+        let shard = placement::placement_order(creation_key, shards)
+            .find(|&index| !down(index))
+            .unwrap_or_else(|| placement::shard_for_key(creation_key, shards));
+        placement::placed_id(shard)
     }
 
-    /// On the shard the id names: the creation key's record lives there too, so a retry whose
-    /// id came from [`GameStore::new_game_id`] with the same key meets it.
+    /// On the shard the id names, unless an earlier creation with this key made a game on
+    /// another shard (placed there while this one was down, or before it came back): then that
+    /// game, replayed. The creation key's record lives with its game, so a retry placed on the
+    /// same shard meets it there too.
     async fn create_armed(
         &self,
         creation_key: &str,
@@ -901,6 +944,12 @@ impl GameStore for ShardedStore {
         facts: &[NewFact],
     ) -> Result<Created, StoreError> {
         let (index, shard) = self.serving(meta.game_id).await?;
+        if let Some(game_id) = self.created_elsewhere(creation_key, index).await {
+            return Ok(Created {
+                game_id,
+                replayed: true,
+            });
+        }
         shard
             .create_armed(creation_key, meta, events, game, timers, facts)
             .await

@@ -428,6 +428,22 @@ async fn one_shard_down_leaves_the_other_serving() {
         matches!(refused, Err(StoreError::ShardUnavailable { shard: 1, .. })),
         "{refused:?}"
     );
+    // A new game whose key hashes to the lost shard goes to the one that answers, once; its
+    // retry finds it.
+    let lost_key = key_on(1);
+    let create = |store: ShardedStore, key: String| async move {
+        let (mut meta, game, events) = new_game(9, &player("fallback"), &player("north"));
+        meta.game_id = store.new_game_id(&key);
+        store
+            .create_armed(&key, &meta, &events, &game, &[], &[])
+            .await
+            .expect("a creation with one shard down")
+    };
+    let first = create(store.clone(), lost_key.clone()).await;
+    assert_eq!(shard_of(first.game_id), 0, "placed on the lost shard");
+    assert!(!first.replayed);
+    let retried = create(store.clone(), lost_key.clone()).await;
+    assert_eq!((retried.game_id, retried.replayed), (first.game_id, true));
 
     set_down(&dbs[1], false).await;
     // Back 60 s later by the session's clock: shard 1's pulse finds the outage and moves its
@@ -441,6 +457,11 @@ async fn one_shard_down_leaves_the_other_serving() {
     assert_eq!(outage.deadlines_moved, 1);
     let timers = store.timers_of(on1).await.expect("shard 1 serves again");
     assert!(timers[0].fire_at > later.fire_at, "{timers:?}");
+    // Back, the key's own shard is placed first again, and the retry still finds the game made
+    // on shard 0 while it was away.
+    assert_eq!(shard_of(store.new_game_id(&lost_key)), 1);
+    let after = create(store.clone(), lost_key).await;
+    assert_eq!((after.game_id, after.replayed), (first.game_id, true));
     store.close().await;
 }
 

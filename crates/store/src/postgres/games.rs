@@ -105,6 +105,19 @@ pub(super) async fn create_armed(
     }
 }
 
+/// The game an earlier creation under `creation_key` made in this database, if any.
+pub(super) async fn game_of_creation_key(
+    store: &PostgresStore,
+    creation_key: &str,
+) -> Result<Option<Uuid>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT game_id FROM game_creations WHERE creation_key = $1")
+            .bind(creation_key)
+            .fetch_optional(&store.inner.pool)
+            .await?,
+    )
+}
+
 /// A game's creation, encoded for the columns of the creations' batch statement
 /// ([`super::batch`]) and owned, so it can wait in the queue.
 #[derive(Debug)]

@@ -134,6 +134,15 @@ struct Inner {
 pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
 
 impl PostgresStore {
+    /// The game an earlier creation under `creation_key` made in this database, if any: what a
+    /// sharded store asks of the shards a creation may have been placed on.
+    pub(crate) async fn game_of_creation_key(
+        &self,
+        creation_key: &str,
+    ) -> Result<Option<Uuid>, StoreError> {
+        games::game_of_creation_key(self, creation_key).await
+    }
+
     /// Connects to the database at `url` (a `postgres://` URL) with a pool of
     /// [`DEFAULT_MAX_CONNECTIONS`] and a [`DEFAULT_CONNECT_TIMEOUT`]. Does not migrate: call
     /// [`PostgresStore::migrate`] (or `hidden-front migrate`) first.

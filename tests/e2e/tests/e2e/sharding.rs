@@ -8,7 +8,8 @@
 //!   lost and takes moves again. The lifecycle feed read by position (`after_position`) goes on
 //!   meanwhile: a game created on shard 0 during the outage is told at once, while the facts of
 //!   a game shard 1 committed just before it stopped (unread until then) come once it is back,
-//!   and no fact comes twice.
+//!   and no fact comes twice. New games whose keys hash to shard 1 are created on shard 0 while it
+//!   is down, and a retry of each key, during the outage and after it, returns the same game.
 
 use hidden_front_e2e::client::{self, Client, confirm, create_timed, now_unix_ms, time_control};
 use hidden_front_e2e::gateway::{self, PlayerClient};
@@ -238,6 +239,29 @@ async fn one_shard_stopped_leaves_the_other_serving() {
         "the timeout came while shard 1 was still down"
     );
 
+    // New games whose keys hash to the lost shard are created all the same, on the shard that
+    // answers; a retry of each key returns the same game.
+    let lost_keys: Vec<String> = (0..10)
+        .map(|n| key_on(1, &format!("fallback{n}")))
+        .collect();
+    let mut fallback_games = Vec::new();
+    for key in &lost_keys {
+        let created = create_timed(&mut session, key, time_control(600, 60, 600)).await;
+        assert_eq!(
+            shard(&created.game_id),
+            0,
+            "{key}: placed on the lost shard"
+        );
+        assert!(!created.replayed, "{key}: a first creation replayed");
+        let again = create_timed(&mut session, key, time_control(600, 60, 600)).await;
+        assert_eq!(
+            again.game_id, created.game_id,
+            "{key}: a retry during the outage made another game"
+        );
+        assert!(again.replayed);
+        fallback_games.push(created.game_id);
+    }
+
     // The feed by position goes on with shard 1 stopped: a game created on shard 0 now is told,
     // and nothing of shard 1's (it is stopped until start_again below).
     let during_0 = create_timed(
@@ -291,6 +315,16 @@ async fn one_shard_stopped_leaves_the_other_serving() {
     );
     let moved = one_move(&server, &mut session, &game_1, &key_1).await;
     assert_eq!(moved, after_1.version + 1);
+
+    // With shard 1 back, the keys it lost while away still find their games on shard 0.
+    for (key, game) in lost_keys.iter().zip(&fallback_games) {
+        let again = create_timed(&mut session, key, time_control(600, 60, 600)).await;
+        assert_eq!(
+            &again.game_id, game,
+            "{key}: a retry after the outage made another game"
+        );
+        assert!(again.replayed);
+    }
     drop(server);
     drop(shard_1);
 }
