@@ -31,13 +31,35 @@ const MOVE_RUNNING_DEADLINES: &str = "\
     FROM games g \
     WHERE g.game_id = t.game_id AND t.fire_at > $1";
 
+/// How long the pulse's transaction may sit idle before Postgres ends it, and with it the pulse
+/// row's lock. The pool's connections allow 5 s ([`super::IDLE_IN_TRANSACTION_TIMEOUT`]), which
+/// is longer than the outage threshold (3 s): a session host that vanished mid-pulse (a lost
+/// node, a cut link) held the row for 5 s, every other process's pulse waited on it, and they
+/// recorded an outage of the whole service that never was, moving every running deadline and
+/// holding every judged call meanwhile (seen in the cluster test's host loss). The pulse sends
+/// its statements back to back, so 1 s is ample; a pulse ended by it fails and the next one, a
+/// second later, goes through.
+const PULSE_IDLE_IN_TRANSACTION_TIMEOUT: &str =
+    "SET LOCAL idle_in_transaction_session_timeout = '1s'";
+
+/// Begins a pulse's transaction, with its own idle limit ([`PULSE_IDLE_IN_TRANSACTION_TIMEOUT`]).
+pub(super) async fn begin_pulse(
+    store: &PostgresStore,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+    let mut tx = store.inner.pool.begin().await?;
+    sqlx::query(PULSE_IDLE_IN_TRANSACTION_TIMEOUT)
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
 #[tracing::instrument(name = "store.pulse", level = "debug", skip_all, fields(db.system = "postgresql"))]
 pub(super) async fn pulse(
     store: &PostgresStore,
     clock: &WallClock,
     rule: &OutageRule,
 ) -> Result<Option<Outage>, StoreError> {
-    let mut tx = store.inner.pool.begin().await?;
+    let mut tx = begin_pulse(store).await?;
     // The row lock orders this pulse with every other process's.
     let last: Option<OffsetDateTime> =
         sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
@@ -85,4 +107,44 @@ pub(super) async fn pulse(
         .await?;
     tx.commit().await?;
     Ok(outage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::continuity::OutageRule;
+    use sqlx::PgPool;
+    use std::time::Duration;
+
+    /// A pulse whose process vanished while it held the row's lock (here: a pulse transaction
+    /// that takes the lock and then goes silent) holds the others up for about 1 s, not the
+    /// pool's 5 s: the next pulse goes through within the outage threshold, and finds no outage.
+    #[sqlx::test(migrator = "crate::postgres::MIGRATOR")]
+    async fn a_pulse_that_went_silent_holding_the_row_lets_go_within_a_second(pool: PgPool) {
+        let store = PostgresStore::from_pool(pool);
+        let clock = WallClock::system();
+        let rule = OutageRule::default();
+        assert_eq!(
+            pulse(&store, &clock, &rule).await.expect("a first pulse"),
+            None
+        );
+        let mut silent = begin_pulse(&store).await.expect("a pulse transaction");
+        let _: Option<OffsetDateTime> =
+            sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
+                .fetch_one(&mut *silent)
+                .await
+                .expect("the row's lock");
+        // Under the 3 s threshold only if the silent holder is ended after about 1 s; with the
+        // pool's 5 s it would still be waiting here.
+        let next = tokio::time::timeout(Duration::from_millis(2_500), pulse(&store, &clock, &rule))
+            .await
+            .expect("the next pulse waited on the silent holder past 2.5 s")
+            .expect("the next pulse");
+        assert_eq!(next, None, "a silent pulse holder made an outage");
+        // The silent holder was ended by the server.
+        assert!(
+            silent.commit().await.is_err(),
+            "the silent pulse outlived its idle limit"
+        );
+    }
 }
