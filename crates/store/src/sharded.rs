@@ -95,6 +95,9 @@ struct ShardPulse {
     running: tokio::sync::Mutex<()>,
     /// Whether its due timers could not be claimed last time (said once per run of failures).
     claims_failing: std::sync::atomic::AtomicBool,
+    /// True from the moment its pulse fails until one succeeds: every operation in flight on
+    /// the shard gives up then ([`ShardedStore::until_lost`]).
+    lost: watch::Sender<bool>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -129,6 +132,10 @@ const CREATION_LOOKUP_BOUND: Duration = Duration::from_secs(1);
 
 /// How long a follower of a shard's outbox waits before subscribing again after a failure.
 const FOLLOW_RETRY: Duration = Duration::from_secs(1);
+
+/// Why an operation under way on a shard was given up.
+const LOST: &str =
+    "its pulse failed while the call was under way; retry with the same idempotency key";
 
 /// Why a shard's games are refused until its pulse succeeds.
 const UNPULSED: &str = "it could not be reached and its pulse has not yet accounted for the time it was away; retry shortly";
@@ -269,6 +276,33 @@ impl ShardedStore {
             .find_map(|answer| answer.ok().and_then(Result::ok).flatten())
     }
 
+    /// `operation` on shard `index`, given up (`ShardUnavailable`) the moment the shard's pulse
+    /// fails. A call already under way when its shard vanished would otherwise wait for the
+    /// pool's connect timeout (10 s: measured as the first call's refusal in the sharding e2e);
+    /// the pulse, bounded to 1 s and run about once a second, ends that within about 2 s. An
+    /// append given up may still commit; its retry, with the same idempotency key, finds it.
+    async fn until_lost<T>(
+        &self,
+        index: ShardIndex,
+        operation: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let mut lost = self.inner.pulses[usize::from(index)].lost.subscribe();
+        let lost = async move {
+            if lost.wait_for(|lost| *lost).await.is_err() {
+                // The sender lives as long as the store: never, but never a refusal either.
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            result = operation => result.map_err(|e| on_shard(index, e)),
+            () = lost => Err(StoreError::ShardUnavailable {
+                shard: index,
+                reason: LOST.into(),
+            }),
+        }
+    }
+
     /// Pulses one shard and records how it went.
     async fn pulse_shard(
         &self,
@@ -307,6 +341,9 @@ impl ShardedStore {
                 state.last_failed = true;
             }
         }
+        self.inner.pulses[usize::from(index)]
+            .lost
+            .send_replace(state.last_failed);
         result
     }
 
@@ -681,23 +718,18 @@ fn on_shard(shard: ShardIndex, error: StoreError) -> StoreError {
 impl TimerStore for ShardedStore {
     async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
         let (index, shard) = self.serving(timer.game_id).await?;
-        shard.arm_timer(timer).await.map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.arm_timer(timer)).await
     }
 
     async fn cancel_timer(&self, game_id: Uuid, slot: TimerSlot) -> Result<bool, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .cancel_timer(game_id, slot)
+        self.until_lost(index, shard.cancel_timer(game_id, slot))
             .await
-            .map_err(|e| on_shard(index, e))
     }
 
     async fn timers_of(&self, game_id: Uuid) -> Result<Vec<Timer>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .timers_of(game_id)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.timers_of(game_id)).await
     }
 
     /// Every shard's due timers, claimed at once: a shard that does not answer (or whose games
@@ -777,10 +809,8 @@ impl TimerStore for ShardedStore {
                 shard: index,
                 shards: self.inner.shards.len(),
             })?;
-        shard
-            .release_timer(timer, retry_at)
+        self.until_lost(index, shard.release_timer(timer, retry_at))
             .await
-            .map_err(|e| on_shard(index, e))
     }
 
     /// Each shard's fired timers deleted on it; every shard is tried, and the first failure is
@@ -841,10 +871,7 @@ impl AdminStore for ShardedStore {
             let Some(shard) = self.inner.shards.get(usize::from(index)) else {
                 return Ok(Vec::new());
             };
-            return shard
-                .find_games(filter)
-                .await
-                .map_err(|e| on_shard(index, e));
+            return self.until_lost(index, shard.find_games(filter)).await;
         }
         let pages = self
             .on_all_shards(|_, shard| shard.find_games(filter))
@@ -950,23 +977,21 @@ impl GameStore for ShardedStore {
                 replayed: true,
             });
         }
-        shard
-            .create_armed(creation_key, meta, events, game, timers, facts)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(
+            index,
+            shard.create_armed(creation_key, meta, events, game, timers, facts),
+        )
+        .await
     }
 
     async fn load(&self, game_id: Uuid) -> Result<Option<GameRecord>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard.load(game_id).await.map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.load(game_id)).await
     }
 
     async fn append_armed(&self, append: Append<'_>) -> Result<u64, StoreError> {
         let (index, shard) = self.serving(append.game_id).await?;
-        shard
-            .append_armed(append)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.append_armed(append)).await
     }
 
     async fn ended_games(
@@ -989,10 +1014,8 @@ impl GameStore for ShardedStore {
         key: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .command_response(game_id, key)
+        self.until_lost(index, shard.command_response(game_id, key))
             .await
-            .map_err(|e| on_shard(index, e))
     }
 
     async fn events(
@@ -1002,15 +1025,13 @@ impl GameStore for ShardedStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .events(game_id, from_seq, limit)
+        self.until_lost(index, shard.events(game_id, from_seq, limit))
             .await
-            .map_err(|e| on_shard(index, e))
     }
 
     async fn watch(&self, game_id: Uuid) -> Result<watch::Receiver<u64>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard.watch(game_id).await.map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.watch(game_id)).await
     }
 
     fn status_changes(&self, game_id: Uuid) -> watch::Receiver<u64> {
@@ -1032,18 +1053,16 @@ impl GameStore for ShardedStore {
         arm: Option<&ArmAfterReport<'_>>,
     ) -> Result<Presence, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .report_presence(game_id, side, gateway_id, connected, now, lease_until, arm)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(
+            index,
+            shard.report_presence(game_id, side, gateway_id, connected, now, lease_until, arm),
+        )
+        .await
     }
 
     async fn presence(&self, game_id: Uuid, now: SystemTime) -> Result<Presence, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .presence(game_id, now)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.presence(game_id, now)).await
     }
 
     async fn observe(
@@ -1052,10 +1071,7 @@ impl GameStore for ShardedStore {
         now: SystemTime,
     ) -> Result<Option<ObservedGame>, StoreError> {
         let (index, shard) = self.serving(game_id).await?;
-        shard
-            .observe(game_id, now)
-            .await
-            .map_err(|e| on_shard(index, e))
+        self.until_lost(index, shard.observe(game_id, now)).await
     }
 
     /// Every shard's newest games of the player, merged newest first by the creation time

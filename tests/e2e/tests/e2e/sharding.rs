@@ -26,9 +26,13 @@ use tonic_types::StatusExt;
 const LEASE: [&str; 2] = ["--presence-lease-seconds", "3"];
 /// Seconds a move: shorter than the outage, so shard 0's clock runs out during it.
 const MOVE_SECONDS: u32 = 6;
-/// How long shard 1 is down (its first refusals may take the pool's connect timeout, and shard 0's
+/// How long shard 1 is down (its first refusal comes once the pulse finds it gone, and shard 0's
 /// move clock must run out meanwhile).
 const OUTAGE: Duration = Duration::from_secs(20);
+/// The latest the first call to a stopped shard's game may be refused: the pulse (about once a
+/// second, each bounded to 1 s) finds the shard gone and calls under way give up; the pool's
+/// connect timeout (10 s) is what they waited for before.
+const FIRST_REFUSAL_BOUND_MS: u64 = 5_000;
 /// As in outages.rs: the time from the shard's first pulse to the test reading the view.
 const TOLERANCE_MS: u64 = 1_500;
 
@@ -208,8 +212,15 @@ async fn one_shard_stopped_leaves_the_other_serving() {
 
     shard_1.stop();
     let stopped_at = now_unix_ms();
-    // Shard 1's game: refused, retriably, and said so.
+    // Shard 1's game: refused, retriably, and said so; the first call no later than the pulse
+    // finds the shard gone (about 2 s), not after the pool's 10 s connect timeout.
     let refused = refusal(&mut session, &game_1).await;
+    let first_refusal_ms = now_unix_ms() - stopped_at;
+    assert!(
+        first_refusal_ms < FIRST_REFUSAL_BOUND_MS,
+        "the first call to the lost shard's game was refused after {first_refusal_ms} ms"
+    );
+    eprintln!("the first call to the lost shard's game was refused after {first_refusal_ms} ms");
     assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
     let reason = refused
         .get_error_details()
