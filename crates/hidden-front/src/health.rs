@@ -40,6 +40,11 @@ pub struct Dependencies {
     /// The store, when the session, the clock or matchmaking runs in this process (their health
     /// follows it).
     pub store: Option<Arc<dyn GameStore>>,
+    /// Whether the session of this process finds its store lost (its last pulse failed), when
+    /// the session runs here: the store counts as down at once while it is, without waiting for
+    /// the checks to fail twice, and every change is checked at once. A session host cut from
+    /// its database must leave its callers' rotation within about a pulse, not two checks.
+    pub store_lost: Option<watch::Receiver<bool>>,
     /// How many of the session's addresses serve, by the gateway's session channel, when the
     /// gateway runs in this process. Not used when the session runs here too (then the store
     /// decides).
@@ -74,12 +79,17 @@ pub async fn start(
         readiness,
     };
     checker.check().await;
+    let mut store_lost = checker.deps.store_lost.clone();
     Ok(tokio::spawn(async move {
         let mut every = tokio::time::interval(CHECK_INTERVAL);
         every.tick().await;
         loop {
             tokio::select! {
                 _ = every.tick() => checker.check().await,
+                Some(Ok(())) = async { match &mut store_lost {
+                    Some(lost) => Some(lost.changed().await),
+                    None => None,
+                } } => checker.check().await,
                 // Draining, or nobody left to say so: nothing more to serve either way.
                 _ = async { draining.wait_for(|r| *r == Readiness::Draining).await.is_ok() } => {
                     checker.drain().await;
@@ -107,7 +117,16 @@ impl Checker {
         if *self.readiness.borrow() == Readiness::Draining {
             return;
         }
+        let lost = self
+            .deps
+            .store_lost
+            .as_ref()
+            .is_some_and(|lost| *lost.borrow());
         let store_ok = match &self.deps.store {
+            Some(_) if lost => {
+                self.store.add(false);
+                Some(false)
+            }
             Some(store) => Some(self.store.add(matches!(
                 tokio::time::timeout(CHECK_TIMEOUT, store.ping()).await,
                 Ok(Ok(()))

@@ -321,6 +321,16 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// The store did not answer this process's last pulse (unreachable, or too slow to count as
+    /// serving): every call is given up at once until a pulse reaches it again, so that a host
+    /// cut from its database answers `UNAVAILABLE` and its callers retry on a host that serves,
+    /// instead of waiting on a connection that will never answer. Retriable: an append given up
+    /// may still have committed, and its retry with the same idempotency key finds it.
+    #[error("the store did not answer this process's pulse: {reason}")]
+    Lost {
+        /// Why the pulse failed.
+        reason: String,
+    },
     /// The game id names a shard this store does not have (fewer shards are configured than
     /// when the game was created).
     #[error(
@@ -362,6 +372,7 @@ impl StoreError {
                 | StoreError::Corrupt { .. }
                 | StoreError::Migrate(_)
                 | StoreError::ShardUnavailable { .. }
+                | StoreError::Lost { .. }
                 | StoreError::NoSuchShard { .. }
                 | StoreError::WrongShard { .. }
         )

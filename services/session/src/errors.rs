@@ -91,6 +91,15 @@ pub fn store_error_status(error: &StoreError) -> Status {
             )
             .into()
         }
+        // This process cannot reach its store; another session host may.
+        StoreError::Lost { .. } => {
+            tracing::debug!(error = %error, "the store is lost to this process");
+            ApiError::new(
+                Reason::StoreUnavailable,
+                "this session host cannot reach the game store; retry with the same idempotency key",
+            )
+            .into()
+        }
         StoreError::NoSuchShard { .. } | StoreError::WrongShard { .. } => {
             tracing::error!(error = %error, "the store's shards are misconfigured");
             ApiError::new(

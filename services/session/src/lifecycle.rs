@@ -11,6 +11,7 @@
 
 use crate::errors::{AFTER_POSITION_FIELD, invalid_field, store_error_status};
 use crate::service::SessionService;
+use crate::session_store::{became_lost, lost_error};
 use hidden_front_proto::v1 as pb;
 use hidden_front_store::GameStore;
 use hidden_front_store::lifecycle::FeedPosition;
@@ -66,14 +67,26 @@ impl SessionService {
                     .watch_fact_positions()
                     .await
                     .map_err(|e| store_error_status(&e))?;
-                tokio::spawn(by_position(store, wake, position, tx));
+                tokio::spawn(by_position(
+                    store,
+                    wake,
+                    self.store_lost.clone(),
+                    position,
+                    tx,
+                ));
             }
             None => {
                 let wake = store
                     .watch_facts()
                     .await
                     .map_err(|e| store_error_status(&e))?;
-                tokio::spawn(by_cursor(store, wake, request.after_cursor, tx));
+                tokio::spawn(by_cursor(
+                    store,
+                    wake,
+                    self.store_lost.clone(),
+                    request.after_cursor,
+                    tx,
+                ));
             }
         }
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
@@ -94,6 +107,7 @@ async fn send(tx: &Sink, fact: &hidden_front_store::lifecycle::Fact, after: &Fee
 async fn by_position(
     store: Arc<dyn GameStore>,
     mut wake: tokio::sync::watch::Receiver<FeedPosition>,
+    mut lost: tokio::sync::watch::Receiver<bool>,
     mut position: FeedPosition,
     tx: Sink,
 ) {
@@ -120,6 +134,7 @@ async fn by_position(
             changed = wake.changed() => if changed.is_err() { return },
             () = tx.closed() => return,
             () = tokio::time::sleep(UNANSWERED_RETRY), if retry => {}
+            true = became_lost(&mut lost) => return end_lost(&tx).await,
         }
     }
 }
@@ -130,6 +145,7 @@ async fn by_position(
 async fn by_cursor(
     store: Arc<dyn GameStore>,
     mut wake: tokio::sync::watch::Receiver<u64>,
+    mut lost: tokio::sync::watch::Receiver<bool>,
     mut cursor: u64,
     tx: Sink,
 ) {
@@ -159,7 +175,14 @@ async fn by_cursor(
             tokio::select! {
                 changed = wake.changed() => if changed.is_err() { return },
                 () = tx.closed() => return,
+                true = became_lost(&mut lost) => return end_lost(&tx).await,
             }
         }
     }
+}
+
+/// Ends a feed whose host lost its store (its wake-ups would never come again): the consumer
+/// follows again from its last place, on a host that serves (`session_store.rs`).
+async fn end_lost(tx: &Sink) {
+    let _ = tx.send(Err(store_error_status(&lost_error()))).await;
 }

@@ -7,8 +7,8 @@
 use crate::cache::GameCache;
 use crate::command_locks::CommandLocks;
 use crate::config::SessionConfig;
-use crate::metered::MeteredStore;
 use crate::pulse::PulseState;
+use crate::session_store::SessionStore;
 use crate::watch::EventStream;
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::session_service_server::SessionService as SessionApi;
@@ -27,19 +27,31 @@ pub struct SessionService {
     pub(crate) pulse_state: PulseState,
     /// The command path's metric handles.
     pub(crate) meters: crate::counters::Meters,
+    /// Whether the store is lost to this process ([`SessionStore::lost`]).
+    pub(crate) store_lost: tokio::sync::watch::Receiver<bool>,
 }
 
 impl SessionService {
-    /// A session service over `store` (its failures and append latency are recorded as metrics).
+    /// A session service over `store` (its failures and append latency are recorded as metrics;
+    /// its calls are given up while the pulse finds it lost: `session_store.rs`).
     pub fn new(store: Arc<dyn GameStore>, config: SessionConfig) -> SessionService {
+        let store = SessionStore::new(store);
+        let store_lost = store.lost();
         SessionService {
-            store: Arc::new(MeteredStore::new(store)),
+            store: Arc::new(store),
+            store_lost,
             cache: GameCache::new(config.cache_capacity),
             command_locks: CommandLocks::default(),
             config,
             pulse_state: PulseState::default(),
             meters: crate::counters::Meters::new(),
         }
+    }
+
+    /// Whether the store is lost to this process (its last pulse failed), and every change of
+    /// that: the session's health follows it (NOT_SERVING at once while lost).
+    pub fn store_lost(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.store_lost.clone()
     }
 }
 

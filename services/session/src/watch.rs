@@ -10,6 +10,7 @@
 use crate::errors::store_error_status;
 use crate::request::parse_game_id;
 use crate::service::SessionService;
+use crate::session_store::{became_lost, lost_error};
 use crate::status::{FollowedStatus, game_status};
 use hidden_front_proto::v1 as pb;
 use hidden_front_rules::{Event, Phase, Reveal, reveal};
@@ -145,6 +146,10 @@ impl SessionService {
         // status read, so no change after that read goes unnoticed.
         let mut status_changes = with_status.then(|| store.status_changes(game_id));
         let clock = self.config.clock.clone();
+        // A stream of a host that lost its store would wait forever on notifications that no
+        // longer come: it ends instead (retriable), and its caller follows the game again from
+        // the next seq on a host that serves (`session_store.rs`).
+        let mut store_lost = self.store_lost.clone();
         let (tx, rx) = tokio::sync::mpsc::channel(WATCH_PAGE);
         let mut next = from_seq.max(1);
         tokio::spawn(async move {
@@ -279,6 +284,10 @@ impl SessionService {
                             break;
                         }
                         () = tx.closed() => return,
+                        true = became_lost(&mut store_lost) => {
+                            let _ = tx.send(Err(store_error_status(&lost_error()))).await;
+                            return;
+                        }
                     }
                 }
             }

@@ -240,6 +240,7 @@ impl Application {
                 .collect(),
             crate::health::Dependencies {
                 store: roles.needs_store().then(|| stores.games.clone()),
+                store_lost: referee.as_ref().map(|session| session.store_lost()),
                 session_serving,
             },
             readiness.clone(),

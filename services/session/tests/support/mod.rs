@@ -25,10 +25,12 @@ use uuid::Uuid;
 /// to stand for a stall), and `rearm_after_timers_read` is armed once after the next such read
 /// (another process re-arming the slot between a fire's check and its append). It counts its
 /// `observe` reads, and with `forget_turn_deadlines` its events carry no turn deadline (as
-/// those written by a release that did not record them).
+/// those written by a release that did not record them). Its pulses wait until `pulse_open`
+/// says so (a store that stopped answering).
 pub struct HookedStore {
     pub inner: Arc<MemoryStore>,
     pub open: watch::Sender<bool>,
+    pub pulse_open: watch::Sender<bool>,
     pub appends_started: AtomicUsize,
     pub append_started: Notify,
     pub after_timers_read: Mutex<Option<Box<dyn FnMut() + Send>>>,
@@ -48,6 +50,7 @@ impl HookedStore {
         HookedStore {
             inner,
             open: watch::channel(true).0,
+            pulse_open: watch::channel(true).0,
             appends_started: AtomicUsize::new(0),
             append_started: Notify::new(),
             after_timers_read: Mutex::new(None),
@@ -193,6 +196,8 @@ impl GameStore for HookedStore {
         clock: &WallClock,
         rule: &OutageRule,
     ) -> Result<Option<Outage>, StoreError> {
+        let mut open = self.pulse_open.subscribe();
+        let _ = open.wait_for(|open| *open).await;
         self.inner.pulse(clock, rule).await
     }
 

@@ -1,0 +1,179 @@
+//! A session host cut from its store (`session_store.rs`): the pulse finds it lost within its
+//! bound, and from then every call is answered `UNAVAILABLE`/`STORE_UNAVAILABLE` at once, calls
+//! under way are given up, watched games' streams end with the same retriable error, and the
+//! first pulse that answers serves again. Time is tokio's paused clock: the pulse's bound is
+//! waited out without waiting.
+
+mod support;
+
+use hidden_front_api_error::ErrorSummary;
+use hidden_front_proto::v1 as pb;
+use hidden_front_proto::v1::session_service_server::SessionService as _;
+use hidden_front_session::{PulseConfig, SessionConfig, SessionService};
+use hidden_front_store::memory::MemoryStore;
+use hidden_front_time::ManualClock;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+use support::HookedStore;
+use tokio_stream::StreamExt as _;
+use tonic::{Code, Request, Status};
+
+fn ctx(game: &str, side: pb::Side, key: &str) -> Option<pb::CommandContext> {
+    Some(pb::CommandContext {
+        game_id: game.to_string(),
+        side: side as i32,
+        idempotency_key: key.to_string(),
+        expected_version: None,
+    })
+}
+
+fn resign(game: &str, key: &str) -> Request<pb::ResignRequest> {
+    Request::new(pb::ResignRequest {
+        context: ctx(game, pb::Side::South, key),
+    })
+}
+
+fn get(game: &str) -> Request<pb::GetGameRequest> {
+    Request::new(pb::GetGameRequest {
+        game_id: game.into(),
+        viewer: pb::Viewer::Spectator as i32,
+    })
+}
+
+/// The refusal every call of a host that lost its store gets: retriable, with the reason a
+/// client retries on.
+fn assert_store_unavailable(status: &Status, what: &str) {
+    assert_eq!(status.code(), Code::Unavailable, "{what}: {status:?}");
+    assert_eq!(
+        ErrorSummary::of(status).reason,
+        "STORE_UNAVAILABLE",
+        "{what}: {status:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_again() {
+    let store = Arc::new(HookedStore::new(MemoryStore::new()));
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let pulse = PulseConfig::default();
+    let session = Arc::new(SessionService::new(
+        store.clone(),
+        SessionConfig {
+            clock: clock.wall_clock(),
+            pulse: Some(pulse),
+            ..SessionConfig::default()
+        },
+    ));
+    session.pulse().await.expect("the first pulse");
+    let lost = session.store_lost();
+    assert!(!*lost.borrow(), "a store that answers is not lost");
+    let game = session
+        .create_game(Request::new(pb::CreateGameRequest {
+            south_player: "alice".into(),
+            north_player: "bob".into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .game_id;
+    let mut stream = session
+        .watch_game(Request::new(pb::WatchGameRequest {
+            game_id: game.clone(),
+            from_seq: 1,
+            with_status: false,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.next().await.expect("the log's first event");
+    assert!(first.is_ok(), "{first:?}");
+
+    // A resignation reaches the store, which stops answering: its append and the pulse wait.
+    store.open.send_replace(false);
+    let resigning = tokio::spawn({
+        let session = Arc::clone(&session);
+        let game = game.clone();
+        async move { session.resign(resign(&game, "r1")).await }
+    });
+    while store.appends_started.load(Ordering::SeqCst) == 0 {
+        store.append_started.notified().await;
+    }
+    store.pulse_open.send_replace(false);
+    let started = tokio::time::Instant::now();
+    let failed = session.pulse().await;
+    assert!(failed.is_err(), "a pulse the store never answers fails");
+    assert_eq!(
+        started.elapsed(),
+        pulse.rule.outage_after / 2,
+        "given up after half the outage threshold"
+    );
+    assert!(*lost.borrow(), "lost from the failed pulse on");
+
+    // The call under way is given up, a new one refused at once, the stream ends: all retriable.
+    let given_up = tokio::time::timeout(Duration::from_secs(60), resigning)
+        .await
+        .expect("given up, not left waiting on the store")
+        .unwrap()
+        .expect_err("given up");
+    assert_store_unavailable(&given_up, "the resignation under way");
+    let at = tokio::time::Instant::now();
+    let refused = session.get_game(get(&game)).await.expect_err("refused");
+    assert_store_unavailable(&refused, "a call while lost");
+    assert_eq!(at.elapsed(), Duration::ZERO, "refused without waiting");
+    loop {
+        match stream
+            .next()
+            .await
+            .expect("the stream ends with an error, not silently")
+        {
+            Ok(_) => continue,
+            Err(status) => {
+                assert_store_unavailable(&status, "the watched game's stream");
+                break;
+            }
+        }
+    }
+
+    // The store answers again: the next pulse finds it, and the retry of the resignation (same
+    // key) is applied, once.
+    store.pulse_open.send_replace(true);
+    store.open.send_replace(true);
+    session
+        .pulse()
+        .await
+        .expect("the pulse reaches the store again");
+    assert!(!*lost.borrow(), "found again");
+    let applied = session
+        .resign(resign(&game, "r1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let again = session
+        .resign(resign(&game, "r1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let (applied, again) = (applied.result.unwrap(), again.result.unwrap());
+    assert!(
+        !applied.replayed,
+        "the given-up append had not committed: applied now"
+    );
+    assert!(
+        again.replayed,
+        "and once: the next retry is its answer again"
+    );
+    assert_eq!(
+        (applied.version, applied.events),
+        (again.version, again.events)
+    );
+    let view = session
+        .get_game(get(&game))
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(view.phase, pb::Phase::Ended as i32);
+}
