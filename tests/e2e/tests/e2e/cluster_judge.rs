@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The scenarios the driver marks (scripts/cluster-test).
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
     "rolling_upgrade",
     "scale_out_in",
     "host_loss_session1",
@@ -32,6 +32,7 @@ const SCENARIOS: [&str; 8] = [
     "partition_clock_postgres",
     "partition_gateway1_sessions",
     "kill_session2",
+    "partition_session1_postgres",
 ];
 
 /// The commits the judge is told the two releases are.
