@@ -41,14 +41,14 @@ use hidden_front_lifecycle::NewFact;
 use hidden_front_metrics_names as names;
 use sqlx::Postgres;
 use sqlx::postgres::PgArguments;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::query::QueryAs;
 use sqlx::types::time::OffsetDateTime;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
 
@@ -112,7 +112,7 @@ pub(super) trait Statement: Sized + Send + Sync + 'static {
     /// Writes all of `items` in one statement, which is its own transaction; returns the games
     /// written, with the commit's `now()`.
     fn write_all<'a>(
-        pool: &'a PgPool,
+        connection: &'a mut PgConnection,
         items: &'a [&'a Self],
     ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a;
 }
@@ -126,10 +126,10 @@ impl Statement for Encoded {
     }
 
     fn write_all<'a>(
-        pool: &'a PgPool,
+        connection: &'a mut PgConnection,
         items: &'a [&'a Self],
     ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a {
-        write_batch(pool, items)
+        write_batch(connection, items)
     }
 }
 
@@ -307,7 +307,7 @@ async fn flush_kind<T: Statement>(
 ) {
     let items: Vec<&T> = batch.iter().map(|(item, _)| item).collect();
     let started = std::time::Instant::now();
-    let written = T::write_all(pool, &items).await;
+    let written = write_bounded(pool, &items).await;
     let took = started.elapsed();
     // The two figures on /metrics describe the appends' statements (docs/session.md).
     if T::METERED {
@@ -331,13 +331,20 @@ async fn flush_kind<T: Statement>(
                 let _ = reply.send(Ok(passed.get(&item.game_id()).copied()));
             }
         }
-        Err(error) if batch.len() == 1 => {
+        // It may have committed or not: nobody can tell now, so nothing is written again. Each
+        // caller's retry (the same command key) finds its append if it was written.
+        Err(Failure::Unanswered) => {
+            for (_, reply) in batch {
+                let _ = reply.send(Err(unanswered()));
+            }
+        }
+        Err(Failure::Statement(error)) if batch.len() == 1 => {
             if let Some((_, reply)) = batch.into_iter().next() {
                 let _ = reply.send(Err(error));
             }
         }
         // Nothing of the batch was written; find whose item failed by writing each alone.
-        Err(_) => {
+        Err(Failure::Statement(_)) => {
             for (item, reply) in batch {
                 let _ = reply.send(write_alone(pool, &item).await);
             }
@@ -347,10 +354,57 @@ async fn flush_kind<T: Statement>(
 
 /// One item as a batch of its own.
 async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
-    Ok(T::write_all(pool, &[item])
-        .await?
-        .get(&item.game_id())
-        .copied())
+    match write_bounded(pool, &[item]).await {
+        Ok(written) => Ok(written.get(&item.game_id()).copied()),
+        Err(Failure::Statement(error)) => Err(error),
+        Err(Failure::Unanswered) => Err(unanswered()),
+    }
+}
+
+/// How long one statement of the group commit may go unanswered before its connection is given
+/// up. Why: the flushers have one connection, so a statement whose packets go nowhere (a
+/// partition between the session host and Postgres) held every later append of the process
+/// until TCP's retransmissions, backed off over the partition, got through: 24 s after a 30 s
+/// partition healed, in the cluster test (docs/cluster-test.md). Far above any statement of a
+/// healthy store (milliseconds), and within the callers' own deadlines.
+pub(super) const STATEMENT_BOUND: Duration = Duration::from_secs(5);
+
+/// Why a bounded statement did not answer its rows.
+#[derive(Debug)]
+enum Failure {
+    /// The statement failed: nothing of it was written.
+    Statement(sqlx::Error),
+    /// No answer within [`STATEMENT_BOUND`]: it may have committed or not.
+    Unanswered,
+}
+
+/// `T::write_all` on a connection of `pool`, bounded by [`STATEMENT_BOUND`]. A connection that
+/// does not answer in time is dropped, not returned to the pool: the pool would test it first,
+/// and that test would wait as long.
+async fn write_bounded<T: Statement>(
+    pool: &PgPool,
+    items: &[&T],
+) -> Result<HashMap<Uuid, SystemTime>, Failure> {
+    let mut connection = pool.acquire().await.map_err(Failure::Statement)?;
+    match tokio::time::timeout(STATEMENT_BOUND, T::write_all(&mut connection, items)).await {
+        Ok(written) => written.map_err(Failure::Statement),
+        Err(_) => {
+            drop(connection.detach());
+            Err(Failure::Unanswered)
+        }
+    }
+}
+
+/// The error each caller of an unanswered statement gets: retriable, with the same key.
+fn unanswered() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "the group commit's statement did not answer within {} s (its connection was \
+             dropped); it may have been written: retry with the same key",
+            STATEMENT_BOUND.as_secs()
+        ),
+    ))
 }
 
 /// Parameters of the appends' statement before its [`Tail`].
@@ -462,7 +516,7 @@ impl Tail {
 /// (`lifecycle_record`) and the `NOTIFY`. Returns the games whose guard passed, with the commit's
 /// `now()`.
 async fn write_batch(
-    pool: &PgPool,
+    connection: &mut PgConnection,
     appends: &[&Encoded],
 ) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
     let mut columns = Columns::default();
@@ -518,7 +572,7 @@ async fn write_batch(
         .bind(fired_versions)
         .bind(fired_ats)
         .bind(event_deadlines);
-    let rows = tail.bind_to(query).fetch_all(pool).await?;
+    let rows = tail.bind_to(query).fetch_all(connection).await?;
     Ok(commit_times(rows))
 }
 
@@ -752,5 +806,59 @@ mod tests {
             let last = own + TimerColumns::PARAMS + FactColumns::PARAMS;
             assert_eq!(parameters(sql), (1..=last).collect::<Vec<_>>(), "{sql}");
         }
+    }
+
+    /// A statement that sleeps in the server: from the client, one whose answer does not come.
+    struct Sleeps(f64);
+
+    impl Statement for Sleeps {
+        const KIND: &'static str = "sleep";
+        const METERED: bool = false;
+
+        fn game_id(&self) -> Uuid {
+            Uuid::nil()
+        }
+
+        async fn write_all<'a>(
+            connection: &'a mut PgConnection,
+            items: &'a [&'a Self],
+        ) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
+            sqlx::query("SELECT pg_sleep($1)")
+                .bind(items.first().map_or(0.0, |item| item.0))
+                .execute(connection)
+                .await?;
+            Ok(HashMap::new())
+        }
+    }
+
+    /// A statement unanswered past [`STATEMENT_BOUND`] is given up as `Unanswered`, and its
+    /// connection with it: the flushers' one connection is free at once for the next batch, which
+    /// does not wait for the first statement (30 s) nor for the pool's test of its connection.
+    #[sqlx::test(migrations = false)]
+    async fn an_unanswered_statement_gives_its_connection_up(pool: PgPool) {
+        let flushers = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with((*pool.connect_options()).clone())
+            .await
+            .expect("the flushers' pool");
+        let stuck = write_bounded(&flushers, &[&Sleeps(30.0)]).await;
+        assert!(matches!(stuck, Err(Failure::Unanswered)), "{stuck:?}");
+        let next = tokio::time::timeout(
+            Duration::from_secs(10),
+            write_bounded(&flushers, &[&Sleeps(0.0)]),
+        )
+        .await;
+        assert!(
+            matches!(next, Ok(Ok(_))),
+            "the next statement waited for the unanswered one: {next:?}"
+        );
+        // The abandoned backend still sleeps: end it, so the test database can go.
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()",
+        )
+        .execute(&pool)
+        .await
+        .expect("the sleeper is ended");
     }
 }

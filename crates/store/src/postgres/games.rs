@@ -14,7 +14,7 @@ use crate::timers::Timer;
 use crate::{Created, GameMeta, GameRecord, GameSummary, ObservedGame, StoreError};
 use hidden_front_lifecycle::NewFact;
 use hidden_front_rules::{Event, Game};
-use sqlx::postgres::{PgPool, PgRow};
+use sqlx::postgres::PgRow;
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Row};
 use std::collections::HashMap;
@@ -153,10 +153,10 @@ impl super::batch::Statement for Creation {
     }
 
     fn write_all<'a>(
-        pool: &'a PgPool,
+        connection: &'a mut PgConnection,
         items: &'a [&'a Self],
     ) -> impl Future<Output = Result<HashMap<Uuid, SystemTime>, sqlx::Error>> + Send + 'a {
-        write_creations(pool, items)
+        write_creations(connection, items)
     }
 }
 
@@ -199,7 +199,7 @@ pub(super) static CREATION_SQL: LazyLock<String> = LazyLock::new(|| {
 /// the games it created, with the commit's `now()`. A game id already taken fails the whole
 /// statement on the primary key (the batch then writes each creation alone).
 async fn write_creations(
-    pool: &PgPool,
+    connection: &mut PgConnection,
     creations: &[&Creation],
 ) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
     let mut keys = Vec::new();
@@ -248,7 +248,7 @@ async fn write_creations(
         .bind(event_games)
         .bind(event_seqs)
         .bind(event_values);
-    let rows = tail.bind_to(query).fetch_all(pool).await?;
+    let rows = tail.bind_to(query).fetch_all(connection).await?;
     Ok(super::batch::commit_times(rows))
 }
 
