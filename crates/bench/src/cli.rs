@@ -49,6 +49,16 @@ pub struct ClusterArgs {
     /// The load balancer's player gRPC address.
     #[arg(long)]
     pub ingress: SocketAddr,
+    /// The load balancer's HTTP address (the page and the `Connect` WebSocket at `/v1/ws`), for
+    /// the games played over WebSocket.
+    #[arg(long)]
+    pub ws_ingress: Option<SocketAddr>,
+    /// Percent of games whose seats play over a `Connect` WebSocket each (needs `--ws-ingress`).
+    #[arg(long, default_value_t = 0)]
+    pub ws_percent: u32,
+    /// Start WebSocket games only once this file exists (before it, every game is on gRPC).
+    #[arg(long)]
+    pub ws_from_file: Option<PathBuf>,
     /// HTTP/2 connections to it, shared by the players.
     #[arg(long, default_value_t = 8)]
     pub connections: usize,
@@ -476,6 +486,9 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
         Mode::Cluster(args) => {
             let summary = crate::cluster::run(crate::cluster::ClusterConfig {
                 ingress: args.ingress,
+                ws_ingress: args.ws_ingress,
+                ws_percent: args.ws_percent,
+                ws_from_file: args.ws_from_file,
                 connections: args.connections,
                 games: args.games,
                 spectate_percent: args.spectate_percent,

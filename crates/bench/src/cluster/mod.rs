@@ -22,6 +22,9 @@
 //! it has reached a drawn number of plies, or when the run is told to stop (a stop file appears),
 //! so every game ends by the players' own actions; the run then waits for every game to end.
 
+mod seat;
+mod ws;
+
 use crate::BenchError;
 use crate::connections::{Pool, code_name, token};
 use crate::pb;
@@ -30,6 +33,7 @@ use crate::pb::player_service_client::PlayerServiceClient;
 use crate::rng::SeatRng;
 use hidden_front_api_error::ErrorSummary;
 use parking_lot::Mutex;
+use seat::{Seat, SeatWay, role};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,6 +47,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
+use ws::WsSeat;
 
 /// A unary call's deadline: long enough for a loaded two-core machine, short enough that a call
 /// stuck on a dead host is abandoned and retried elsewhere.
@@ -55,16 +60,19 @@ const RETRY_HORIZON: Duration = Duration::from_secs(120);
 /// whether it missed something: far above any think time of the run.
 const STREAM_SILENCE: Duration = Duration::from_secs(10);
 
-/// How long a seat letting its clock run out waits for its `TimedOut` before it records the
-/// timer as not fired and moves: the `online` move clock (30 s) plus the clock's lease and
-/// retries, with room.
-const STALL_GIVE_UP: Duration = Duration::from_secs(75);
-
 /// Settings of a `bench cluster` run.
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
     /// The ingress (load balancer) in front of the gateways: the player gRPC API.
     pub ingress: SocketAddr,
+    /// The ingress's HTTP port (the page and the `Connect` WebSocket), for the WebSocket seats.
+    pub ws_ingress: Option<SocketAddr>,
+    /// Percent of games whose two seats play over a `Connect` WebSocket each (through
+    /// `ws_ingress`) instead of the gRPC API; their spectators stay on gRPC.
+    pub ws_percent: u32,
+    /// When set, games start on the WebSocket only once this file exists (the cluster test
+    /// creates it when the gateways serve `Connect`: the release it upgrades from has none).
+    pub ws_from_file: Option<PathBuf>,
     /// HTTP/2 connections the players share (each multiplexes many players).
     pub connections: usize,
     /// Games played at once.
@@ -107,6 +115,10 @@ pub struct ClusterSummary {
     pub games_failed: Vec<String>,
     /// Moves acknowledged.
     pub moves_acked: u64,
+    /// Games started, by the seats' transport (`grpc`, `websocket`).
+    pub games_by_transport: BTreeMap<String, u64>,
+    /// Moves acknowledged, by the seats' transport.
+    pub moves_acked_by_transport: BTreeMap<String, u64>,
     /// Seqs a stream skipped (filtered out for that viewer, or missed: the harness tells which).
     pub stream_skips: u64,
     /// Events a stream delivered again (a seq below the next expected one).
@@ -159,7 +171,10 @@ impl Outputs {
             errors: open("errors.csv", "unix_ms,rpc,code,reason,message")?,
             streams: open("streams.csv", "unix_ms,game,role,what,seq,detail")?,
             stalls: open("stalls.csv", "unix_ms,game,side,version,outcome,waited_ms")?,
-            games: open("games.csv", "started_unix_ms,ended_unix_ms,game,end_reason")?,
+            games: open(
+                "games.csv",
+                "started_unix_ms,ended_unix_ms,game,end_reason,transport",
+            )?,
             commands: open(
                 "commands.csv",
                 "unix_ms,game,side,key,outcome,version,code,reason",
@@ -291,6 +306,17 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
     if config.games == 0 {
         return Err(BenchError::Setting("--games must be at least 1".into()));
     }
+    if config.ws_percent > 100 {
+        return Err(BenchError::Setting(format!(
+            "--ws-percent must be at most 100, not {}",
+            config.ws_percent
+        )));
+    }
+    if config.ws_percent > 0 && config.ws_ingress.is_none() {
+        return Err(BenchError::Setting(
+            "--ws-percent needs --ws-ingress (the ingress's HTTP address)".into(),
+        ));
+    }
     let pool = Pool::for_connections(config.ingress, config.connections.max(1)).await?;
     let out = Outputs::create(&config.out_dir)?;
     let run = Arc::new(Run {
@@ -360,7 +386,42 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
     }
 }
 
-/// Retries `call` with backoff while its error is retriable, up to the retry horizon.
+/// The retry rule of one action, for callers that write their own attempts: each failure is
+/// recorded, and tried again after a backoff while its error is retriable, up to the retry
+/// horizon.
+struct Retry<'a> {
+    run: &'a Run,
+    rpc: &'a str,
+    horizon: Instant,
+    /// The attempt under way, from 1.
+    attempt: u32,
+}
+
+impl<'a> Retry<'a> {
+    fn new(run: &'a Run, rpc: &'a str) -> Retry<'a> {
+        Retry {
+            run,
+            rpc,
+            horizon: Instant::now() + RETRY_HORIZON,
+            attempt: 1,
+        }
+    }
+
+    /// Records `status`; waits before the next attempt when it may be retried, or gives the
+    /// status back when it may not.
+    async fn failed(&mut self, status: Status, rng: &mut SeatRng) -> Result<(), Status> {
+        self.run.error(self.rpc, &status);
+        if !retriable(&status) || Instant::now() >= self.horizon {
+            return Err(status);
+        }
+        tokio::time::sleep(backoff(self.attempt, rng)).await;
+        self.attempt += 1;
+        Ok(())
+    }
+}
+
+/// Retries `call` with backoff while its error is retriable, up to the retry horizon; the answer
+/// and the attempts it took.
 async fn with_retry<T, F, Fut>(
     run: &Run,
     rng: &mut SeatRng,
@@ -371,19 +432,11 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Status>>,
 {
-    let horizon = Instant::now() + RETRY_HORIZON;
-    let mut attempt = 0;
+    let mut retry = Retry::new(run, rpc);
     loop {
-        attempt += 1;
         match call().await {
-            Ok(value) => return Ok((value, attempt)),
-            Err(status) => {
-                run.error(rpc, &status);
-                if !retriable(&status) || Instant::now() >= horizon {
-                    return Err(status);
-                }
-                tokio::time::sleep(backoff(attempt, rng)).await;
-            }
+            Ok(value) => return Ok((value, retry.attempt)),
+            Err(status) => retry.failed(status, rng).await?,
         }
     }
 }
@@ -435,7 +488,25 @@ async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> boo
     };
     let game_id = accepted.into_inner().game_id;
     let game_started = unix_ms();
-    run.summary.lock().games_started += 1;
+    // Drawn after the game was made, so the gRPC games' draws stay what they were.
+    let ws_open = run.config.ws_from_file.as_deref().is_none_or(Path::exists);
+    let ws_ingress = run
+        .config
+        .ws_ingress
+        .filter(|_| rng.percent(run.config.ws_percent) && ws_open);
+    let transport = if ws_ingress.is_some() {
+        "websocket"
+    } else {
+        "grpc"
+    };
+    {
+        let mut summary = run.summary.lock();
+        summary.games_started += 1;
+        *summary
+            .games_by_transport
+            .entry(transport.to_string())
+            .or_default() += 1;
+    }
     run.open_games.lock().insert(game_id.clone(), ());
     let cap = run.config.plies.0
         + rng.below(
@@ -459,6 +530,29 @@ async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> boo
         (pb::Side::North, north_token.clone()),
     ]
     .map(|(side, token)| {
+        let way = match ws_ingress {
+            Some(http) => SeatWay::Ws(WsSeat::new(
+                http,
+                token.clone(),
+                game_id.clone(),
+                role(side),
+            )),
+            None => {
+                let client = PlayerServiceClient::new(run.pool.pick());
+                SeatWay::Grpc {
+                    follower: Box::new(Follower {
+                        game_id: game_id.clone(),
+                        token: token.clone(),
+                        spectate: false,
+                        role: role(side),
+                        client: client.clone(),
+                        stream: None,
+                        lost_at: None,
+                    }),
+                    client,
+                }
+            }
+        };
         let seat = Seat {
             run: Arc::clone(run),
             game_id: game_id.clone(),
@@ -469,7 +563,8 @@ async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> boo
             next_seq: 1,
             cap,
             stall_from: stall.and_then(|(s, from)| (s == side).then_some(from)),
-            client: PlayerServiceClient::new(run.pool.pick()),
+            way,
+            transport,
         };
         tokio::spawn(seat.run())
     });
@@ -502,7 +597,7 @@ async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> boo
         let mut out = run.out.lock();
         let _ = writeln!(
             out.games,
-            "{game_started},{},{game_id},{}",
+            "{game_started},{},{game_id},{},{transport}",
             unix_ms(),
             ended.as_deref().unwrap_or("")
         );
@@ -686,342 +781,6 @@ async fn spectate(
             }
             Delivered::Broken => return false,
         }
-    }
-}
-
-/// One seat of one game.
-struct Seat {
-    run: Arc<Run>,
-    game_id: String,
-    side: pb::Side,
-    token: String,
-    rng: SeatRng,
-    keys: u64,
-    next_seq: u64,
-    /// Concede once the game has this many events.
-    cap: u64,
-    /// Let the move clock run out once, at the first turn from this version on.
-    stall_from: Option<u64>,
-    client: PlayerServiceClient<Channel>,
-}
-
-/// What a turn did.
-enum Turn {
-    /// A move (or a concession) was acknowledged; `Some` with the end reason if it ended the game.
-    Done(Option<String>),
-    /// Not this seat's turn after all.
-    NotMine,
-    /// Retries ran out.
-    Failed,
-}
-
-impl Seat {
-    fn key(&mut self, what: &str) -> String {
-        self.keys += 1;
-        format!("{}-{:?}-{what}-{}", self.game_id, self.side, self.keys)
-    }
-
-    fn context(&self, key: &str, expected_version: Option<u64>) -> Option<pb::ActionContext> {
-        Some(pb::ActionContext {
-            game_id: self.game_id.clone(),
-            idempotency_key: key.to_string(),
-            expected_version,
-        })
-    }
-
-    /// Plays the seat to the game's end. Returns the end reason, `None` if it gave up.
-    async fn run(mut self) -> Option<String> {
-        let run = Arc::clone(&self.run);
-        let mut follower = Follower {
-            game_id: self.game_id.clone(),
-            token: self.token.clone(),
-            spectate: false,
-            role: if self.side == pb::Side::South {
-                "south"
-            } else {
-                "north"
-            },
-            client: self.client.clone(),
-            stream: None,
-            lost_at: None,
-        };
-        let role = follower.role;
-        // Confirm the deployment the server drew (one key, retried as is).
-        let key = self.key("confirm");
-        let confirmed = {
-            let mut rng = self.rng.clone();
-            let (client, token, context) = (
-                self.client.clone(),
-                self.token.clone(),
-                self.context(&key, None),
-            );
-            with_retry(&run, &mut rng, "Confirm", || {
-                let mut client = client.clone();
-                let req = request(
-                    &token,
-                    pb::ConfirmRequest {
-                        context: context.clone(),
-                    },
-                );
-                async move {
-                    client
-                        .confirm(req)
-                        .await
-                        .map(|a| a.into_inner().result.unwrap_or_default().version)
-                }
-            })
-            .await
-        };
-        let confirmed = confirmed.map(|(version, _)| version);
-        run.command_note(&self.game_id, self.side, &key, &confirmed);
-        if confirmed.is_err() {
-            return None;
-        }
-        let mut my_turn = false;
-        // Since when this seat has been letting its clock run out, and at which version.
-        let mut stalled: Option<(Instant, u64, u64)> = None;
-        // A stall given up at the wind-down: its timer may still fire before the concession.
-        let mut withdrawn: Option<(Instant, u64, u64)> = None;
-        loop {
-            if my_turn
-                && stalled.is_none()
-                && !run.stopping()
-                && self.stall_from.is_some_and(|from| self.next_seq > from)
-            {
-                self.stall_from = None;
-                stalled = Some((Instant::now(), unix_ms(), self.next_seq - 1));
-                my_turn = false;
-            }
-            if let Some((since, at_ms, version)) = stalled {
-                // Waited far past the move clock and the clock service's retries: not fired.
-                if since.elapsed() > STALL_GIVE_UP {
-                    self.stall_note(at_ms, version, "not_fired", since);
-                    stalled = None;
-                    my_turn = true;
-                }
-            }
-            if my_turn && stalled.is_none() {
-                let think = self.run.config.think;
-                if !think.is_zero() {
-                    let ms = u64::try_from(think.as_millis()).unwrap_or(0);
-                    let jitter = self.rng.below(usize::try_from(ms).unwrap_or(0) + 1) as u64;
-                    tokio::time::sleep(Duration::from_millis(ms / 2 + jitter)).await;
-                }
-                match self.turn().await {
-                    Turn::Done(Some(reason)) => return Some(reason),
-                    Turn::Done(None) | Turn::NotMine => my_turn = false,
-                    Turn::Failed => return None,
-                }
-            }
-            let mut rng = self.rng.clone();
-            let delivered = match stalled {
-                // Letting the clock run out: until the timer fires, or the run winds down
-                // (then the seat concedes now rather than wait out its clock).
-                Some((since, at_ms, version)) => tokio::select! {
-                    delivered = follower.next(&run, &mut rng, self.next_seq) => delivered,
-                    () = run.stop.cancelled() => {
-                        self.rng = rng;
-                        self.stall_note(at_ms, version, "withdrawn", since);
-                        withdrawn = stalled.take();
-                        my_turn = true;
-                        continue;
-                    }
-                },
-                None => follower.next(&run, &mut rng, self.next_seq).await,
-            };
-            self.rng = rng;
-            match delivered {
-                Delivered::Event(event) => {
-                    if !in_order(&run, &self.game_id, role, &event, &mut self.next_seq) {
-                        continue;
-                    }
-                    if let Some(reason) = end_reason(&event) {
-                        return Some(reason);
-                    }
-                    match &event.event {
-                        Some(Event::PlayStarted(_)) => my_turn = self.is_my_turn().await,
-                        Some(Event::Moved(moved)) => my_turn = moved.side != self.side as i32,
-                        Some(Event::TimedOut(out)) => {
-                            my_turn = out.side != self.side as i32;
-                            if out.side == self.side as i32 {
-                                match stalled.take().or_else(|| withdrawn.take()) {
-                                    Some((since, at_ms, version)) => {
-                                        self.stall_note(at_ms, version, "fired", since);
-                                    }
-                                    None => self.stall_note(
-                                        unix_ms(),
-                                        event.seq,
-                                        "unasked",
-                                        Instant::now(),
-                                    ),
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Delivered::Silent => {
-                    // Quiet for long while waiting: either the opponent is stuck, or this
-                    // stream is dead without knowing. Ask, and reopen it to be sure. (A seat
-                    // letting its clock run out expects the quiet.)
-                    follower.drop_stream(&run, "silent");
-                    if stalled.is_none() {
-                        my_turn = self.is_my_turn().await;
-                    }
-                }
-                Delivered::Broken => return None,
-            }
-        }
-    }
-
-    fn stall_note(&self, at_ms: u64, version: u64, outcome: &str, since: Instant) {
-        let waited = u64::try_from(since.elapsed().as_millis()).unwrap_or(0);
-        let side = if self.side == pb::Side::South {
-            "south"
-        } else {
-            "north"
-        };
-        let mut out = self.run.out.lock();
-        let _ = writeln!(
-            out.stalls,
-            "{at_ms},{},{side},{version},{outcome},{waited}",
-            self.game_id
-        );
-    }
-
-    /// Whether the game's current version has moves for this seat.
-    async fn is_my_turn(&mut self) -> bool {
-        let mut rng = self.rng.clone();
-        let (client, token, game_id) = (
-            self.client.clone(),
-            self.token.clone(),
-            self.game_id.clone(),
-        );
-        let min_version = self.next_seq.saturating_sub(1);
-        let legal = with_retry(&self.run, &mut rng, "LegalMoves", || {
-            let mut client = client.clone();
-            let req = request(
-                &token,
-                pb::LegalMovesRequest {
-                    game_id: game_id.clone(),
-                    min_version: Some(min_version),
-                },
-            );
-            async move { client.legal_moves(req).await }
-        })
-        .await;
-        self.rng = rng;
-        legal.is_ok_and(|(legal, _)| !legal.into_inner().moves.is_empty())
-    }
-
-    /// One turn: a random legal move, or a concession once the game is long enough or the run
-    /// winds down. The same key is retried until acknowledged; a refusal because the game moved
-    /// on asks for the legal moves again.
-    async fn turn(&mut self) -> Turn {
-        let run = Arc::clone(&self.run);
-        let first_sent = unix_ms();
-        for _ in 0..5 {
-            let mut rng = self.rng.clone();
-            let (client, token, game_id) = (
-                self.client.clone(),
-                self.token.clone(),
-                self.game_id.clone(),
-            );
-            let min_version = self.next_seq.saturating_sub(1);
-            let legal = with_retry(&run, &mut rng, "LegalMoves", || {
-                let mut client = client.clone();
-                let req = request(
-                    &token,
-                    pb::LegalMovesRequest {
-                        game_id: game_id.clone(),
-                        min_version: Some(min_version),
-                    },
-                );
-                async move { client.legal_moves(req).await }
-            })
-            .await;
-            let Ok((legal, _)) = legal else {
-                self.rng = rng;
-                return Turn::Failed;
-            };
-            let legal = legal.into_inner();
-            if legal.moves.is_empty() {
-                self.rng = rng;
-                return Turn::NotMine;
-            }
-            let concede = run.stopping() || legal.version >= self.cap;
-            let key = self.key(if concede { "concede" } else { "move" });
-            let context = self.context(&key, Some(legal.version));
-            let chosen = legal.moves[rng.below(legal.moves.len())].clone();
-            let mut last_sent = first_sent;
-            let answer = with_retry(
-                &run,
-                &mut rng,
-                if concede { "Concede" } else { "Play" },
-                || {
-                    let mut client = client.clone();
-                    let context = context.clone();
-                    let chosen = chosen.clone();
-                    let token = token.clone();
-                    last_sent = unix_ms();
-                    async move {
-                        if concede {
-                            let req = request(&token, pb::ConcedeRequest { context });
-                            client.concede(req).await.map(|a| a.into_inner().result)
-                        } else {
-                            let req = request(
-                                &token,
-                                pb::PlayRequest {
-                                    context,
-                                    r#move: Some(chosen),
-                                },
-                            );
-                            client.play(req).await.map(|a| a.into_inner().result)
-                        }
-                    }
-                },
-            )
-            .await;
-            self.rng = rng;
-            let outcome = answer
-                .as_ref()
-                .map(|(result, _)| result.as_ref().map_or(0, |r| r.version))
-                .map_err(Clone::clone);
-            run.command_note(&self.game_id, self.side, &key, &outcome);
-            match answer {
-                Ok((result, attempts)) => {
-                    let result = result.unwrap_or_default();
-                    let acked = unix_ms();
-                    if !concede {
-                        run.summary.lock().moves_acked += 1;
-                        let mut out = run.out.lock();
-                        let _ = writeln!(
-                            out.moves,
-                            "{first_sent},{last_sent},{acked},{},{attempts},{},{},{},{}",
-                            acked.saturating_sub(last_sent) * 1000,
-                            self.game_id,
-                            if self.side == pb::Side::South {
-                                "south"
-                            } else {
-                                "north"
-                            },
-                            result.version,
-                            result.replayed
-                        );
-                    }
-                    let ended = result.events.iter().find_map(end_reason);
-                    return Turn::Done(ended);
-                }
-                Err(status)
-                    if matches!(status.code(), Code::Aborted | Code::FailedPrecondition) =>
-                {
-                    // The game moved on (or ended) meanwhile: look again.
-                    continue;
-                }
-                Err(_) => return Turn::Failed,
-            }
-        }
-        Turn::NotMine
     }
 }
 

@@ -27,10 +27,10 @@ const READ_BUFFER: usize = 4096;
 
 /// Why a link failed: the code the run's error counts name it by.
 #[derive(Debug)]
-pub(super) struct LinkError(pub(super) String);
+pub(crate) struct LinkError(pub(crate) String);
 
 /// One seat's connection.
-pub(super) enum Link {
+pub(crate) enum Link {
     /// `PlayerService/Connect` on a pooled HTTP/2 connection.
     Grpc {
         requests: mpsc::Sender<pb::ConnectRequest>,
@@ -42,7 +42,7 @@ pub(super) enum Link {
 
 impl Link {
     /// Opens `Connect` on `channel` as the player of `token`.
-    pub(super) async fn grpc(channel: Channel, token: &str) -> Result<Link, LinkError> {
+    pub(crate) async fn grpc(channel: Channel, token: &str) -> Result<Link, LinkError> {
         let (requests, queue) = mpsc::channel(16);
         let mut client = PlayerServiceClient::new(channel);
         let responses = client
@@ -58,7 +58,7 @@ impl Link {
 
     /// Opens a binary WebSocket to the gateway's HTTP listener at `http` as the player of
     /// `token` (the `Authorization` header on the upgrade, Nagle off).
-    pub(super) async fn websocket(http: SocketAddr, token: &str) -> Result<Link, LinkError> {
+    pub(crate) async fn websocket(http: SocketAddr, token: &str) -> Result<Link, LinkError> {
         let mut request = format!("ws://{http}/v1/ws")
             .into_client_request()
             .map_err(|e| LinkError(format!("WS_REQUEST: {e}")))?;
@@ -83,7 +83,7 @@ impl Link {
     }
 
     /// Sends one request.
-    pub(super) async fn send(&mut self, request: pb::ConnectRequest) -> Result<(), LinkError> {
+    pub(crate) async fn send(&mut self, request: pb::ConnectRequest) -> Result<(), LinkError> {
         match self {
             Link::Grpc { requests, .. } => requests
                 .send(request)
@@ -97,7 +97,7 @@ impl Link {
     }
 
     /// The next batch of server messages; `Ok(None)` when the server ended the connection.
-    pub(super) async fn receive(&mut self) -> Result<Option<Vec<pb::ServerMessage>>, LinkError> {
+    pub(crate) async fn receive(&mut self) -> Result<Option<Vec<pb::ServerMessage>>, LinkError> {
         let response = match self {
             Link::Grpc { responses, .. } => match responses.message().await {
                 Ok(Some(response)) => response,

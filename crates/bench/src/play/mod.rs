@@ -27,7 +27,7 @@
 //!   before the run) / streams open then. It includes the games' state, so it is an upper bound
 //!   of a stream's own cost (`bench streams` measures idle streams alone).
 
-mod link;
+pub(crate) mod link;
 mod seat;
 
 use crate::BenchError;

@@ -16,6 +16,8 @@
 //!   the previous release's at the start, both at once during the upgrade, all this one's after.
 //! - `availability_is_bounded_in_every_window`: a seat 11 s unable to move, a stream 10.5 s away
 //!   and a rate under half the steady one each fail their window.
+//! - `grpc_and_websocket_players_must_both_play_in_every_window`: a window (and a run) whose moves
+//!   all went over one transport fails naming the other.
 
 use hidden_front_e2e::{TestDatabase, binary};
 use serde_json::Value;
@@ -155,7 +157,10 @@ fn header_only_records(work: &Path) {
         ("errors.csv", "unix_ms,rpc,code,reason,message"),
         ("streams.csv", "unix_ms,game,role,what,seq,detail"),
         ("stalls.csv", "unix_ms,game,side,version,outcome,waited_ms"),
-        ("games.csv", "started_unix_ms,ended_unix_ms,game,end_reason"),
+        (
+            "games.csv",
+            "started_unix_ms,ended_unix_ms,game,end_reason,transport",
+        ),
         (
             "commands.csv",
             "unix_ms,game,side,key,outcome,version,code,reason",
@@ -373,6 +378,71 @@ async fn availability_is_bounded_in_every_window() {
             "a stream was away for 10500 ms",
             "moves/s 1.0 under 0.5 x the steady 10.0",
         ],
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Both ways to play through the ingress must have played: a window whose moves all went over
+/// gRPC fails naming the WebSocket, and so does the whole run; one with both passes that check.
+#[tokio::test]
+async fn grpc_and_websocket_players_must_both_play_in_every_window() {
+    let db = migrated_database().await;
+    let work = work_dir("transports");
+    header_only_records(&work);
+    std::fs::write(
+        work.join("load/games.csv"),
+        "started_unix_ms,ended_unix_ms,game,end_reason,transport
+         0,9000,a,RESIGNED,grpc
+0,9000,b,RESIGNED,websocket
+",
+    )
+    .expect("games");
+    let header = "first_sent_unix_ms,last_sent_unix_ms,acked_unix_ms,latency_us,attempts,game,side,version,replayed";
+    std::fs::write(
+        work.join("load/moves.csv"),
+        format!("{header}\n1500,1500,1600,1000,1,a,south,5,false\n"),
+    )
+    .expect("moves");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let window = &report["scenarios"]["rolling_upgrade"];
+    assert_eq!(
+        window["acknowledged_moves_by_transport"],
+        serde_json::json!({"grpc": 1}),
+        "{window}"
+    );
+    assert_named(
+        &strings(&window["failures"]),
+        &["no move acknowledged over websocket during the event"],
+    );
+    assert!(
+        !strings(&window["failures"])
+            .iter()
+            .any(|f| f.contains("over grpc")),
+        "{window}"
+    );
+    assert_named(
+        &strings(&report["whole_run"]["failures"]),
+        &["no move acknowledged over websocket"],
+    );
+    std::fs::write(
+        work.join("load/moves.csv"),
+        format!(
+            "{header}\n1500,1500,1600,1000,1,a,south,5,false\n1500,1500,1700,1000,1,b,north,5,false\n"
+        ),
+    )
+    .expect("moves");
+    let (_, report) = judge(&work, &db);
+    let window = &report["scenarios"]["rolling_upgrade"];
+    assert!(
+        !strings(&window["failures"])
+            .iter()
+            .any(|f| f.contains("acknowledged over")),
+        "{window}"
+    );
+    assert_eq!(
+        report["whole_run"]["acknowledged_moves_by_transport"],
+        serde_json::json!({"grpc": 1, "websocket": 1})
     );
     let _ = std::fs::remove_dir_all(&work);
 }
