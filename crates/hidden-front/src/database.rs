@@ -175,7 +175,7 @@ async fn applied_versions(store: &PostgresStore) -> Result<HashSet<i64>, sqlx::E
     let table = &MIGRATOR.table_name;
     let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
         .bind(table.as_ref())
-        .fetch_one(store.pool())
+        .fetch_one(&store.pool())
         .await?;
     if !exists {
         return Ok(HashSet::new());
@@ -183,7 +183,7 @@ async fn applied_versions(store: &PostgresStore) -> Result<HashSet<i64>, sqlx::E
     let versions: Vec<i64> =
         // The table name is the migrator's own constant, not input.
         sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT version FROM {table} WHERE success")))
-            .fetch_all(store.pool())
+            .fetch_all(&store.pool())
             .await?;
     Ok(versions.into_iter().collect())
 }

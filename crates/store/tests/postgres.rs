@@ -278,7 +278,7 @@ async fn watch_survives_a_lost_listen_connection() {
          WHERE datname = current_database() AND pid <> pg_backend_pid() \
            AND query ILIKE 'LISTEN%'",
     )
-    .fetch_all(b.pool())
+    .fetch_all(&b.pool())
     .await
     .expect("terminate the LISTEN connection");
     assert_eq!(
@@ -318,7 +318,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
 
     sqlx::query("UPDATE games SET snapshot = '{\"not\": \"a game\"}'::jsonb WHERE game_id = $1")
         .bind(id)
-        .execute(store.pool())
+        .execute(&store.pool())
         .await
         .expect("tamper with the snapshot");
     assert!(
@@ -330,7 +330,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
            raw_version = version WHERE game_id = $1",
     )
     .bind(id)
-    .execute(store.pool())
+    .execute(&store.pool())
     .await
     .expect("tamper with the raw snapshot");
     assert!(
@@ -338,7 +338,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
     );
     sqlx::query("UPDATE games SET raw_snapshot = NULL, raw_version = version WHERE game_id = $1")
         .bind(id)
-        .execute(store.pool())
+        .execute(&store.pool())
         .await
         .expect("a raw version without its snapshot");
     assert!(
@@ -348,7 +348,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
 
     sqlx::query("UPDATE game_events SET event = '[1, 2]'::jsonb WHERE game_id = $1 AND seq = 2")
         .bind(id)
-        .execute(store.pool())
+        .execute(&store.pool())
         .await
         .expect("tamper with an event");
     assert!(matches!(
@@ -362,7 +362,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
 
     sqlx::query("UPDATE games SET phase = 'sideways' WHERE game_id = $1")
         .bind(id)
-        .execute(store.pool())
+        .execute(&store.pool())
         .await
         .expect("tamper with the phase");
     assert!(matches!(
@@ -372,7 +372,7 @@ async fn corrupt_rows_are_reported_not_panicked_on(pool: PgPool) {
 
     sqlx::query("UPDATE games SET time_control = '\"fast\"'::jsonb WHERE game_id = $1")
         .bind(id)
-        .execute(store.pool())
+        .execute(&store.pool())
         .await
         .expect("tamper with the time control");
     assert!(matches!(
@@ -406,7 +406,7 @@ async fn migrations_are_idempotent(pool: PgPool) {
         "SELECT table_name::text FROM information_schema.tables \
          WHERE table_schema = 'public' AND table_name NOT LIKE '\\_sqlx%' ORDER BY table_name",
     )
-    .fetch_all(store.pool())
+    .fetch_all(&store.pool())
     .await
     .expect("list tables");
     // The game store's own tables (other services' migrations add theirs beside them:
@@ -551,7 +551,7 @@ async fn snapshot_and_head(store: &PostgresStore, game_id: Uuid) -> (i64, Option
         "SELECT GREATEST(version, raw_version), head_version FROM games WHERE game_id = $1",
     )
     .bind(game_id)
-    .fetch_one(store.pool())
+    .fetch_one(&store.pool())
     .await
     .expect("the game's row")
 }
@@ -676,7 +676,7 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
     let (snapshot_at, head): (i64, Option<i64>) =
         sqlx::query_as("SELECT version, head_version FROM games WHERE game_id = $1")
             .bind(id)
-            .fetch_one(store.pool())
+            .fetch_one(&store.pool())
             .await
             .expect("the game's row");
     // The confirmation that started play and the move both left the snapshot behind.
@@ -696,7 +696,7 @@ async fn an_older_release_cannot_fork_a_game_whose_snapshot_lags() {
     .bind(id)
     .bind(snapshot_at + 1)
     .bind(snapshot_at)
-    .execute(store.pool())
+    .execute(&store.pool())
     .await;
     match older {
         Err(sqlx::Error::Database(error)) => {
@@ -731,7 +731,7 @@ async fn load_as_the_previous_release(
          FROM games g WHERE g.game_id = $1",
     )
     .bind(game_id)
-    .fetch_one(store.pool())
+    .fetch_one(&store.pool())
     .await
     .expect("the game's row");
     let mut game: hidden_front_rules::Game =
@@ -778,7 +778,7 @@ async fn raw_snapshots_are_read_by_this_release_and_the_previous_one() {
     let (jsonb_at, raw_at, head): (i64, Option<i64>, Option<i64>) =
         sqlx::query_as("SELECT version, raw_version, head_version FROM games WHERE game_id = $1")
             .bind(id)
-            .fetch_one(store.pool())
+            .fetch_one(&store.pool())
             .await
             .expect("the game's row");
     assert_eq!(
@@ -872,7 +872,7 @@ async fn lagging_snapshots_are_written_at_the_head_for_a_rollback() {
     let snapshot: serde_json::Value =
         sqlx::query_scalar("SELECT snapshot FROM games WHERE game_id = $1")
             .bind(id)
-            .fetch_one(store.pool())
+            .fetch_one(&store.pool())
             .await
             .expect("the snapshot");
     let stored: hidden_front_rules::Game =
@@ -943,7 +943,7 @@ async fn a_failing_creation_among_many_fails_alone() {
                 let timers: i64 =
                     sqlx::query_scalar("SELECT count(*) FROM game_timers WHERE game_id = $1")
                         .bind(game_id)
-                        .fetch_one(store.pool())
+                        .fetch_one(&store.pool())
                         .await
                         .expect("the timers");
                 assert_eq!(timers, 1, "the creation's timer is armed");
@@ -960,7 +960,7 @@ async fn a_failing_creation_among_many_fails_alone() {
         "the taken game is untouched"
     );
     let games: i64 = sqlx::query_scalar("SELECT count(*) FROM games")
-        .fetch_one(store.pool())
+        .fetch_one(&store.pool())
         .await
         .expect("the games");
     assert_eq!(games, 1 + 38, "the first game and 38 new ones, no more");

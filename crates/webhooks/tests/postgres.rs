@@ -108,11 +108,11 @@ async fn an_endpoint_with_only_a_cursor_resumes_from_it_on_every_shard() {
     let db = TestDatabase::create().await;
     let games = migrated(&db).await;
     sqlx::query("INSERT INTO webhook_endpoints (name, cursor) VALUES ('old', 42), ('bad', 7)")
-        .execute(games.pool())
+        .execute(&games.pool())
         .await
         .unwrap();
     sqlx::query("UPDATE webhook_endpoints SET position = 'v1.0:x' WHERE name = 'bad'")
-        .execute(games.pool())
+        .execute(&games.pool())
         .await
         .unwrap();
     let store = PgWebhookStore::new(games.pool().clone());
@@ -133,7 +133,7 @@ async fn an_endpoint_with_only_a_cursor_resumes_from_it_on_every_shard() {
             .unwrap()
     );
     sqlx::query("UPDATE webhook_endpoints SET cursor = 61 WHERE name = 'old'")
-        .execute(games.pool())
+        .execute(&games.pool())
         .await
         .unwrap();
     let resume = store

@@ -64,7 +64,7 @@ impl AdminStore for PostgresStore {
         .bind(to_limit(page(filter.limit)))
         .bind(play)
         .bind(filter.game_id)
-        .fetch_all(&self.inner.pool)
+        .fetch_all(&self.pool())
         .await?;
         tracing::Span::current().record("game_count", rows.len());
         rows.iter()
@@ -98,7 +98,7 @@ impl AdminStore for PostgresStore {
         .bind(entry.game_id)
         .bind(entry.reason)
         .bind(entry.outcome)
-        .fetch_one(&self.inner.pool)
+        .fetch_one(&self.pool())
         .await?;
         entry_of(&row)
     }
@@ -118,7 +118,7 @@ impl AdminStore for PostgresStore {
                 .bind(cursor(query.after))
                 .bind(query.game_id)
                 .bind(to_limit(page(query.limit)))
-                .fetch_all(&self.inner.pool)
+                .fetch_all(&self.pool())
                 .await?
             }
             None => {
@@ -133,7 +133,7 @@ impl AdminStore for PostgresStore {
                 .bind(cursor(query.before))
                 .bind(query.game_id)
                 .bind(to_limit(page(query.limit)))
-                .fetch_all(&self.inner.pool)
+                .fetch_all(&self.pool())
                 .await?
             }
         };

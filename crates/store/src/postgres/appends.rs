@@ -98,7 +98,7 @@ pub(super) async fn append_armed(
         Ok(None) => {
             // The writer that beat us may have been this very command (a concurrent retry): a
             // new statement sees its committed record.
-            let mut conn = store.inner.pool.acquire().await?;
+            let mut conn = store.pool().acquire().await?;
             if let Some(command) = command
                 && let Some(response) = stored_response(&mut conn, game_id, command.key).await?
             {
@@ -121,7 +121,7 @@ pub(super) async fn append_armed(
         // meanwhile by a racing writer). Nothing of ours stays; the first answer wins.
         Err(error) if violates(&error, "game_commands_pkey") => {
             let key = command.map(|c| c.key).unwrap_or_default();
-            let mut conn = store.inner.pool.acquire().await?;
+            let mut conn = store.pool().acquire().await?;
             let response = stored_response(&mut conn, game_id, key)
                 .await?
                 .unwrap_or_default();
@@ -197,7 +197,7 @@ pub(super) async fn command_response(
     game_id: Uuid,
     key: &str,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let mut conn = store.inner.pool.acquire().await?;
+    let mut conn = store.pool().acquire().await?;
     let response = stored_response(&mut conn, game_id, key).await?;
     drop(conn);
     if response.is_none() {
@@ -257,7 +257,7 @@ pub(super) async fn log_events(
         .bind(game_id)
         .bind(to_db(from_seq))
         .bind(to_limit(limit))
-        .fetch_all(&store.inner.pool)
+        .fetch_all(&store.pool())
         .await?
     };
     if rows.is_empty() {

@@ -172,7 +172,11 @@ impl GroupCommit {
         let pool = PgPoolOptions::new()
             .max_connections(FLUSHERS as u32)
             .min_connections(0)
-            .acquire_timeout(pool.options().get_acquire_timeout())
+            // The flusher is the pool's only user, so a checkout waits only for a connection
+            // being made: bounded well under the main pool's, because one attempt begun while
+            // the database was unreachable would hold every later append until TCP's backed-off
+            // retries reached it (seconds after it is back); the next batch tries afresh.
+            .acquire_timeout(FLUSHER_CONNECT_BOUND.min(pool.options().get_acquire_timeout()))
             .connect_lazy_with((*pool.connect_options()).clone());
         GroupCommit {
             pool,
@@ -360,6 +364,9 @@ async fn write_alone<T: Statement>(pool: &PgPool, item: &T) -> Written {
         Err(Failure::Unanswered) => Err(unanswered()),
     }
 }
+
+/// How long the flushers wait for a connection to be made ([`GroupCommit::new`]).
+const FLUSHER_CONNECT_BOUND: Duration = Duration::from_secs(2);
 
 /// How long one statement of the group commit may go unanswered before its connection is given
 /// up. Why: the flushers have one connection, so a statement whose packets go nowhere (a

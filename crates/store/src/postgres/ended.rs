@@ -22,7 +22,7 @@ pub(super) async fn ended_games(
     ))
     .bind(to_db(after_cursor))
     .bind(to_limit(limit))
-    .fetch_all(&store.inner.pool)
+    .fetch_all(&store.pool())
     .await?;
     rows.iter().map(ended_of).collect()
 }
@@ -47,7 +47,7 @@ pub(super) async fn ended_page(
     ))
     .bind(to_db(after_cursor))
     .bind(to_limit(limit))
-    .fetch_all(&store.inner.pool)
+    .fetch_all(&store.pool())
     .await?;
     let mut watermark = 0;
     let mut records = Vec::with_capacity(rows.len());
@@ -70,7 +70,7 @@ pub(super) async fn reach(store: &PostgresStore, target: u64) -> Result<u64, Sto
         "UPDATE ended_games_counter SET last = hf_feed_reach(last, $1) RETURNING last",
     )
     .bind(to_db(target))
-    .fetch_one(&store.inner.pool)
+    .fetch_one(&store.pool())
     .await?;
     from_db(Uuid::nil(), "ended games counter", last)
 }

@@ -87,7 +87,7 @@ pub(super) async fn create_armed(
             let existing: Option<Uuid> =
                 sqlx::query_scalar("SELECT game_id FROM game_creations WHERE creation_key = $1")
                     .bind(creation_key)
-                    .fetch_optional(&store.inner.pool)
+                    .fetch_optional(&store.pool())
                     .await?;
             match existing {
                 Some(existing) => Ok(Created {
@@ -113,7 +113,7 @@ pub(super) async fn game_of_creation_key(
     Ok(
         sqlx::query_scalar("SELECT game_id FROM game_creations WHERE creation_key = $1")
             .bind(creation_key)
-            .fetch_optional(&store.inner.pool)
+            .fetch_optional(&store.pool())
             .await?,
     )
 }
@@ -265,7 +265,7 @@ pub(super) async fn load(
         " FROM games g WHERE g.game_id = $1"
     ))
     .bind(game_id)
-    .fetch_optional(&store.inner.pool)
+    .fetch_optional(&store.pool())
     .await?
     else {
         return Ok(None);
@@ -309,7 +309,7 @@ pub(super) async fn observe(
     ))
     .bind(game_id)
     .bind(OffsetDateTime::from(now))
-    .fetch_optional(&store.inner.pool)
+    .fetch_optional(&store.pool())
     .await?
     else {
         return Ok(None);
@@ -345,7 +345,7 @@ pub(super) async fn observe(
 pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64, StoreError> {
     let lagging: Vec<Uuid> =
         sqlx::query_scalar("SELECT game_id FROM games WHERE head_version IS NOT NULL")
-            .fetch_all(&store.inner.pool)
+            .fetch_all(&store.pool())
             .await?;
     let mut written = 0;
     for game_id in lagging {
@@ -360,7 +360,7 @@ pub(super) async fn snapshot_lagging_games(store: &PostgresStore) -> Result<u64,
         .bind(game_id)
         .bind(encode_json_text(game_id, "engine state", &record.game)?)
         .bind(to_db(record.version))
-        .execute(&store.inner.pool)
+        .execute(&store.pool())
         .await?;
         written += done.rows_affected();
     }
@@ -438,7 +438,7 @@ pub(super) async fn games_of_player(
     )
     .bind(player)
     .bind(to_limit(limit))
-    .fetch_all(&store.inner.pool)
+    .fetch_all(&store.pool())
     .await?;
     tracing::Span::current().record("game_count", rows.len());
     rows.into_iter()
@@ -473,7 +473,7 @@ pub(super) async fn version_of(
 pub(super) async fn require_game(store: &PostgresStore, game_id: Uuid) -> Result<(), StoreError> {
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM games WHERE game_id = $1)")
         .bind(game_id)
-        .fetch_one(&store.inner.pool)
+        .fetch_one(&store.pool())
         .await?;
     if exists {
         Ok(())
@@ -484,6 +484,6 @@ pub(super) async fn require_game(store: &PostgresStore, game_id: Uuid) -> Result
 
 #[tracing::instrument(name = "store.ping", level = "info", skip_all, fields(db.system = "postgresql"))]
 pub(super) async fn ping(store: &PostgresStore) -> Result<(), StoreError> {
-    sqlx::query("SELECT 1").execute(&store.inner.pool).await?;
+    sqlx::query("SELECT 1").execute(&store.pool()).await?;
     Ok(())
 }

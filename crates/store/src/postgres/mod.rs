@@ -103,9 +103,18 @@ pub const MAX_SNAPSHOT_INTERVAL: u64 = 1024;
 /// costs microseconds.
 pub const DEFAULT_SNAPSHOT_INTERVAL: u64 = 16;
 
+/// The store's main pool, as every user reads it at each use: [`PostgresStore::renew_pool`]
+/// replaces it after the database was unreachable.
+type SharedPool = Arc<parking_lot::RwLock<PgPool>>;
+
 #[derive(Debug)]
 struct Inner {
-    pool: PgPool,
+    pool: SharedPool,
+    /// The pulse's own connections (`pulse.rs`), so that pulses that cannot reach the database
+    /// never take the main pool's, and the first pulse after it is back finds one at once.
+    pulse_pool: PgPool,
+    /// Whether the last pulse failed: the next one that answers renews the main pool.
+    pulse_failed: std::sync::atomic::AtomicBool,
     /// A pool of one connection, for the LISTEN connection only, so it never takes a connection
     /// from (or is recycled by) the main pool.
     listen_pool: PgPool,
@@ -185,9 +194,12 @@ impl PostgresStore {
     pub fn from_pool(pool: PgPool) -> PostgresStore {
         let listen_pool = crate::listen::dedicated_pool(&pool);
         let group_commit = batch::GroupCommit::new(&pool);
+        let pulse_pool = pulse::dedicated_pool(&pool);
         PostgresStore {
             inner: Arc::new(Inner {
-                pool,
+                pool: Arc::new(parking_lot::RwLock::new(pool)),
+                pulse_pool,
+                pulse_failed: std::sync::atomic::AtomicBool::new(false),
                 listen_pool,
                 notifier: Arc::new(Notifier::new()),
                 status: Arc::new(Notifier::new()),
@@ -224,13 +236,33 @@ impl PostgresStore {
     /// replicas starting together do not collide).
     #[tracing::instrument(name = "store.migrate", skip_all, fields(db.system = "postgresql"))]
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        MIGRATOR.run(&self.inner.pool).await?;
+        MIGRATOR.run(&self.pool()).await?;
         Ok(())
     }
 
     /// The pool, for other tables of the same database (timers, outbox) and for health checks.
-    pub fn pool(&self) -> &PgPool {
-        &self.inner.pool
+    /// The one in use now: after the database was unreachable the store renews it
+    /// ([`PostgresStore::renew_pool`]), and a clone taken before keeps the one it had.
+    pub fn pool(&self) -> PgPool {
+        self.inner.pool.read().clone()
+    }
+
+    /// Replaces the main pool with a fresh one of the same settings, connecting lazily. Why:
+    /// connections that had a request in flight when the database became unreachable (a
+    /// partition) stay in TCP's retransmission backoff after it is back, for as long again as
+    /// the partition lasted (measured: 24 s after a 30 s partition), and the pool counts them
+    /// while it tests them on their return; with most of the pool held so, every call waited
+    /// for one of the few left (the cluster test's `partition_session1_postgres`). The old pool
+    /// is not closed (a service sharing it, the webhooks or matchmaking, keeps using it): it lets
+    /// its connections go as they come back, and goes when its last clone does.
+    fn renew_pool(&self) {
+        let mut pool = self.inner.pool.write();
+        let fresh = pool
+            .options()
+            .clone()
+            .connect_lazy_with((*pool.connect_options()).clone());
+        *pool = fresh;
+        tracing::info!("the store's main pool was renewed after the database was unreachable");
     }
 
     /// How many group-commit statements of this store failed and wrote nothing (also
@@ -250,7 +282,7 @@ impl PostgresStore {
              SELECT shard FROM claimed UNION ALL SELECT shard FROM store_shard LIMIT 1",
         )
         .bind(i32::from(index))
-        .fetch_one(&self.inner.pool)
+        .fetch_one(&self.pool())
         .await?;
         if recorded == i32::from(index) {
             Ok(())
@@ -299,7 +331,8 @@ impl PostgresStore {
         }
         self.inner.listen_pool.close().await;
         self.inner.group_commit.pool().close().await;
-        self.inner.pool.close().await;
+        self.inner.pulse_pool.close().await;
+        self.pool().close().await;
     }
 }
 

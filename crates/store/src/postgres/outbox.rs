@@ -84,7 +84,7 @@ pub(super) async fn facts_after(
     )
     .bind(to_db(after))
     .bind(to_limit(limit))
-    .fetch_all(&store.inner.pool)
+    .fetch_all(&store.pool())
     .await?;
     rows.iter().map(fact_of).collect()
 }
@@ -110,7 +110,7 @@ pub(super) async fn facts_page(
     )
     .bind(to_db(after))
     .bind(to_limit(limit))
-    .fetch_all(&store.inner.pool)
+    .fetch_all(&store.pool())
     .await?;
     let mut watermark = 0;
     let mut facts = Vec::with_capacity(rows.len());
@@ -130,7 +130,7 @@ pub(super) async fn reach(store: &PostgresStore, target: u64) -> Result<u64, Sto
         "UPDATE lifecycle_counter SET last = hf_feed_reach(last, $1) RETURNING last",
     )
     .bind(to_db(target))
-    .fetch_one(&store.inner.pool)
+    .fetch_one(&store.pool())
     .await?;
     from_db(Uuid::nil(), "lifecycle counter", last)
 }
@@ -166,7 +166,7 @@ pub(super) async fn last_position(pool: &PgPool) -> Result<u64, StoreError> {
 pub(super) async fn watch_facts(store: &PostgresStore) -> Result<watch::Receiver<u64>, StoreError> {
     super::watch::ensure_listening(store).await?;
     let mut receiver = store.inner.fact_position.subscribe();
-    let position = last_position(&store.inner.pool).await?;
+    let position = last_position(&store.pool()).await?;
     advance_position(&store.inner.fact_position, position);
     receiver.borrow_and_update();
     Ok(receiver)

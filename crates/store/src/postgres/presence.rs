@@ -117,7 +117,7 @@ pub(super) async fn report_presence(
     let mut own = Presence::default();
     own.count(side, report.connected, report.lease_until, report.now);
     let likely = own.connected_until[side.index()];
-    let mut conn = store.inner.pool.acquire().await?;
+    let mut conn = store.pool().acquire().await?;
     let written = match arm {
         None => {
             bind_report(
@@ -228,7 +228,7 @@ pub(super) async fn presence(
     game_id: Uuid,
     now: SystemTime,
 ) -> Result<Presence, StoreError> {
-    presence_at(&store.inner.pool, game_id, now)
+    presence_at(&store.pool(), game_id, now)
         .await?
         .ok_or(StoreError::NotFound(game_id))
 }

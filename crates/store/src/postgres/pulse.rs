@@ -6,8 +6,11 @@ use super::PostgresStore;
 use crate::StoreError;
 use crate::continuity::{Outage, OutageRule, outage_gap};
 use hidden_front_time::{WallClock, from_unix_ms};
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::types::time::OffsetDateTime;
-use std::time::SystemTime;
+use sqlx::{Connection, PgConnection};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
 
 /// Moves every deadline still running at the last pulse `$1`: by `$2` milliseconds (the
 /// outage and the reconnect allowance), and a deployment deadline, or the time to come back of
@@ -42,24 +45,79 @@ const MOVE_RUNNING_DEADLINES: &str = "\
 const PULSE_IDLE_IN_TRANSACTION_TIMEOUT: &str =
     "SET LOCAL idle_in_transaction_session_timeout = '1s'";
 
-/// Begins a pulse's transaction, with its own idle limit ([`PULSE_IDLE_IN_TRANSACTION_TIMEOUT`]).
+/// How long one pulse may go unanswered before it fails and its connection is given up: above the
+/// time a pulse may wait on another process's that went silent holding the row (about 1 s,
+/// [`PULSE_IDLE_IN_TRANSACTION_TIMEOUT`]), under the session's own bound on the pulse (half the
+/// outage threshold, 1.5 s), so that it is this bound that gives the connection up.
+const PULSE_BOUND: Duration = Duration::from_millis(1_400);
+
+/// The pulse's connections: two (one pulse at a time, and one held by a pulse that went silent
+/// until it is given up), each checkout waiting at most a second.
+pub(super) fn dedicated_pool(pool: &PgPool) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(2)
+        .min_connections(0)
+        .acquire_timeout(Duration::from_secs(1))
+        .connect_lazy_with((*pool.connect_options()).clone())
+}
+
+/// Begins a pulse's transaction on `connection`, with its own idle limit
+/// ([`PULSE_IDLE_IN_TRANSACTION_TIMEOUT`]).
 pub(super) async fn begin_pulse(
-    store: &PostgresStore,
-) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    let mut tx = store.inner.pool.begin().await?;
+    connection: &mut PgConnection,
+) -> Result<sqlx::Transaction<'_, sqlx::Postgres>, StoreError> {
+    let mut tx = connection.begin().await?;
     sqlx::query(PULSE_IDLE_IN_TRANSACTION_TIMEOUT)
         .execute(&mut *tx)
         .await?;
     Ok(tx)
 }
 
+/// Pulses on a connection of the pulse's own pool, bounded by [`PULSE_BOUND`]: a connection that
+/// does not answer in time is dropped rather than returned to be tested (which would wait as
+/// long). The first pulse that answers after one failed renews the store's main pool
+/// ([`PostgresStore::renew_pool`]).
 #[tracing::instrument(name = "store.pulse", level = "debug", skip_all, fields(db.system = "postgresql"))]
 pub(super) async fn pulse(
     store: &PostgresStore,
     clock: &WallClock,
     rule: &OutageRule,
 ) -> Result<Option<Outage>, StoreError> {
-    let mut tx = begin_pulse(store).await?;
+    let result = match store.inner.pulse_pool.acquire().await {
+        Ok(mut connection) => {
+            match tokio::time::timeout(PULSE_BOUND, pulse_on(&mut connection, clock, rule)).await {
+                Ok(result) => result,
+                Err(_) => {
+                    drop(connection.detach());
+                    Err(StoreError::Lost {
+                        reason: format!(
+                            "its pulse did not answer within {} ms",
+                            PULSE_BOUND.as_millis()
+                        ),
+                    })
+                }
+            }
+        }
+        Err(error) => Err(error.into()),
+    };
+    match &result {
+        Err(_) => store.inner.pulse_failed.store(true, Ordering::Relaxed),
+        Ok(_) => {
+            if store.inner.pulse_failed.swap(false, Ordering::Relaxed) {
+                store.renew_pool();
+            }
+        }
+    }
+    result
+}
+
+/// One pulse's transaction on `connection`.
+async fn pulse_on(
+    connection: &mut PgConnection,
+    clock: &WallClock,
+    rule: &OutageRule,
+) -> Result<Option<Outage>, StoreError> {
+    let mut tx = begin_pulse(connection).await?;
     // The row lock orders this pulse with every other process's.
     let last: Option<OffsetDateTime> =
         sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
@@ -112,9 +170,8 @@ pub(super) async fn pulse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::GameStore;
     use crate::continuity::OutageRule;
-    use sqlx::PgPool;
-    use std::time::Duration;
 
     /// A pulse whose process vanished while it held the row's lock (here: a pulse transaction
     /// that takes the lock and then goes silent) holds the others up for about 1 s, not the
@@ -128,7 +185,8 @@ mod tests {
             pulse(&store, &clock, &rule).await.expect("a first pulse"),
             None
         );
-        let mut silent = begin_pulse(&store).await.expect("a pulse transaction");
+        let mut holder = store.pool().acquire().await.expect("a connection");
+        let mut silent = begin_pulse(&mut holder).await.expect("a pulse transaction");
         let _: Option<OffsetDateTime> =
             sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
                 .fetch_one(&mut *silent)
@@ -146,5 +204,46 @@ mod tests {
             silent.commit().await.is_err(),
             "the silent pulse outlived its idle limit"
         );
+    }
+
+    /// A pulse held past its bound (here: another transaction holds the pulse row) fails as
+    /// `Lost` and gives its connection up; the first pulse that answers afterwards renews the
+    /// main pool, so calls after a partition do not wait on the old pool's connections.
+    #[sqlx::test(migrator = "crate::postgres::MIGRATOR")]
+    async fn the_first_pulse_after_a_failed_one_renews_the_main_pool(pool: PgPool) {
+        let store = PostgresStore::from_pool(pool);
+        let clock = WallClock::system();
+        let rule = OutageRule::default();
+        pulse(&store, &clock, &rule).await.expect("a first pulse");
+        let old = store.pool();
+        let mut holder = old.begin().await.expect("a transaction");
+        let _: Option<OffsetDateTime> =
+            sqlx::query_scalar("SELECT beat_at FROM service_pulse WHERE id FOR UPDATE")
+                .fetch_one(&mut *holder)
+                .await
+                .expect("the row's lock");
+        let held = pulse(&store, &clock, &rule).await;
+        assert!(
+            matches!(held, Err(StoreError::Lost { .. })),
+            "a pulse past its bound: {held:?}"
+        );
+        assert_eq!(
+            store.inner.pulse_pool.size(),
+            0,
+            "the unanswered pulse's connection was given up"
+        );
+        holder.commit().await.expect("the lock is let go");
+        assert!(old.size() > 0, "the old pool holds its connection");
+        pulse(&store, &clock, &rule)
+            .await
+            .expect("the pulse answers again");
+        assert_eq!(
+            store.pool().size(),
+            0,
+            "a fresh main pool, connecting lazily"
+        );
+        store.ping().await.expect("the fresh pool serves");
+        pulse(&store, &clock, &rule).await.expect("and again");
+        assert_eq!(store.pool().size(), 1, "renewed once, not at every pulse");
     }
 }

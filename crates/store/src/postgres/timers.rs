@@ -164,7 +164,7 @@ pub(super) fn timer_from(
 impl TimerStore for PostgresStore {
     #[tracing::instrument(name = "store.arm_timer", level = "info", skip_all, fields(db.system = "postgresql", game_id = %timer.game_id))]
     async fn arm_timer(&self, timer: &Timer) -> Result<(), StoreError> {
-        let mut conn = self.inner.pool.acquire().await?;
+        let mut conn = self.pool().acquire().await?;
         upsert_timer(&mut conn, timer).await
     }
 
@@ -173,7 +173,7 @@ impl TimerStore for PostgresStore {
         let deleted = sqlx::query("DELETE FROM game_timers WHERE game_id = $1 AND slot = $2")
             .bind(game_id)
             .bind(slot.name())
-            .execute(&self.inner.pool)
+            .execute(&self.pool())
             .await?
             .rows_affected();
         Ok(deleted > 0)
@@ -186,7 +186,7 @@ impl TimerStore for PostgresStore {
              WHERE game_id = $1 ORDER BY fire_at, slot",
         )
         .bind(game_id)
-        .fetch_all(&self.inner.pool)
+        .fetch_all(&self.pool())
         .await?;
         rows.iter().map(timer_of).collect()
     }
@@ -214,7 +214,7 @@ impl TimerStore for PostgresStore {
         .bind(OffsetDateTime::from(horizon))
         .bind(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX))
         .bind(to_limit(limit))
-        .fetch_all(&self.inner.pool)
+        .fetch_all(&self.pool())
         .await?;
         let mut timers = rows.iter().map(timer_of).collect::<Result<Vec<_>, _>>()?;
         timers.sort_by_key(|t| t.fire_at);
@@ -232,7 +232,7 @@ impl TimerStore for PostgresStore {
         .bind(to_db(timer.armed_version))
         .bind(OffsetDateTime::from(timer.fire_at))
         .bind(OffsetDateTime::from(retry_at))
-        .execute(&self.inner.pool)
+        .execute(&self.pool())
         .await?;
         Ok(())
     }
@@ -260,7 +260,7 @@ impl TimerStore for PostgresStore {
         .bind(slots)
         .bind(versions)
         .bind(fire_ats)
-        .execute(&self.inner.pool)
+        .execute(&self.pool())
         .await?
         .rows_affected();
         Ok(deleted)
@@ -268,7 +268,7 @@ impl TimerStore for PostgresStore {
 
     async fn armed_timer_count(&self) -> Result<u64, StoreError> {
         let count: i64 = sqlx::query_scalar("SELECT count(*) FROM game_timers")
-            .fetch_one(&self.inner.pool)
+            .fetch_one(&self.pool())
             .await?;
         Ok(u64::try_from(count).unwrap_or(0))
     }

@@ -46,7 +46,7 @@ pub(super) async fn ensure_listening(store: &PostgresStore) -> Result<(), StoreE
             .await?;
             let task = tokio::spawn(run_listener(
                 listen,
-                store.inner.pool.clone(),
+                Arc::clone(&store.inner.pool),
                 Arc::clone(&store.inner.notifier),
                 Arc::clone(&store.inner.status),
                 Arc::clone(&store.inner.recent),
@@ -67,7 +67,7 @@ pub(super) async fn watch(
     // reaches the channel, by our own notify or by NOTIFY.
     ensure_listening(store).await?;
     let mut receiver = store.inner.notifier.subscribe(game_id);
-    let mut conn = store.inner.pool.acquire().await?;
+    let mut conn = store.pool().acquire().await?;
     let version = version_of(&mut conn, game_id)
         .await?
         .ok_or(StoreError::NotFound(game_id))?;
@@ -82,7 +82,7 @@ pub(super) async fn watch(
 /// that fails, drops the connection and tries again after the next reconnection).
 async fn run_listener(
     mut listen: Listen,
-    pool: PgPool,
+    pool: super::SharedPool,
     notifier: Arc<Notifier>,
     status: Arc<Notifier>,
     recent: Arc<RecentEvents>,
@@ -117,6 +117,8 @@ async fn run_listener(
             Heard::MayHaveMissed => {
                 // A status change may have gone unheard too: every watcher reads again.
                 status.bump_all();
+                // The store's pool now: it may have been renewed since this task began.
+                let pool = pool.read().clone();
                 let resynced = match resync(&pool, &notifier).await {
                     Ok(()) => resync_facts(&pool, &fact_position).await,
                     Err(error) => Err(error),
