@@ -53,10 +53,11 @@ pub struct ClusterArgs {
     /// the games played over WebSocket.
     #[arg(long)]
     pub ws_ingress: Option<SocketAddr>,
-    /// Percent of games whose seats play over a `Connect` WebSocket each (needs `--ws-ingress`).
+    /// Percent of the games played at once whose seats play over a `Connect` WebSocket each
+    /// (needs `--ws-ingress`).
     #[arg(long, default_value_t = 0)]
     pub ws_percent: u32,
-    /// Start WebSocket games only once this file exists (before it, every game is on gRPC).
+    /// Start the WebSocket games only once this file exists (before it, only the gRPC ones play).
     #[arg(long)]
     pub ws_from_file: Option<PathBuf>,
     /// HTTP/2 connections to it, shared by the players.

@@ -67,11 +67,12 @@ pub struct ClusterConfig {
     pub ingress: SocketAddr,
     /// The ingress's HTTP port (the page and the `Connect` WebSocket), for the WebSocket seats.
     pub ws_ingress: Option<SocketAddr>,
-    /// Percent of games whose two seats play over a `Connect` WebSocket each (through
-    /// `ws_ingress`) instead of the gRPC API; their spectators stay on gRPC.
+    /// Percent of the game slots whose games' two seats play over a `Connect` WebSocket each
+    /// (through `ws_ingress`) instead of the gRPC API; their spectators stay on gRPC.
     pub ws_percent: u32,
-    /// When set, games start on the WebSocket only once this file exists (the cluster test
-    /// creates it when the gateways serve `Connect`: the release it upgrades from has none).
+    /// When set, the WebSocket slots start their first game only once this file exists (the
+    /// cluster test creates it when the gateways serve `Connect`: the release it upgrades from
+    /// has none).
     pub ws_from_file: Option<PathBuf>,
     /// HTTP/2 connections the players share (each multiplexes many players).
     pub connections: usize,
@@ -375,11 +376,24 @@ pub async fn run(config: ClusterConfig) -> Result<ClusterSummary, BenchError> {
 /// One slot: games one after the other until the run stops.
 async fn game_slot(run: Arc<Run>, slot: usize) {
     let mut rng = SeatRng::new(run.config.seed ^ ((slot as u64 + 1) * 0x9e37_79b9));
+    // The first `ws_percent` of the slots play over WebSocket, from when the file that opens
+    // them exists (all of them at once: they start together when the gateways can serve them).
+    let ws_slots = run.config.games * run.config.ws_percent as usize / 100;
+    let websocket = slot < ws_slots.max(usize::from(run.config.ws_percent > 0));
+    if let (true, Some(open)) = (websocket, &run.config.ws_from_file) {
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        while !open.exists() {
+            if run.stopping() {
+                return;
+            }
+            tick.tick().await;
+        }
+    }
     // Slots start spread over the first two seconds, as players arrive.
     tokio::time::sleep(Duration::from_millis(rng.below(2000) as u64)).await;
     while !run.stopping() {
         let n = run.games_seq.fetch_add(1, Ordering::Relaxed);
-        if !one_game(&run, slot, n, &mut rng).await {
+        if !one_game(&run, slot, n, websocket, &mut rng).await {
             // A game that could not start: wait a little before the next attempt.
             tokio::time::sleep(backoff(3, &mut rng)).await;
         }
@@ -442,7 +456,7 @@ where
 }
 
 /// Creates one game by invite and plays it to its end. False when it could not be created.
-async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> bool {
+async fn one_game(run: &Arc<Run>, slot: usize, n: u64, websocket: bool, rng: &mut SeatRng) -> bool {
     let south = format!("cl{}s{slot}g{n}a", run.run_id);
     let north = format!("cl{}s{slot}g{n}b", run.run_id);
     let (Ok(south_token), Ok(north_token)) = (
@@ -488,12 +502,7 @@ async fn one_game(run: &Arc<Run>, slot: usize, n: u64, rng: &mut SeatRng) -> boo
     };
     let game_id = accepted.into_inner().game_id;
     let game_started = unix_ms();
-    // Drawn after the game was made, so the gRPC games' draws stay what they were.
-    let ws_open = run.config.ws_from_file.as_deref().is_none_or(Path::exists);
-    let ws_ingress = run
-        .config
-        .ws_ingress
-        .filter(|_| rng.percent(run.config.ws_percent) && ws_open);
+    let ws_ingress = run.config.ws_ingress.filter(|_| websocket);
     let transport = if ws_ingress.is_some() {
         "websocket"
     } else {

@@ -102,20 +102,24 @@ impl WsSeat {
             })
             .await
             .map_err(|e| broken(&format!("send: {}", e.0)))?;
-            // Answered `followed` before the game's first event.
+            // Answered `followed` before the game's first event; the events that came with the
+            // answer are the game's first ones.
             loop {
                 let batch = link
                     .receive()
                     .await
                     .map_err(|e| broken(&format!("receive: {}", e.0)))?
                     .ok_or_else(|| broken("closed before the follow was answered"))?;
+                let mut followed = false;
+                let mut events = Vec::new();
                 for message in batch {
                     match message.item {
-                        Some(Item::Answer(answer)) if answer.request_id == id => {
-                            return Ok(link);
-                        }
+                        Some(Item::Answer(answer)) if answer.request_id == id => followed = true,
                         Some(Item::Refusal(refusal)) if refusal.request_id == id => {
                             return Err(refused(refusal));
+                        }
+                        Some(Item::Event(event)) if followed && event.game_id == self.game_id => {
+                            events.push(event);
                         }
                         Some(Item::Goodbye(bye)) => {
                             return Err(broken(&format!("goodbye {}", bye.reason)));
@@ -123,11 +127,14 @@ impl WsSeat {
                         _ => {}
                     }
                 }
+                if followed {
+                    return Ok((link, events));
+                }
             }
         })
         .await;
-        let link = match opened {
-            Ok(Ok(link)) => link,
+        let (link, events) = match opened {
+            Ok(Ok(opened)) => opened,
             Ok(Err(status)) => return Err(status),
             Err(_) => {
                 return Err(Status::deadline_exceeded(
@@ -136,7 +143,7 @@ impl WsSeat {
             }
         };
         self.link = Some(link);
-        self.events.clear();
+        self.events = events.into();
         if let Some(lost) = self.lost_at.take() {
             let without = u64::try_from(lost.elapsed().as_millis()).unwrap_or(0);
             run.stream_note(&self.game_id, self.role, "resumed", next_seq, without);
