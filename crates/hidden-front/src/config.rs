@@ -222,6 +222,15 @@ pub struct ServeArgs {
     /// such as 0.0.0.0); set it to the public URL of the page behind a proxy.
     #[arg(long, env = "HF_INVITE_BASE_URL")]
     pub invite_base_url: Option<String>,
+    /// A rated game that a resignation, an agreed draw, timeouts or a disconnection ends before
+    /// this many plies changes no rating (docs/matchmaking.md, "Rating integrity"); 0 counts
+    /// every result.
+    #[arg(long, env = "HF_RATED_MIN_PLIES", default_value_t = 10)]
+    pub rated_min_plies: u32,
+    /// Rated games between the same two players in 24 hours that change ratings; the later ones
+    /// count as unrated. 0: no cap.
+    #[arg(long, env = "HF_RATED_PAIR_CAP", default_value_t = 5)]
+    pub rated_pair_cap: u32,
     /// Serve the browser client on the HTTP listener (`/`, `/game/{id}`, `/watch/{id}`,
     /// `/invite/{code}`, `/assets/...`); `false` for a gateway that serves only the APIs.
     #[arg(long, env = "HF_WEB_CLIENT", default_value_t = true, action = clap::ArgAction::Set)]

@@ -8,7 +8,9 @@
 use hidden_front_bot::Level;
 use hidden_front_lifecycle::{FactBody, RatingChange as LifecycleRatingChange};
 use hidden_front_matchmaking::glicko::Rating;
-use hidden_front_matchmaking::policy::{EndedEffect, handle_ended_game, requeue_ticket_id};
+use hidden_front_matchmaking::policy::{
+    EndedEffect, RatingIntegrity, handle_ended_game, requeue_ticket_id,
+};
 use hidden_front_matchmaking::store::*;
 use hidden_front_rules::Side;
 use std::collections::HashSet;
@@ -51,6 +53,7 @@ macro_rules! match_store_tests {
             complete_match_tells_both_once,
             invites_accept_cancel_expire,
             ended_games_are_handled_once,
+            early_ends_and_games_past_the_pair_cap_are_unrated,
             seat_lost_requeues_the_other_player,
             ended_game_plans_are_persisted_as_given,
             computer_games_are_leased,
@@ -491,6 +494,8 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         south_player: a.clone(),
         north_player: b.clone(),
         result: EndedResult::Won(Side::South),
+        plies: 60,
+        decided_on_board: true,
     };
     let barrier = Arc::new(Barrier::new(8));
     let mut tasks = Vec::new();
@@ -498,7 +503,7 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         let (store, ended, barrier) = (store.clone(), ended.clone(), barrier.clone());
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            handle_ended_game(&*store, &ended, 100, 1_000)
+            handle_ended_game(&*store, &ended, 100, 1_000, &RatingIntegrity::default())
                 .await
                 .unwrap()
         }));
@@ -523,11 +528,89 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
         game_id: Uuid::now_v7(),
         ..ended
     };
-    let effect = handle_ended_game(&*store, &stranger, 100, 1_000)
+    let effect = handle_ended_game(&*store, &stranger, 100, 1_000, &RatingIntegrity::default())
         .await
         .unwrap();
     assert_eq!(effect, EndedEffect::default());
     assert_eq!(store.rating(&a).await.unwrap().1, 1);
+}
+
+/// A rated game between `south` and `north` (a queue of its own, tickets of their own), made.
+async fn rated_game_between(store: &Arc<dyn MatchStore>, south: &str, north: &str) -> Uuid {
+    let q = Queue {
+        rules: "hidden-front".into(),
+        time_control: format!("rated-{}", Uuid::new_v4().simple()),
+        rated: true,
+    };
+    let id = Uuid::new_v4().simple().to_string();
+    store
+        .enqueue(ticket(south, &id, &q, 1, u64::MAX / 2))
+        .await
+        .unwrap();
+    store
+        .enqueue(ticket(north, &id, &q, 2, u64::MAX / 2))
+        .await
+        .unwrap();
+    let (m, ..) = store.pair(&q, 10, &pair_in_order).await.unwrap().remove(0);
+    let game = Uuid::now_v7();
+    store.complete_match(m.match_id, game, 10).await.unwrap();
+    game
+}
+
+/// Rating integrity (docs/matchmaking.md): a rated game resigned at ply 1 changes no rating;
+/// of the rated games between the same two players (either seat) handled within the pair
+/// window, those past the cap change none either (the short one counts toward it: it was a rated
+/// game between them); once the window has passed, a game counts again.
+pub async fn early_ends_and_games_past_the_pair_cap_are_unrated(store: Arc<dyn MatchStore>) {
+    let rules = RatingIntegrity {
+        min_plies: 10,
+        pair_cap: 2,
+        pair_window: Duration::from_secs(100),
+    };
+    let (a, b) = (player("a"), player("b"));
+    let end = |game_id, south: &str, north: &str, plies| EndedGame {
+        game_id,
+        south_player: south.to_owned(),
+        north_player: north.to_owned(),
+        result: EndedResult::Won(Side::South),
+        plies,
+        decided_on_board: false,
+    };
+    let games =
+        |store: Arc<dyn MatchStore>, a: String| async move { store.rating(&a).await.unwrap().1 };
+    let resigned = rated_game_between(&store, &a, &b).await;
+    let effect = handle_ended_game(&*store, &end(resigned, &a, &b, 1), 1_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(
+        !effect.already_handled && effect.ratings.is_none(),
+        "resigned at ply 1"
+    );
+    assert_eq!(games(store.clone(), a.clone()).await, 0);
+    let second = rated_game_between(&store, &a, &b).await;
+    let effect = handle_ended_game(&*store, &end(second, &a, &b, 60), 2_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(
+        effect.ratings.is_some(),
+        "the second rated game between them counts"
+    );
+    assert_eq!(games(store.clone(), a.clone()).await, 1);
+    let third = rated_game_between(&store, &b, &a).await;
+    let effect = handle_ended_game(&*store, &end(third, &b, &a, 60), 3_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(
+        !effect.already_handled && effect.ratings.is_none(),
+        "the third, seats swapped, is past the cap of 2"
+    );
+    assert_eq!(games(store.clone(), b.clone()).await, 1);
+    let later = rated_game_between(&store, &a, &b).await;
+    let effect = handle_ended_game(&*store, &end(later, &a, &b, 60), 200_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(effect.ratings.is_some(), "a day later it counts again");
+    assert_eq!(games(store.clone(), a.clone()).await, 2);
 }
 
 /// A queue game cancelled because north lost its seat: south is queued again with priority
@@ -545,8 +628,10 @@ pub async fn seat_lost_requeues_the_other_player(store: Arc<dyn MatchStore>) {
         south_player: a.clone(),
         north_player: b.clone(),
         result: EndedResult::SeatLost(vec![Side::North]),
+        plies: 0,
+        decided_on_board: false,
     };
-    let effect = handle_ended_game(&*store, &ended, 100, 5_000)
+    let effect = handle_ended_game(&*store, &ended, 100, 5_000, &RatingIntegrity::default())
         .await
         .unwrap();
     assert!(effect.ratings.is_none());
@@ -575,7 +660,7 @@ pub async fn seat_lost_requeues_the_other_player(store: Arc<dyn MatchStore>) {
         }));
     assert_eq!(store.rating(&a).await.unwrap().1, 0);
     assert!(
-        handle_ended_game(&*store, &ended, 101, 5_000)
+        handle_ended_game(&*store, &ended, 101, 5_000, &RatingIntegrity::default())
             .await
             .unwrap()
             .already_handled
@@ -629,7 +714,7 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
         *seen.lock().unwrap() = Some(held.cloned());
         plan.clone()
     };
-    let applied = store.apply_ended_game(game, 100, &decide).await.unwrap();
+    let applied = store.apply_ended_game(game, 100, 0, &decide).await.unwrap();
     assert_eq!(applied, Some(plan.clone()));
     let held = seen
         .lock()
@@ -658,7 +743,7 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
         EndOfGamePlan::default()
     };
     assert_eq!(
-        store.apply_ended_game(game, 101, &again).await.unwrap(),
+        store.apply_ended_game(game, 101, 0, &again).await.unwrap(),
         None
     );
     assert!(!asked_again.load(std::sync::atomic::Ordering::SeqCst));
@@ -673,7 +758,7 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
     };
     assert_eq!(
         store
-            .apply_ended_game(Uuid::now_v7(), 102, &stranger)
+            .apply_ended_game(Uuid::now_v7(), 102, 0, &stranger)
             .await
             .unwrap(),
         Some(EndOfGamePlan::default())

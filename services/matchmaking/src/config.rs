@@ -1,6 +1,7 @@
 //! The matchmaking service's settings; tests shorten the timings.
 
 use crate::pairing::RatingWindow;
+use crate::policy::RatingIntegrity;
 use hidden_front_time::WallClock;
 use std::time::Duration;
 use uuid::Uuid;
@@ -14,6 +15,8 @@ pub struct MatchmakingConfig {
     pub pairing_interval: Duration,
     /// The rated window and how it widens.
     pub window: RatingWindow,
+    /// Which rated games change no rating (too short, or one too many between the same two).
+    pub rating_integrity: RatingIntegrity,
     /// A ticket's time to live when the request gives none.
     pub ticket_ttl: Duration,
     /// The longest time to live a request may ask for.
@@ -43,6 +46,7 @@ impl Default for MatchmakingConfig {
             process_id: format!("matchmaking-{}", Uuid::new_v4()),
             pairing_interval: Duration::from_millis(500),
             window: RatingWindow::default(),
+            rating_integrity: RatingIntegrity::default(),
             ticket_ttl: Duration::from_secs(600),
             max_ticket_ttl: Duration::from_secs(3600),
             requeue_ttl: Duration::from_secs(600),

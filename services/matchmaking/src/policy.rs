@@ -3,9 +3,11 @@
 //! [`EndOfGamePlan`]; [`handle_ended_game`] has a store apply it (atomically, once per game).
 //!
 //! The policy: a rated match with a result settles both ratings (Glicko-2, the game is its own
-//! rating period); a queue match cancelled because seats were lost queues every player who kept
-//! the seat again, with priority, in the same queue, and tells them. Invite games are never rated
-//! and nobody is queued again after them; games matchmaking did not make change nothing.
+//! rating period), unless [`RatingIntegrity`] says the result must not count (a game a player
+//! left too early, or one too many rated games between the same two players in a day); a queue
+//! match cancelled because seats were lost queues every player who kept the seat again, with
+//! priority, in the same queue, and tells them. Invite games are never rated and nobody is queued
+//! again after them; games matchmaking did not make change nothing.
 
 use crate::glicko;
 use crate::glicko::Rating;
@@ -15,7 +17,53 @@ use crate::store::{
 };
 use hidden_front_lifecycle::{FactBody, RatingChange as LifecycleRatingChange};
 use hidden_front_rules::Side;
+use std::time::Duration;
 use uuid::Uuid;
+
+/// Which rated results change no rating, so that ratings cannot be farmed (docs/matchmaking.md,
+/// "Rating integrity"). Such a game still ends as it ended; it only counts as unrated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatingIntegrity {
+    /// A rated game that a player's choice or absence ended (a resignation, an agreed draw,
+    /// timeouts, a disconnection) before this many plies changes no rating. A result decided on
+    /// the board always counts.
+    pub min_plies: u32,
+    /// At most this many rated games between the same two players within [`Self::pair_window`]
+    /// change ratings; the later ones count as unrated. 0: no cap.
+    pub pair_cap: u32,
+    /// The window of the pair cap.
+    pub pair_window: Duration,
+}
+
+impl Default for RatingIntegrity {
+    /// 10 plies: five moves each, the opening's first moves, before which the two armies have
+    /// not met and a game ended by a resignation or a walk-out has decided nothing on the board
+    /// (and a resignation at ply 1, traded between two accounts, moved ratings). 5 games a day
+    /// between the same two: a busy rated queue pairs the same two players a few times a day at
+    /// most, while two accounts trading wins would need many more.
+    fn default() -> Self {
+        RatingIntegrity {
+            min_plies: 10,
+            pair_cap: 5,
+            pair_window: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Why a rated game's result changes no rating, if it does not.
+fn unrated_because(
+    held: &HeldMatch,
+    game: &EndedGame,
+    integrity: &RatingIntegrity,
+) -> Option<&'static str> {
+    if !game.decided_on_board && game.plies < integrity.min_plies {
+        return Some("ended by a player before the rated minimum of plies");
+    }
+    if integrity.pair_cap > 0 && held.rated_between_recently >= integrity.pair_cap {
+        return Some("the pair cap of rated games between these two players was reached");
+    }
+    None
+}
 
 /// What handling an ended game did, for the caller's log and the tests.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -73,6 +121,7 @@ pub fn on_game_ended(
     game: &EndedGame,
     now_ms: u64,
     requeue_expires_ms: u64,
+    integrity: &RatingIntegrity,
 ) -> EndOfGamePlan {
     let mut plan = EndOfGamePlan::default();
     let Some(held) = held else {
@@ -83,7 +132,14 @@ pub fn on_game_ended(
         (Side::South, &m.south_player, held.south_rating),
         (Side::North, &m.north_player, held.north_rating),
     ];
-    if let (true, Some(score)) = (m.rated, south_score(&game.result)) {
+    let unrated = m
+        .rated
+        .then(|| unrated_because(held, game, integrity))
+        .flatten();
+    if let Some(why) = unrated {
+        tracing::info!(game_id = %game.game_id, plies = game.plies, "a rated game counts as unrated: {why}");
+    }
+    if let (true, None, Some(score)) = (m.rated, unrated, south_score(&game.result)) {
         let (south, north) = glicko::settle(held.south_rating.0, held.north_rating.0, score);
         let [
             (_, south_player, (_, south_games)),
@@ -159,10 +215,18 @@ pub async fn handle_ended_game(
     game: &EndedGame,
     now_ms: u64,
     requeue_expires_ms: u64,
+    integrity: &RatingIntegrity,
 ) -> Result<EndedEffect, MatchError> {
-    let decide = |held: Option<&HeldMatch>| on_game_ended(held, game, now_ms, requeue_expires_ms);
+    let decide =
+        |held: Option<&HeldMatch>| on_game_ended(held, game, now_ms, requeue_expires_ms, integrity);
+    let window_ms = u64::try_from(integrity.pair_window.as_millis()).unwrap_or(u64::MAX);
     let applied = store
-        .apply_ended_game(game.game_id, now_ms, &decide)
+        .apply_ended_game(
+            game.game_id,
+            now_ms,
+            now_ms.saturating_sub(window_ms),
+            &decide,
+        )
         .await?;
     Ok(EndedEffect::of(applied.as_ref()))
 }
@@ -197,28 +261,69 @@ mod tests {
                 4,
             ),
             north_rating: (Rating::default(), 0),
+            rated_between_recently: 0,
         }
     }
 
+    /// A game of 60 plies that ended as `result` (decided on the board when someone won).
     fn ended(game_id: Uuid, result: EndedResult) -> EndedGame {
         EndedGame {
             game_id,
             south_player: "sue".into(),
             north_player: "nat".into(),
             result,
+            plies: 60,
+            decided_on_board: false,
         }
     }
 
     fn plan(held: &HeldMatch, result: EndedResult) -> EndOfGamePlan {
         let game = ended(Uuid::now_v7(), result);
-        on_game_ended(Some(held), &game, 100, 5_000)
+        on_game_ended(Some(held), &game, 100, 5_000, &RatingIntegrity::default())
+    }
+
+    #[test]
+    fn a_rated_game_left_before_the_minimum_of_plies_changes_no_rating() {
+        let h = held(MatchKind::Queue, true);
+        let rules = RatingIntegrity::default();
+        for plies in [0, 1, rules.min_plies - 1] {
+            let mut game = ended(Uuid::now_v7(), EndedResult::Won(Side::North));
+            game.plies = plies;
+            let p = on_game_ended(Some(&h), &game, 100, 5_000, &rules);
+            assert_eq!(p, EndOfGamePlan::default(), "resigned at ply {plies}");
+            // The same length decided on the board counts.
+            game.decided_on_board = true;
+            let p = on_game_ended(Some(&h), &game, 100, 5_000, &rules);
+            assert!(p.ratings.is_some(), "a flag taken at ply {plies} counts");
+        }
+        let mut game = ended(Uuid::now_v7(), EndedResult::Drawn);
+        game.plies = rules.min_plies;
+        let p = on_game_ended(Some(&h), &game, 100, 5_000, &rules);
+        assert!(p.ratings.is_some(), "from the minimum on, a result counts");
+    }
+
+    #[test]
+    fn rated_games_past_the_pair_cap_change_no_rating() {
+        let rules = RatingIntegrity::default();
+        let mut h = held(MatchKind::Queue, true);
+        h.rated_between_recently = rules.pair_cap - 1;
+        assert!(
+            plan(&h, EndedResult::Won(Side::South)).ratings.is_some(),
+            "the last one under the cap"
+        );
+        h.rated_between_recently = rules.pair_cap;
+        assert_eq!(
+            plan(&h, EndedResult::Won(Side::South)),
+            EndOfGamePlan::default(),
+            "one past the cap"
+        );
     }
 
     #[test]
     fn a_game_matchmaking_did_not_make_changes_nothing() {
         let game = ended(Uuid::now_v7(), EndedResult::Won(Side::South));
         assert_eq!(
-            on_game_ended(None, &game, 100, 5_000),
+            on_game_ended(None, &game, 100, 5_000, &RatingIntegrity::default()),
             EndOfGamePlan::default()
         );
     }
@@ -305,7 +410,7 @@ mod tests {
     fn a_lost_seat_requeues_the_player_who_kept_it_with_priority_and_no_rating() {
         let h = held(MatchKind::Queue, true);
         let game = ended(Uuid::now_v7(), EndedResult::SeatLost(vec![Side::South]));
-        let p = on_game_ended(Some(&h), &game, 100, 5_000);
+        let p = on_game_ended(Some(&h), &game, 100, 5_000, &RatingIntegrity::default());
         assert_eq!(p.ratings, None, "a lost seat is not a result");
         assert!(p.facts.is_empty(), "and no rating fact");
         let id = requeue_ticket_id(game.game_id);

@@ -208,6 +208,14 @@ pub fn ended_game_from_proto(game: &pb::EndedGame) -> Result<EndedGame, String> 
     let outcome = game
         .outcome
         .ok_or_else(|| format!("ended game {game_id} has no outcome"))?;
+    let decided_on_board = [
+        pb::EndReason::FlagCaptured,
+        pb::EndReason::NoLegalMoves,
+        pb::EndReason::NoCombatLimit,
+        pb::EndReason::HqEntered,
+    ]
+    .iter()
+    .any(|reason| *reason as i32 == outcome.reason);
     let result = if outcome.reason == pb::EndReason::Aborted as i32 {
         EndedResult::Aborted
     } else if outcome.reason == pb::EndReason::SeatLost as i32 {
@@ -228,6 +236,8 @@ pub fn ended_game_from_proto(game: &pb::EndedGame) -> Result<EndedGame, String> 
         south_player: game.south_player.clone(),
         north_player: game.north_player.clone(),
         result,
+        plies: game.plies,
+        decided_on_board,
     })
 }
 
@@ -449,9 +459,15 @@ impl MatchmakingService {
                 Ok(ended) => {
                     let now = self.inner.config.clock.now_unix_ms();
                     let expires = now + ms_of(self.inner.config.requeue_ttl);
-                    let effect = policy::handle_ended_game(&**store, &ended, now, expires)
-                        .await
-                        .map_err(match_error_status)?;
+                    let effect = policy::handle_ended_game(
+                        &**store,
+                        &ended,
+                        now,
+                        expires,
+                        &self.inner.config.rating_integrity,
+                    )
+                    .await
+                    .map_err(match_error_status)?;
                     if !effect.already_handled
                         && (effect.ratings.is_some() || !effect.requeued.is_empty())
                     {

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use hidden_front_matchmaking::policy::RatingIntegrity;
 use hidden_front_matchmaking::{MatchmakingConfig, SessionClient};
 use hidden_front_proto::v1 as pb;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -886,8 +887,17 @@ where
 async fn ratings_move_exactly_once_after_a_rated_game_ends() {
     let db = migrated_database().await;
     let mut session = session_on(&db).await;
-    let mut one = matchmaking(&db, session.clone(), fast_config()).await;
-    let two = matchmaking(&db, session.clone(), fast_config()).await;
+    // The game is resigned before its first move: every result counts here (the rated minimum
+    // of plies is the next test's).
+    let every_result = || MatchmakingConfig {
+        rating_integrity: RatingIntegrity {
+            min_plies: 0,
+            ..RatingIntegrity::default()
+        },
+        ..fast_config()
+    };
+    let mut one = matchmaking(&db, session.clone(), every_result()).await;
+    let two = matchmaking(&db, session.clone(), every_result()).await;
     let mut lobby = watch(&mut one.client, "win").await;
     enqueue(&mut one.client, "win", "t", queue("online", true)).await;
     enqueue(&mut one.client, "lose", "t", queue("online", true)).await;
@@ -930,6 +940,56 @@ async fn ratings_move_exactly_once_after_a_rated_game_ends() {
     assert_eq!(rating(&mut client, "win").await, win);
     assert_eq!(rating(&mut client, "lose").await, lose);
     drop((one, two));
+    drop(db);
+}
+
+/// The farming rule through the whole path (the session's feed, a matchmaking process, its
+/// Postgres store): a rated game resigned before its first move, by default settings, is handled
+/// and moves no rating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rated_game_resigned_before_the_rated_minimum_moves_no_rating() {
+    let db = migrated_database().await;
+    let mut session = session_on(&db).await;
+    let mut one = matchmaking(&db, session.clone(), fast_config()).await;
+    let mut lobby = watch(&mut one.client, "quick").await;
+    enqueue(&mut one.client, "quick", "t", queue("online", true)).await;
+    enqueue(&mut one.client, "quitter", "t", queue("online", true)).await;
+    let found = match_found(&mut lobby).await;
+    let (stays, quits) = if found.seat == pb::Side::South as i32 {
+        (pb::Side::South, pb::Side::North)
+    } else {
+        (pb::Side::North, pb::Side::South)
+    };
+    confirm(&mut session, &found.game_id, stays).await;
+    confirm(&mut session, &found.game_id, quits).await;
+    session
+        .resign(pb::ResignRequest {
+            context: context(&found.game_id, quits, "resign", None),
+        })
+        .await
+        .unwrap();
+    let game_id: uuid::Uuid = found.game_id.parse().unwrap();
+    let pool = db.pool(1).await;
+    eventually("the game's end handled", || {
+        let pool = pool.clone();
+        async move {
+            let handled: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM mm_ended_games WHERE game_id = $1")
+                    .bind(game_id)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            handled == 1
+        }
+    })
+    .await;
+    pool.close().await;
+    let mut client = one.client.clone();
+    for player in ["quick", "quitter"] {
+        let unrated = rating(&mut client, player).await;
+        assert_eq!((unrated.games, unrated.rating), (0, 1500.0), "{player}");
+    }
+    drop(one);
     drop(db);
 }
 

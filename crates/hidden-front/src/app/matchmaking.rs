@@ -1,6 +1,7 @@
 //! The matchmaking service of this process, on the process's Postgres (or in memory), calling
 //! the session by its route, making invite links under `invite_base_url`.
 
+use hidden_front_matchmaking::policy::RatingIntegrity;
 use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
@@ -16,6 +17,7 @@ pub(crate) fn service(
     memory: Option<&Arc<MemoryStore>>,
     session: &super::session::SessionRoute,
     invite_base_url: &str,
+    rating_integrity: RatingIntegrity,
 ) -> anyhow::Result<MatchmakingService> {
     let store: Arc<dyn MatchStore> = match postgres {
         Some(postgres) => Arc::new(PostgresMatchStore::from_pool(postgres.pool().clone())),
@@ -32,6 +34,7 @@ pub(crate) fn service(
         session,
         MatchmakingConfig {
             invite_base_url: invite_base_url.to_string(),
+            rating_integrity,
             ..MatchmakingConfig::default()
         },
     ))

@@ -150,6 +150,11 @@ impl Application {
                     stores.memory.as_ref(),
                     &session_route,
                     &invite_base_url,
+                    hidden_front_matchmaking::policy::RatingIntegrity {
+                        min_plies: args.rated_min_plies,
+                        pair_cap: args.rated_pair_cap,
+                        ..Default::default()
+                    },
                 )
             })
             .transpose()?;

@@ -16,7 +16,8 @@ struct State {
     matches: HashMap<Uuid, Match>,
     invites: HashMap<String, Invite>,
     ratings: HashMap<String, (Rating, u32)>,
-    ended: HashSet<Uuid>,
+    /// Ended games handled, with when.
+    ended: HashMap<Uuid, u64>,
     feed: u64,
     lobby: Vec<LobbyEvent>,
     computer: HashMap<Uuid, (ComputerGame, Option<String>, u64, bool)>,
@@ -88,6 +89,24 @@ impl State {
             .get(player)
             .copied()
             .unwrap_or((Rating::default(), 0))
+    }
+
+    /// Rated matches between `m`'s two players (either seat), other than `game_id`'s, whose
+    /// game's end was handled at or after `since_ms`.
+    fn rated_between(&self, m: &Match, game_id: Uuid, since_ms: u64) -> u32 {
+        let pair = |a: &str, b: &str| {
+            (a == m.south_player && b == m.north_player)
+                || (a == m.north_player && b == m.south_player)
+        };
+        let count = self
+            .matches
+            .values()
+            .filter(|other| other.rated && pair(&other.south_player, &other.north_player))
+            .filter_map(|other| other.game_id)
+            .filter(|game| *game != game_id)
+            .filter(|game| self.ended.get(game).is_some_and(|at| *at >= since_ms))
+            .count();
+        u32::try_from(count).unwrap_or(u32::MAX)
     }
 
     /// Writes an end-of-game plan as it is (the caller holds the lock: all of it or nothing).
@@ -400,13 +419,15 @@ impl MatchStore for MemoryMatchStore {
     async fn apply_ended_game(
         &self,
         game_id: Uuid,
-        _now_ms: u64,
+        now_ms: u64,
+        pair_since_ms: u64,
         decide: EndPolicy<'_>,
     ) -> Result<Option<EndOfGamePlan>, MatchError> {
         let mut state = self.lock();
-        if !state.ended.insert(game_id) {
+        if state.ended.contains_key(&game_id) {
             return Ok(None);
         }
+        state.ended.insert(game_id, now_ms);
         let held = state
             .matches
             .values()
@@ -415,6 +436,7 @@ impl MatchStore for MemoryMatchStore {
                 the_match: m.clone(),
                 south_rating: state.rating_of(&m.south_player),
                 north_rating: state.rating_of(&m.north_player),
+                rated_between_recently: state.rated_between(m, game_id, pair_since_ms),
             });
         let plan = decide(held.as_ref());
         state.persist(&plan);

@@ -339,6 +339,12 @@ pub struct EndedGame {
     pub north_player: String,
     /// How it ended.
     pub result: EndedResult,
+    /// Plies played (moves and timeouts).
+    pub plies: u32,
+    /// Whether the board decided it (a flag captured, an HQ entered, no legal moves, the
+    /// no-combat limit) rather than a player's choice or absence (a resignation, an agreed draw,
+    /// timeouts, a disconnection): only those can end a game too early to count.
+    pub decided_on_board: bool,
 }
 
 /// What the store holds about a game matchmaking made, read for the end-of-game policy
@@ -352,6 +358,10 @@ pub struct HeldMatch {
     pub south_rating: (Rating, u32),
     /// North's rating and rated games settled.
     pub north_rating: (Rating, u32),
+    /// Rated games between the same two players (either seat) whose end was handled since the
+    /// pair window's start, this one not included: the pair cap's count
+    /// ([`crate::policy::RatingIntegrity`]).
+    pub rated_between_recently: u32,
 }
 
 /// A player's rating as a settled game leaves it.
@@ -473,13 +483,15 @@ pub trait MatchStore: Send + Sync {
     /// A player's rating and rated games settled (the default rating for a new player).
     async fn rating(&self, player: &str) -> Result<(Rating, u32), MatchError>;
     /// Applies a game's end once: marks the game handled and, the first time, reads what it holds
-    /// about the game's match ([`HeldMatch`]), asks `decide` for the plan and persists it, all
+    /// about the game's match ([`HeldMatch`], with the rated games between its two players
+    /// handled at or after `pair_since_ms`), asks `decide` for the plan and persists it, all
     /// atomically. Returns the plan persisted, or `None` when the game's end had been applied
     /// before (by this process or another, even at the same moment): then nothing changes.
     async fn apply_ended_game(
         &self,
         game_id: Uuid,
         now_ms: u64,
+        pair_since_ms: u64,
         decide: EndPolicy<'_>,
     ) -> Result<Option<EndOfGamePlan>, MatchError>;
     /// How far the ended-games feed has been read.

@@ -44,6 +44,16 @@ const TICKET_COLUMNS: &str = "t.player, t.ticket_id, t.rules, t.time_control, t.
      t.priority, t.rating, t.enqueued_ms, t.expires_ms, t.match_id, m.game_id";
 const MATCH_COLUMNS: &str = "match_id, kind, rules, time_control, rated, south_player, \
      north_player, south_ticket, north_ticket, invite_code, created_ms, game_id";
+
+/// Rated matches between two players (`$1`, `$2`, either seat), other than game `$4`'s, whose
+/// game's end was handled at or after `$3` ms: the pair cap's count
+/// (`migrations/0015_rated_pairs.sql` indexes the pair).
+const RATED_BETWEEN: &str = "\
+    SELECT count(*) FROM mm_matches m JOIN mm_ended_games e ON e.game_id = m.game_id \
+    WHERE m.rated \
+      AND LEAST(m.south_player, m.north_player) = LEAST($1::text, $2::text) \
+      AND GREATEST(m.south_player, m.north_player) = GREATEST($1::text, $2::text) \
+      AND e.handled_ms >= $3 AND m.game_id <> $4";
 const INVITE_COLUMNS: &str = "i.code, i.player, i.invite_id, i.rules, i.time_control, i.state, \
      i.expires_ms, i.match_id, i.accepted_by, m.game_id";
 const COMPUTER_COLUMNS: &str = "game_id, player, request_id, rules, side, seed, level";
@@ -783,6 +793,7 @@ impl MatchStore for PostgresMatchStore {
         &self,
         game_id: Uuid,
         now_ms: u64,
+        pair_since_ms: u64,
         decide: EndPolicy<'_>,
     ) -> Result<Option<EndOfGamePlan>, MatchError> {
         let mut tx = self.pool.begin().await?;
@@ -813,10 +824,20 @@ impl MatchStore for PostgresMatchStore {
                 let (south_rating, north_rating) =
                     Self::ratings_locked(&mut tx, &the_match.south_player, &the_match.north_player)
                         .await?;
+                // Counted after the ratings' row locks: two ends of the same pair's games are
+                // decided one after the other, each seeing the other's handled row.
+                let rated_between: i64 = sqlx::query_scalar(RATED_BETWEEN)
+                    .bind(&the_match.south_player)
+                    .bind(&the_match.north_player)
+                    .bind(ms(pair_since_ms))
+                    .bind(game_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
                 Some(HeldMatch {
                     the_match,
                     south_rating,
                     north_rating,
+                    rated_between_recently: u32::try_from(rated_between).unwrap_or(u32::MAX),
                 })
             }
         };
