@@ -103,6 +103,10 @@ async fn an_operator_aborts_a_game_in_play_and_everything_follows() {
             &format!("oncall={OPERATOR_TOKEN}"),
             "--actions-per-second",
             "5000",
+            // The second rated game below is resigned before its first move and must count:
+            // the rated minimum of plies is matchmaking's own tests' (docs/matchmaking.md).
+            "--rated-min-plies",
+            "0",
         ],
     )
     .await;

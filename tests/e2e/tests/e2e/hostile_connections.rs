@@ -25,8 +25,12 @@ const PORT_CAP: usize = 3_000;
 /// Per peer address and port: the 26 hostile addresses together can hold 2,600 of a port's
 /// 3,000 places, so a player from another address always finds one.
 const PEER_CAP: usize = 100;
-/// Slack on top of a stated time for the server to notice and for the close to arrive here.
-const SLACK: Duration = Duration::from_secs(5);
+/// Slack on top of a stated time for the server to accept the connection (under the flood the
+/// kernel's backlog holds connects the server has not yet accepted, and its deadline starts at
+/// the accept), to notice and for the close to arrive here. 5 s once left 90 of 12,500 silent
+/// connections open after 12 s on a loaded two-core CI run (.config/nextest.toml now runs this
+/// test alone).
+const SLACK: Duration = Duration::from_secs(8);
 /// The server's peak resident memory bound.
 const PEAK_RSS_BOUND_KIB: u64 = 400 * 1024;
 
