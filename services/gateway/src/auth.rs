@@ -252,6 +252,10 @@ pub struct Player {
     pub id: String,
     /// Whether the token was a guest's (`"guest": true`); guests may be kept out of ranked play.
     pub guest: bool,
+    /// Whether the platform marked the account as a bot (`"bot": true`): a program, which never
+    /// enters a rated queue, so it never moves a person's rating (docs/matchmaking.md, "Rating
+    /// integrity").
+    pub bot: bool,
 }
 
 /// Why a caller was not authenticated, or why the configuration was refused.
@@ -661,9 +665,17 @@ impl Authenticator {
         if guest && !self.inner.allow_guest_tokens {
             return Err(AuthError::GuestNotAllowed);
         }
+        let bot = match claims.get("bot") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(bot)) => *bot,
+            Some(_) => {
+                return Err(AuthError::Malformed("claim `bot` must be true or false"));
+            }
+        };
         Ok(Player {
             id: id.clone(),
             guest,
+            bot,
         })
     }
 }
@@ -996,6 +1008,7 @@ mod tests {
         let player = Player {
             id: "p".into(),
             guest: false,
+            bot: false,
         };
         Verified::of(&player, claims.as_object().expect("an object"))
     }

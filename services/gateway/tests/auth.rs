@@ -86,6 +86,7 @@ fn player(id: &str) -> Player {
     Player {
         id: id.to_string(),
         guest: false,
+        bot: false,
     }
 }
 
@@ -193,6 +194,33 @@ fn hs256_token_authenticates() {
     let token = hs256(SECRET, &claims("alice"));
     assert_eq!(auth.authenticate_token(&token), Ok(player("alice")));
     assert_eq!(auth.algorithms(), ["HS256"]);
+}
+
+/// An account the platform marked as a bot: `"bot": true` says so, `false` or no claim is a
+/// person, and anything but a boolean is refused.
+#[test]
+fn the_bot_claim_marks_the_player_and_must_be_a_boolean() {
+    let auth = auth(hs_config());
+    let bot = hs256(SECRET, &with(claims("robo"), "bot", json!(true)));
+    assert_eq!(
+        auth.authenticate_token(&bot),
+        Ok(Player {
+            bot: true,
+            ..player("robo")
+        })
+    );
+    let person = hs256(SECRET, &with(claims("alice"), "bot", json!(false)));
+    assert_eq!(auth.authenticate_token(&person), Ok(player("alice")));
+    for value in [json!("yes"), json!(1), json!({})] {
+        let token = hs256(SECRET, &with(claims("robo"), "bot", value.clone()));
+        assert!(
+            matches!(
+                auth.authenticate_token(&token),
+                Err(AuthError::Malformed(_))
+            ),
+            "{value}"
+        );
+    }
 }
 
 #[test]
@@ -586,7 +614,8 @@ fn guest_tokens_follow_the_policy() {
         open.authenticate_token(&token),
         Ok(Player {
             id: "guest-1".into(),
-            guest: true
+            guest: true,
+            bot: false,
         })
     );
     assert_eq!(open.authenticate_token(&member), Ok(player("alice")));
@@ -854,7 +883,8 @@ fn dev_tokens_verify_under_the_dev_config() {
         auth.authenticate_token(&guest),
         Ok(Player {
             id: "alice".into(),
-            guest: true
+            guest: true,
+            bot: false,
         })
     );
     let member =

@@ -1,6 +1,7 @@
 //! The gateway's matchmaking operations on both faces, against a real session service and a real
 //! matchmaking service (in-memory stores) on loopback sockets: players find a match and are
-//! told on their lobby streams, invites work over the WebSocket API, guests cannot play rated,
+//! told on their lobby streams, invites work over the WebSocket API, guests and accounts marked
+//! as bots cannot play rated,
 //! and a gateway without matchmaking answers UNAVAILABLE.
 
 use futures_util::{SinkExt, StreamExt};
@@ -224,6 +225,43 @@ async fn players_find_a_match_over_grpc_and_are_told_on_their_lobby_streams() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    // Nor may an account marked as a bot; it may queue casual.
+    let bot_request = |message: pb::FindMatchRequest| {
+        let exp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 600;
+        let token = jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &json!({ "sub": "robo", "exp": exp, "bot": true }),
+            &jsonwebtoken::EncodingKey::from_secret(DEV_SECRET.as_bytes()).unwrap(),
+        )
+        .unwrap();
+        let mut request = tonic::Request::new(message);
+        request
+            .metadata_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        request
+    };
+    let status = client
+        .find_match(bot_request(pb::FindMatchRequest {
+            ticket_id: "b".into(),
+            queue: queue(true),
+            ttl_seconds: 0,
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("bots"), "{status:?}");
+    client
+        .find_match(bot_request(pb::FindMatchRequest {
+            ticket_id: "c".into(),
+            queue: queue(false),
+            ttl_seconds: 0,
+        }))
+        .await
+        .expect("a bot may queue casual");
     let status = client
         .get_my_rating(tonic::Request::new(pb::GetMyRatingRequest {}))
         .await

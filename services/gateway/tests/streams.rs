@@ -118,6 +118,7 @@ fn player(id: &str) -> Player {
     Player {
         id: id.into(),
         guest: true,
+        bot: false,
     }
 }
 

@@ -46,7 +46,8 @@ fn default_token_is_a_guest_token_under_the_dev_secret() {
         dev.authenticate_header(Some(&format!("Bearer {token}"))),
         Ok(Player {
             id: "alice".into(),
-            guest: true
+            guest: true,
+            bot: false,
         })
     );
     assert_eq!(
@@ -75,7 +76,8 @@ fn secret_guest_and_ttl_flags_are_honoured() {
         authenticator(SECRET, false).authenticate_token(&token),
         Ok(Player {
             id: "bob".into(),
-            guest: false
+            guest: false,
+            bot: false,
         })
     );
     let claims: serde_json::Value =
@@ -93,7 +95,8 @@ fn secret_comes_from_the_environment() {
         authenticator(SECRET, true).authenticate_token(&token),
         Ok(Player {
             id: "carol".into(),
-            guest: true
+            guest: true,
+            bot: false,
         })
     );
     // A rotation list, as `serve` takes it: the first secret signs.

@@ -43,7 +43,8 @@ impl Gateway {
         })
     }
 
-    /// Joins a queue for the player. Guests may play casual games only.
+    /// Joins a queue for the player. Guests and accounts marked as bots may play casual games
+    /// only.
     pub async fn find_match(
         &self,
         player: &Player,
@@ -55,6 +56,14 @@ impl Gateway {
             return Err(ApiError::new(
                 Reason::NotAllowed,
                 "guests may play casual games only; sign in for rated games",
+            )
+            .into());
+        }
+        if player.bot && request.queue.as_ref().is_some_and(|q| q.rated) {
+            return Err(ApiError::new(
+                Reason::NotAllowed,
+                "accounts marked as bots may play casual games only: a program never moves a \
+                 person's rating",
             )
             .into());
         }

@@ -192,6 +192,7 @@ mod tests {
         let player = Player {
             id: "slow".into(),
             guest: true,
+            bot: false,
         };
         let conn = Arc::new(Conn::new(gateway, config, player, out));
         let (sink, _stream) = socket.split();
