@@ -309,6 +309,17 @@ async fn flush_kind<T: Statement>(
     batch: Vec<(T, oneshot::Sender<Written>)>,
     failures: &AtomicU64,
 ) {
+    // Work whose caller went away (it gave up: its store was lost, its deadline passed) is not
+    // written: the caller was told it failed, and its retry, with the same key, brings it again.
+    // Writing it anyway once held a session's every later append for 20 s after a partition of
+    // its database healed, each abandoned append written alone, each waiting for a connection.
+    let batch: Vec<_> = batch
+        .into_iter()
+        .filter(|(_, reply)| !reply.is_closed())
+        .collect();
+    if batch.is_empty() {
+        return;
+    }
     let items: Vec<&T> = batch.iter().map(|(item, _)| item).collect();
     let started = std::time::Instant::now();
     let written = write_bounded(pool, &items).await;
@@ -347,6 +358,14 @@ async fn flush_kind<T: Statement>(
                 let _ = reply.send(Err(error));
             }
         }
+        // No connection, or one that broke: the statement never reached the database (or its
+        // fate is unknown), and writing each item alone would wait as long again for each.
+        Err(Failure::Statement(error)) if is_connection_failure(&error) => {
+            let message = error.to_string();
+            for (_, reply) in batch {
+                let _ = reply.send(Err(sqlx::Error::Io(std::io::Error::other(message.clone()))));
+            }
+        }
         // Nothing of the batch was written; find whose item failed by writing each alone.
         Err(Failure::Statement(_)) => {
             for (item, reply) in batch {
@@ -354,6 +373,17 @@ async fn flush_kind<T: Statement>(
             }
         }
     }
+}
+
+/// Whether `error` is the connection's, not the statement's: none could be had, or it broke.
+fn is_connection_failure(error: &sqlx::Error) -> bool {
+    matches!(
+        error,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+    )
 }
 
 /// One item as a batch of its own.
@@ -867,5 +897,54 @@ mod tests {
         .execute(&pool)
         .await
         .expect("the sleeper is ended");
+    }
+
+    /// A statement that counts the items it was asked to write.
+    struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Statement for Counted {
+        const KIND: &'static str = "counted";
+        const METERED: bool = false;
+
+        fn game_id(&self) -> Uuid {
+            Uuid::now_v7()
+        }
+
+        async fn write_all<'a>(
+            connection: &'a mut PgConnection,
+            items: &'a [&'a Self],
+        ) -> Result<HashMap<Uuid, SystemTime>, sqlx::Error> {
+            sqlx::query("SELECT 1").execute(connection).await?;
+            for item in items {
+                item.0.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(HashMap::new())
+        }
+    }
+
+    /// Work whose caller went away before its batch was written is not written; the rest is,
+    /// and answered.
+    #[sqlx::test(migrations = false)]
+    async fn work_whose_caller_went_away_is_not_written(pool: PgPool) {
+        let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (kept, answer) = oneshot::channel();
+        let (gone, went_away) = oneshot::channel();
+        drop(went_away);
+        let failures = AtomicU64::new(0);
+        flush_kind(
+            &pool,
+            vec![
+                (Counted(written.clone()), kept),
+                (Counted(written.clone()), gone),
+            ],
+            &failures,
+        )
+        .await;
+        assert_eq!(
+            written.load(Ordering::SeqCst),
+            1,
+            "only the waited-for item"
+        );
+        assert!(answer.await.expect("answered").is_ok());
     }
 }
