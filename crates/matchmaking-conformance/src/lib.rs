@@ -464,24 +464,10 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
     ));
 }
 
+/// A rated game between `a` (south) and `b` (north), made from their tickets "t" (a queue of its
+/// own).
 async fn rated_game(store: &Arc<dyn MatchStore>, a: &str, b: &str) -> Uuid {
-    let q = Queue {
-        rules: "hidden-front".into(),
-        time_control: format!("rated-{}", Uuid::new_v4().simple()),
-        rated: true,
-    };
-    store
-        .enqueue(ticket(a, "t", &q, 1, u64::MAX / 2))
-        .await
-        .unwrap();
-    store
-        .enqueue(ticket(b, "t", &q, 2, u64::MAX / 2))
-        .await
-        .unwrap();
-    let (m, ..) = store.pair(&q, 10, &pair_in_order).await.unwrap().remove(0);
-    let game = Uuid::now_v7();
-    store.complete_match(m.match_id, game, 10).await.unwrap();
-    game
+    rated_game_with_tickets(store, a, b, "t").await
 }
 
 /// A rated game's end moves both ratings once, even when eight tasks handle it at once; a game
@@ -537,18 +523,28 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
 
 /// A rated game between `south` and `north` (a queue of its own, tickets of their own), made.
 async fn rated_game_between(store: &Arc<dyn MatchStore>, south: &str, north: &str) -> Uuid {
+    rated_game_with_tickets(store, south, north, &Uuid::new_v4().simple().to_string()).await
+}
+
+/// A rated game between `south` and `north` in a queue of its own, made from their tickets
+/// `ticket_id`.
+async fn rated_game_with_tickets(
+    store: &Arc<dyn MatchStore>,
+    south: &str,
+    north: &str,
+    ticket_id: &str,
+) -> Uuid {
     let q = Queue {
         rules: "hidden-front".into(),
         time_control: format!("rated-{}", Uuid::new_v4().simple()),
         rated: true,
     };
-    let id = Uuid::new_v4().simple().to_string();
     store
-        .enqueue(ticket(south, &id, &q, 1, u64::MAX / 2))
+        .enqueue(ticket(south, ticket_id, &q, 1, u64::MAX / 2))
         .await
         .unwrap();
     store
-        .enqueue(ticket(north, &id, &q, 2, u64::MAX / 2))
+        .enqueue(ticket(north, ticket_id, &q, 2, u64::MAX / 2))
         .await
         .unwrap();
     let (m, ..) = store.pair(&q, 10, &pair_in_order).await.unwrap().remove(0);
