@@ -207,8 +207,10 @@ mod tests {
     }
 
     /// A pulse held past its bound (here: another transaction holds the pulse row) fails as
-    /// `Lost` and gives its connection up; the first pulse that answers afterwards renews the
-    /// main pool, so calls after a partition do not wait on the old pool's connections.
+    /// `Lost`; the first pulse that answers afterwards renews the main pool, so calls after a
+    /// partition do not wait on the old pool's connections. (How many connections the pulse's
+    /// own pool holds afterwards depends on when the first pulse's connection came back to it,
+    /// so it is not asserted; dropping an unanswered connection is the group commit's test.)
     #[sqlx::test(migrator = "crate::postgres::MIGRATOR")]
     async fn the_first_pulse_after_a_failed_one_renews_the_main_pool(pool: PgPool) {
         let store = PostgresStore::from_pool(pool);
@@ -226,11 +228,6 @@ mod tests {
         assert!(
             matches!(held, Err(StoreError::Lost { .. })),
             "a pulse past its bound: {held:?}"
-        );
-        assert_eq!(
-            store.inner.pulse_pool.size(),
-            0,
-            "the unanswered pulse's connection was given up"
         );
         holder.commit().await.expect("the lock is let go");
         assert!(old.size() > 0, "the old pool holds its connection");
