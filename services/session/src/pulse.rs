@@ -10,6 +10,7 @@
 
 use crate::errors::store_error_status;
 use crate::service::SessionService;
+use crate::session_store::lost_error;
 use hidden_front_metrics_names as names;
 use hidden_front_store::{Outage, OutageRule, StoreError};
 use hidden_front_time::unix_ms;
@@ -95,13 +96,28 @@ impl SessionService {
     /// Returns once this process's pulse is fresh, pulsing first if it is not; a failed pulse is
     /// `UNAVAILABLE` (`STORE_UNAVAILABLE`), retriable. Everything that judges or shows a game's
     /// deadlines, or arms new ones, waits for it.
+    ///
+    /// While the store is lost to this process (`session_store.rs`) it refuses at once instead
+    /// of pulsing: the pulse loop is already looking for the store, and callers that each
+    /// pulsed in turn (one at a time, each waiting out a pulse that cannot answer) queued for a
+    /// second apiece, so a host cut from its database held the calls sent to it for many
+    /// seconds, past their deadlines (seen in the cluster test's `partition_session1_postgres`).
     pub(crate) async fn serving(&self) -> Result<(), Status> {
         if self.pulse_is_fresh() {
             return Ok(());
         }
+        let lost = || *self.store_lost.borrow();
+        let refused = || Err(store_error_status(&lost_error()));
+        if lost() {
+            return refused();
+        }
         let _one_at_a_time = self.pulse_state.running.lock().await;
         if self.pulse_is_fresh() {
             return Ok(());
+        }
+        // The pulse this caller waited for failed: no second try of its own.
+        if lost() {
+            return refused();
         }
         self.pulse()
             .await

@@ -177,3 +177,56 @@ async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_a
         .unwrap();
     assert_eq!(view.phase, pb::Phase::Ended as i32);
 }
+
+/// Once the store is lost and this process's last pulse is stale, calls are refused at once:
+/// none of them pulses on its own. Before, every call waited for a pulse of its own, one after
+/// another, each waiting out the pulse's bound, so calls queued at a host cut from its database
+/// for seconds each, past their deadlines.
+#[tokio::test(start_paused = true)]
+async fn calls_while_lost_are_refused_without_pulsing_one_after_another() {
+    let store = Arc::new(HookedStore::new(MemoryStore::new()));
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let session = Arc::new(SessionService::new(
+        store.clone(),
+        SessionConfig {
+            clock: clock.wall_clock(),
+            pulse: Some(PulseConfig::default()),
+            ..SessionConfig::default()
+        },
+    ));
+    session.pulse().await.expect("the first pulse");
+    let game = session
+        .create_game(Request::new(pb::CreateGameRequest {
+            south_player: "alice".into(),
+            north_player: "bob".into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .game_id;
+    store.pulse_open.send_replace(false);
+    store.open.send_replace(false);
+    assert!(session.pulse().await.is_err(), "the store does not answer");
+    // The last good pulse is now older than the outage threshold: a command would pulse first.
+    clock.advance(Duration::from_secs(5));
+    tokio::time::advance(Duration::from_secs(5)).await;
+
+    let at = tokio::time::Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|n| {
+            let session = Arc::clone(&session);
+            let game = game.clone();
+            tokio::spawn(async move { session.resign(resign(&game, &format!("r{n}"))).await })
+        })
+        .collect();
+    for call in calls {
+        let refused = call.await.unwrap().expect_err("refused");
+        assert_store_unavailable(&refused, "a command while the store is lost");
+    }
+    assert_eq!(
+        at.elapsed(),
+        Duration::ZERO,
+        "refused at once, not after pulses of their own"
+    );
+}
