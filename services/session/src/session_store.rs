@@ -11,8 +11,9 @@
 //! is refused at once (`StoreError::Lost`, `UNAVAILABLE`/`STORE_UNAVAILABLE`, retriable), calls
 //! under way are given up, watched games' streams end (`watch.rs`) and the session's health
 //! turns NOT_SERVING (`crates/hidden-front/src/health.rs`), so its callers retry on a host that
-//! serves. The first pulse that answers ends it. An append given up may still have committed:
-//! its retry, with the same idempotency key, finds it.
+//! serves. The first pulse that answers ends it, unless the store was lost to this process
+//! alone ([`Recovery`]): then it stays lost a while longer. An append given up may still have
+//! committed: its retry, with the same idempotency key, finds it.
 
 use async_trait::async_trait;
 use hidden_front_metrics_names as names;
@@ -38,8 +39,41 @@ pub(crate) struct SessionStore {
     /// The handles of the operations every move performs, made once.
     hot: HotOperations,
     append_duration: metrics::Histogram,
-    /// Whether this process's last pulse failed: set by [`GameStore::pulse`] alone.
+    /// Whether this process's last pulse failed, or it is still holding off after finding the
+    /// store again ([`Recovery`]): set by [`GameStore::pulse`] alone.
     lost: watch::Sender<bool>,
+    /// When the store was lost, and until when this process holds off after finding it.
+    recovery: parking_lot::Mutex<Recovery>,
+}
+
+/// The longest a process holds off after finding its store again ([`Recovery`]).
+pub(crate) const MAX_RECOVERY_HOLD: Duration = Duration::from_secs(60);
+
+/// Added to the measured loss for the hold ([`Recovery`]): the loss began up to a pulse interval
+/// before the pulse that found it, and TCP's next retransmission may come a little after a
+/// doubling of the time it has waited.
+const RECOVERY_HOLD_MARGIN: Duration = Duration::from_secs(2);
+
+/// A process that lost its store while the rest of the service did not (its pulse, once it
+/// answers, finds no outage of the service although this process could not reach the store for
+/// longer than the outage threshold: other processes kept the service's pulse row fresh meanwhile)
+/// stays lost for as long again as the loss lasted, plus [`RECOVERY_HOLD_MARGIN`], at most
+/// [`MAX_RECOVERY_HOLD`]. Why: the connections that had packets in flight when the database
+/// stopped answering (the LISTEN connection's notifications, requests under way) sit in TCP's
+/// retransmission backoff after it answers again, for up to about as long again as it was gone:
+/// after a 30 s cut of one session host the cluster test saw calls sent to that host right
+/// after it reported SERVING answered 20–23 s later in 3 of 6 runs (docs/cluster-test.md). The
+/// other hosts serve meanwhile, so holding off costs the players nothing, and the store's
+/// pool is renewed meanwhile. When the whole service could not serve (the pulse records an
+/// outage, and moves the running deadlines for it), or the loss was too short to tell, the
+/// first pulse that answers ends the loss at once: no other process would serve instead, and
+/// time held off is not given back to the players' clocks.
+#[derive(Debug, Default)]
+struct Recovery {
+    /// When the first pulse that failed began.
+    lost_since: Option<tokio::time::Instant>,
+    /// Until when this process holds off although its pulse answers.
+    held_until: Option<tokio::time::Instant>,
 }
 
 /// `hf_store_operations_total` of the operations on a move's path.
@@ -62,6 +96,51 @@ impl SessionStore {
             },
             append_duration: metrics::histogram!(names::STORE_APPEND_DURATION_SECONDS),
             lost: watch::channel(false).0,
+            recovery: parking_lot::Mutex::default(),
+        }
+    }
+
+    /// Whether the store is lost to this process after a pulse that began at `started` and
+    /// answered `result` ([`Recovery`]).
+    fn lost_after_pulse(
+        &self,
+        started: tokio::time::Instant,
+        result: &Result<Option<Outage>, StoreError>,
+        rule: &OutageRule,
+    ) -> bool {
+        let mut recovery = self.recovery.lock();
+        let outage_recorded = match result {
+            Err(_) => {
+                recovery.lost_since.get_or_insert(started);
+                recovery.held_until = None;
+                return true;
+            }
+            Ok(outage) => outage.is_some(),
+        };
+        let now = tokio::time::Instant::now();
+        if let Some(since) = recovery.lost_since.take() {
+            let loss = now.saturating_duration_since(since);
+            if !outage_recorded && loss > rule.outage_after {
+                let hold = (loss + RECOVERY_HOLD_MARGIN).min(MAX_RECOVERY_HOLD);
+                recovery.held_until = Some(now + hold);
+                tracing::warn!(
+                    loss_seconds = loss.as_secs_f64(),
+                    hold_seconds = hold.as_secs_f64(),
+                    "the store answers again, but it was lost to this process alone for \
+                     {:.1} s: holding off for {:.1} s more while the other processes serve",
+                    loss.as_secs_f64(),
+                    hold.as_secs_f64()
+                );
+            }
+        }
+        match recovery.held_until {
+            Some(until) if now < until => true,
+            Some(_) => {
+                recovery.held_until = None;
+                tracing::info!("done holding off after the store was lost: serving again");
+                false
+            }
+            None => false,
         }
     }
 
@@ -269,13 +348,14 @@ impl GameStore for SessionStore {
         // Never refused for being lost: the pulse is how the store is found again. Bounded, so
         // that a store that does not answer is lost within the outage threshold.
         let bound = rule.outage_after / 2;
+        let started = tokio::time::Instant::now();
         let result = match tokio::time::timeout(bound, self.inner.pulse(clock, rule)).await {
             Ok(result) => result,
             Err(_) => Err(StoreError::Lost {
                 reason: format!("its pulse did not answer within {} ms", bound.as_millis()),
             }),
         };
-        let lost = result.is_err();
+        let lost = self.lost_after_pulse(started, &result, rule);
         self.lost.send_if_modified(|was| {
             let changed = *was != lost;
             *was = lost;
@@ -364,6 +444,9 @@ pub(crate) async fn became_lost(lost: &mut watch::Receiver<bool>) -> bool {
 /// The refusal of a call while the store is lost.
 pub(crate) fn lost_error() -> StoreError {
     StoreError::Lost {
-        reason: "its last pulse failed; calls are refused until one answers".into(),
+        reason: "it was lost to this process; calls are refused until it answers again (and, \
+                 after a loss of this process alone, for as long again: the other session \
+                 processes serve meanwhile)"
+            .into(),
     }
 }

@@ -178,6 +178,99 @@ async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_a
     assert_eq!(view.phase, pb::Phase::Ended as i32);
 }
 
+/// A session whose pulse cannot reach the store for 10 s (bounded pulses every few seconds fail)
+/// and then answers; `whole_service` says whether the store's clock moved with it (the store
+/// then finds the service's pulse row stale and records an outage) or not (other processes kept
+/// it fresh: the loss was this process's alone). Returns the session, a game, how long it was
+/// lost, and the clock.
+async fn lost_for_ten_seconds(
+    whole_service: bool,
+) -> (Arc<SessionService>, String, Duration, ManualClock) {
+    let store = Arc::new(HookedStore::new(MemoryStore::new()));
+    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let session = Arc::new(SessionService::new(
+        store.clone(),
+        SessionConfig {
+            clock: clock.wall_clock(),
+            pulse: Some(PulseConfig::default()),
+            ..SessionConfig::default()
+        },
+    ));
+    session.pulse().await.expect("the first pulse");
+    let game = session
+        .create_game(Request::new(pb::CreateGameRequest {
+            south_player: "alice".into(),
+            north_player: "bob".into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .game_id;
+    let began = tokio::time::Instant::now();
+    store.pulse_open.send_replace(false);
+    store.open.send_replace(false);
+    assert!(session.pulse().await.is_err(), "the store does not answer");
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert!(session.pulse().await.is_err(), "still not");
+    let loss = began.elapsed();
+    if whole_service {
+        clock.advance(loss);
+    }
+    store.pulse_open.send_replace(true);
+    store.open.send_replace(true);
+    let found = session.pulse().await.expect("the store answers again");
+    assert_eq!(
+        found.is_some(),
+        whole_service,
+        "an outage is recorded only when nobody kept the service's pulse"
+    );
+    (session, game, loss, clock)
+}
+
+/// A process that lost the store while the others kept serving holds off for as long again as
+/// the loss (plus a 2 s margin) after its pulse answers: every call is still refused, retriable,
+/// and its health stays NOT_SERVING, so its callers keep using the other hosts while its
+/// connections left over from the loss recover. Then the next pulse serves again.
+#[tokio::test(start_paused = true)]
+async fn a_loss_of_this_process_alone_is_held_off_for_as_long_again() {
+    let (session, game, loss, _clock) = lost_for_ten_seconds(false).await;
+    let lost = session.store_lost();
+    let hold = loss + Duration::from_secs(2);
+    assert!(*lost.borrow(), "held off right after the store answered");
+    let refused = session.get_game(get(&game)).await.expect_err("refused");
+    assert_store_unavailable(&refused, "a call while held off");
+
+    tokio::time::advance(hold - Duration::from_millis(500)).await;
+    session.pulse().await.expect("the store answers");
+    assert!(*lost.borrow(), "still held off 0.5 s before the hold ends");
+    assert_store_unavailable(
+        &session.get_game(get(&game)).await.expect_err("refused"),
+        "a call just before the hold ends",
+    );
+
+    tokio::time::advance(Duration::from_secs(1)).await;
+    session.pulse().await.expect("the store answers");
+    assert!(!*lost.borrow(), "serving once the hold is over");
+    session
+        .get_game(get(&game))
+        .await
+        .expect("served after the hold");
+}
+
+/// When the whole service could not reach the store (the pulse records an outage and moves the
+/// running deadlines for it), nobody else served meanwhile: the first pulse that answers serves
+/// again at once, so no time is held off that the players' clocks were not given back.
+#[tokio::test(start_paused = true)]
+async fn a_loss_of_the_whole_service_ends_with_the_first_pulse_that_answers() {
+    let (session, game, _loss, _clock) = lost_for_ten_seconds(true).await;
+    assert!(!*session.store_lost().borrow(), "serving at once");
+    session
+        .get_game(get(&game))
+        .await
+        .expect("served right after the outage");
+}
+
 /// Once the store is lost and this process's last pulse is stale, calls are refused at once:
 /// none of them pulses on its own. Before, every call waited for a pulse of its own, one after
 /// another, each waiting out the pulse's bound, so calls queued at a host cut from its database
