@@ -30,7 +30,8 @@ use tokio::sync::watch;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
-/// How often the dependencies are checked.
+/// How often the dependencies are checked (a gateway without the session in its process: at
+/// each probe round of its session channel instead, `hidden_front_channel::PROBE_EVERY`).
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(3);
 /// How long one check may take before it counts as a failure.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -80,12 +81,28 @@ pub async fn start(
     };
     checker.check().await;
     let mut store_lost = checker.deps.store_lost.clone();
+    // A gateway without the session in its process is checked at each probe of its session
+    // channel (every second) rather than every CHECK_INTERVAL: its only dependency is what those
+    // probes find, and two failed checks 3 s apart held a gateway cut from every session host in
+    // the ingress's rotation for up to 6 s more (the cluster test's
+    // `partition_gateway1_sessions`, 8.3–9.9 s unable to move against a 10 s bound). Still two
+    // failed rounds in a row, as for the store, so one slow probe takes no gateway out.
+    let mut probes = match (&checker.deps.store, &checker.deps.session_serving) {
+        (None, Some(serving)) => Some(serving.clone()),
+        _ => None,
+    };
+    let mut probe_driven = probes.is_some();
     Ok(tokio::spawn(async move {
         let mut every = tokio::time::interval(CHECK_INTERVAL);
         every.tick().await;
         loop {
             tokio::select! {
-                _ = every.tick() => checker.check().await,
+                _ = every.tick(), if !probe_driven => checker.check().await,
+                probed = next_probe(&mut probes), if probe_driven => match probed {
+                    true => checker.check().await,
+                    // The channel's prober is gone: back to checking on the interval.
+                    false => probe_driven = false,
+                },
                 Some(Ok(())) = async { match &mut store_lost {
                     Some(lost) => Some(lost.changed().await),
                     None => None,
@@ -238,6 +255,14 @@ impl Verdicts {
     }
 }
 
+/// Whether the session channel's prober reported another round (false: it is gone).
+async fn next_probe(probes: &mut Option<Serving>) -> bool {
+    match probes {
+        Some(serving) => serving.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
 /// `ping`'s answer, or `None` as soon as `lost` says the store is lost while it waits. Why: a
 /// check whose ping waits out [`CHECK_TIMEOUT`] on a store that stopped answering held the
 /// report of the loss (the check that the loss wakes runs after it) for up to that long; the
@@ -300,6 +325,55 @@ mod tests {
             ping_unless_lost(std::future::ready(false), None).await,
             Some(false)
         );
+    }
+
+    /// A gateway follows its session channel's probe rounds, not the 3 s check interval: ready
+    /// after the first round that finds a session serving, not ready after the second round in
+    /// a row that finds none (one is not enough), all without waiting for the interval.
+    #[tokio::test(start_paused = true)]
+    async fn a_gateway_is_checked_at_every_probe_round() {
+        let (probe, serving) = watch::channel(Some(1));
+        let (reporter, _service) = tonic_health::server::health_reporter();
+        let readiness = Arc::new(watch::channel(Readiness::NotServing).0);
+        let mut ready = readiness.subscribe();
+        let checks = start(
+            vec![PortHealth {
+                reporter,
+                services: vec![PLAYER_SERVICE],
+            }],
+            Dependencies {
+                store: None,
+                store_lost: None,
+                session_serving: Some(serving),
+            },
+            Arc::clone(&readiness),
+        )
+        .await
+        .unwrap();
+        assert_eq!(*ready.borrow_and_update(), Readiness::Serving);
+        probe.send_replace(Some(0));
+        // Paused time moves only once every task is idle: the checker has taken the round.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let at = tokio::time::Instant::now();
+        assert_eq!(
+            *ready.borrow(),
+            Readiness::Serving,
+            "one round without a session is not enough"
+        );
+        probe.send_replace(Some(0));
+        ready
+            .wait_for(|r| *r == Readiness::NotServing)
+            .await
+            .unwrap();
+        assert_eq!(
+            at.elapsed(),
+            Duration::ZERO,
+            "down at the second round, not at a check interval"
+        );
+        probe.send_replace(Some(1));
+        ready.wait_for(|r| *r == Readiness::Serving).await.unwrap();
+        assert_eq!(at.elapsed(), Duration::ZERO, "back at the next round");
+        checks.abort();
     }
 
     /// Ready while any address serves; not without a probe's answer, nor when none serves.
