@@ -467,7 +467,7 @@ pub async fn invites_accept_cancel_expire(store: Arc<dyn MatchStore>) {
 /// A rated game between `a` (south) and `b` (north), made from their tickets "t" (a queue of its
 /// own).
 async fn rated_game(store: &Arc<dyn MatchStore>, a: &str, b: &str) -> Uuid {
-    rated_game_with_tickets(store, a, b, "t").await
+    game_with_tickets(store, a, b, "t", true).await
 }
 
 /// A rated game's end moves both ratings once, even when eight tasks handle it at once; a game
@@ -523,21 +523,41 @@ pub async fn ended_games_are_handled_once(store: Arc<dyn MatchStore>) {
 
 /// A rated game between `south` and `north` (a queue of its own, tickets of their own), made.
 async fn rated_game_between(store: &Arc<dyn MatchStore>, south: &str, north: &str) -> Uuid {
-    rated_game_with_tickets(store, south, north, &Uuid::new_v4().simple().to_string()).await
+    game_with_tickets(
+        store,
+        south,
+        north,
+        &Uuid::new_v4().simple().to_string(),
+        true,
+    )
+    .await
 }
 
-/// A rated game between `south` and `north` in a queue of its own, made from their tickets
-/// `ticket_id`.
-async fn rated_game_with_tickets(
+/// An unrated game between `south` and `north` (a queue of its own, tickets of their own), made.
+async fn casual_game_between(store: &Arc<dyn MatchStore>, south: &str, north: &str) -> Uuid {
+    game_with_tickets(
+        store,
+        south,
+        north,
+        &Uuid::new_v4().simple().to_string(),
+        false,
+    )
+    .await
+}
+
+/// A game between `south` and `north` in a queue of its own, rated or not, made from their
+/// tickets `ticket_id`.
+async fn game_with_tickets(
     store: &Arc<dyn MatchStore>,
     south: &str,
     north: &str,
     ticket_id: &str,
+    rated: bool,
 ) -> Uuid {
     let q = Queue {
         rules: "hidden-front".into(),
-        time_control: format!("rated-{}", Uuid::new_v4().simple()),
-        rated: true,
+        time_control: format!("queue-{}", Uuid::new_v4().simple()),
+        rated,
     };
     store
         .enqueue(ticket(south, ticket_id, &q, 1, u64::MAX / 2))
@@ -556,7 +576,8 @@ async fn rated_game_with_tickets(
 /// Rating integrity (docs/matchmaking.md): a rated game resigned at ply 1 changes no rating;
 /// of the rated games between the same two players (either seat) handled within the pair
 /// window, those past the cap change none either (the short one counts toward it: it was a rated
-/// game between them); once the window has passed, a game counts again.
+/// game between them), whichever seat each had; once the window has passed, a game counts again,
+/// and unrated games between them count toward no cap.
 pub async fn early_ends_and_games_past_the_pair_cap_are_unrated(store: Arc<dyn MatchStore>) {
     let rules = RatingIntegrity {
         min_plies: 10,
@@ -601,12 +622,36 @@ pub async fn early_ends_and_games_past_the_pair_cap_are_unrated(store: Arc<dyn M
         "the third, seats swapped, is past the cap of 2"
     );
     assert_eq!(games(store.clone(), b.clone()).await, 1);
+    let fourth = rated_game_between(&store, &a, &b).await;
+    let effect = handle_ended_game(&*store, &end(fourth, &a, &b, 60), 4_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(
+        effect.ratings.is_none(),
+        "the fourth, seated as the first two, is past the cap too"
+    );
+    assert_eq!(games(store.clone(), a.clone()).await, 1);
     let later = rated_game_between(&store, &a, &b).await;
     let effect = handle_ended_game(&*store, &end(later, &a, &b, 60), 200_000, 0, &rules)
         .await
         .unwrap();
     assert!(effect.ratings.is_some(), "a day later it counts again");
     assert_eq!(games(store.clone(), a.clone()).await, 2);
+    for at in [201_000, 202_000] {
+        let casual = casual_game_between(&store, &a, &b).await;
+        handle_ended_game(&*store, &end(casual, &a, &b, 60), at, 0, &rules)
+            .await
+            .unwrap();
+    }
+    let after_casual = rated_game_between(&store, &a, &b).await;
+    let effect = handle_ended_game(&*store, &end(after_casual, &a, &b, 60), 203_000, 0, &rules)
+        .await
+        .unwrap();
+    assert!(
+        effect.ratings.is_some(),
+        "two unrated games between them count toward no cap: one rated game in the window"
+    );
+    assert_eq!(games(store.clone(), a.clone()).await, 3);
 }
 
 /// A queue game cancelled because north lost its seat: south is queued again with priority
