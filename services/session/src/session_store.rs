@@ -67,7 +67,9 @@ const RECOVERY_HOLD_MARGIN: Duration = Duration::from_secs(2);
 /// pool is renewed meanwhile. When the whole service could not serve (the pulse records an
 /// outage, and moves the running deadlines for it), or the loss was too short to tell, the
 /// first pulse that answers ends the loss at once: no other process would serve instead, and
-/// time held off is not given back to the players' clocks.
+/// time held off is not given back to the players' clocks. While it holds off, its pulse only
+/// pings the store and does not beat the service's pulse row, so if the other processes go
+/// down meanwhile, its first pulse after the hold finds the gap and records the outage.
 #[derive(Debug, Default)]
 struct Recovery {
     /// When the first pulse that failed began.
@@ -349,7 +351,23 @@ impl GameStore for SessionStore {
         // that a store that does not answer is lost within the outage threshold.
         let bound = rule.outage_after / 2;
         let started = tokio::time::Instant::now();
-        let result = match tokio::time::timeout(bound, self.inner.pulse(clock, rule)).await {
+        // A process holding off serves nobody, so it only asks whether the store answers: a beat
+        // of the service's pulse row would tell the others (and its own first pulse after the
+        // hold) that the service was serving, and if the other processes went down meanwhile,
+        // the time nobody served would not be given back to the players' clocks.
+        let held = self
+            .recovery
+            .lock()
+            .held_until
+            .is_some_and(|until| started < until);
+        let asked = async {
+            if held {
+                self.inner.ping().await.map(|()| None)
+            } else {
+                self.inner.pulse(clock, rule).await
+            }
+        };
+        let result = match tokio::time::timeout(bound, asked).await {
             Ok(result) => result,
             Err(_) => Err(StoreError::Lost {
                 reason: format!("its pulse did not answer within {} ms", bound.as_millis()),

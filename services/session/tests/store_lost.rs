@@ -323,3 +323,38 @@ async fn calls_while_lost_are_refused_without_pulsing_one_after_another() {
         "refused at once, not after pulses of their own"
     );
 }
+
+/// A process holding off serves nobody, so its pulses meanwhile do not beat the service's pulse
+/// row: if nobody else beats it during the hold (here the store's clock runs on and no other
+/// process pulses), the first pulse after the hold finds the gap and records an outage, so the
+/// time nobody served is given back to the players' clocks.
+#[tokio::test(start_paused = true)]
+async fn a_process_holding_off_does_not_keep_the_service_pulse_alive() {
+    let (session, _game, loss, clock) = lost_for_ten_seconds(false).await;
+    let lost = session.store_lost();
+    let hold = loss + Duration::from_secs(2);
+    let mut waited = Duration::ZERO;
+    while waited < hold {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        clock.advance(Duration::from_secs(1));
+        waited += Duration::from_secs(1);
+        let during = session.pulse().await.expect("the store answers");
+        if *lost.borrow() {
+            assert_eq!(during, None, "nothing is recorded while holding off");
+        } else {
+            assert!(
+                during.is_some(),
+                "the pulse that ends the hold finds nobody beat the row meanwhile"
+            );
+            return;
+        }
+    }
+    tokio::time::advance(Duration::from_secs(1)).await;
+    clock.advance(Duration::from_secs(1));
+    let after = session.pulse().await.expect("the store answers");
+    assert!(!*lost.borrow(), "serving after the hold");
+    assert!(
+        after.is_some(),
+        "the first pulse after the hold records the time nobody served"
+    );
+}
