@@ -3,8 +3,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hidden_front_tournament::arena::{Waiting, pair_wave};
-use hidden_front_tournament::swiss::pair_round;
-use hidden_front_tournament::{Colour, Entrant, Outcome, Played, Record};
+use hidden_front_tournament::swiss::{pair_round, record_round};
+use hidden_front_tournament::{Entrant, Outcome, Record};
 use std::hint::black_box;
 
 /// 10,000 waiting players over 40 score levels and 800 rating points, each with a last opponent.
@@ -35,30 +35,15 @@ fn swiss_field(players: usize, rounds: usize) -> Vec<Record> {
     let mut result = 0u32;
     for _ in 0..rounds {
         let round = pair_round(&records).expect("a pairing");
-        for game in &round.games {
+        record_round(&mut records, &round, |_| {
             result = result.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            let outcome = match (result >> 16) % 3 {
+            match (result >> 16) % 3 {
                 0 => Outcome::Win,
                 1 => Outcome::Draw,
                 _ => Outcome::Loss,
-            };
-            let at = |id: &str| records.iter().position(|r| r.entrant.id == id).unwrap();
-            let (first, second) = (at(&game.first), at(&game.second));
-            records[first].rounds.push(Played::Game {
-                opponent: game.second.clone(),
-                colour: Colour::First,
-                outcome,
-            });
-            records[second].rounds.push(Played::Game {
-                opponent: game.first.clone(),
-                colour: Colour::Second,
-                outcome: outcome.for_opponent(),
-            });
-        }
-        if let Some(bye) = &round.bye {
-            let at = records.iter().position(|r| &r.entrant.id == bye).unwrap();
-            records[at].rounds.push(Played::Bye);
-        }
+            }
+        })
+        .expect("the round's players are entrants");
     }
     records
 }

@@ -186,6 +186,9 @@ pub enum TournamentError {
         /// How many the first record has.
         expected: usize,
     },
+    /// A round names a player who is not an entrant.
+    #[error("the round names {0:?}, who is not an entrant")]
+    NotAnEntrant(String),
     /// Fewer than two entrants to pair.
     #[error("at least two entrants are needed, not {0}")]
     TooFewEntrants(usize),

@@ -124,6 +124,48 @@ pub fn pair_round(records: &[Record]) -> Result<RoundPairings, TournamentError> 
     Err(TournamentError::NoPairing { round })
 }
 
+/// Adds a paired round to the records: each game with `outcome_for_first` (how it ended for the
+/// player who moved first), the bye, and `Absent` for every entrant the round left out, so the
+/// records stay of one length. A round naming someone who is not an entrant changes nothing.
+pub fn record_round(
+    records: &mut [Record],
+    round: &RoundPairings,
+    mut outcome_for_first: impl FnMut(&Pairing) -> crate::Outcome,
+) -> Result<(), TournamentError> {
+    let at = |records: &[Record], id: &str| {
+        records
+            .iter()
+            .position(|r| r.entrant.id == id)
+            .ok_or_else(|| TournamentError::NotAnEntrant(id.to_owned()))
+    };
+    let mut played = Vec::with_capacity(round.games.len());
+    for game in &round.games {
+        played.push((at(records, &game.first)?, at(records, &game.second)?));
+    }
+    let bye = round.bye.as_deref().map(|id| at(records, id)).transpose()?;
+    let length = records.first().map_or(0, |r| r.rounds.len());
+    for ((first, second), game) in played.into_iter().zip(&round.games) {
+        let outcome = outcome_for_first(game);
+        records[first].rounds.push(Played::Game {
+            opponent: game.second.clone(),
+            colour: Colour::First,
+            outcome,
+        });
+        records[second].rounds.push(Played::Game {
+            opponent: game.first.clone(),
+            colour: Colour::Second,
+            outcome: outcome.for_opponent(),
+        });
+    }
+    if let Some(bye) = bye {
+        records[bye].rounds.push(Played::Bye);
+    }
+    for record in records.iter_mut().filter(|r| r.rounds.len() == length) {
+        record.rounds.push(Played::Absent);
+    }
+    Ok(())
+}
+
 fn player_of(record: &Record) -> Player<'_> {
     let mut difference = 0;
     let mut last = [None, None];

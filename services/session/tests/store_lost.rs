@@ -52,22 +52,21 @@ fn assert_store_unavailable(status: &Status, what: &str) {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_again() {
+/// A session on a hooked memory store with the default pulse, pulsed once, and one new game:
+/// the store, the session's clock, the session and the game's id.
+async fn serving_session_with_game() -> (Arc<HookedStore>, ManualClock, Arc<SessionService>, String)
+{
     let store = Arc::new(HookedStore::new(MemoryStore::new()));
     let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let pulse = PulseConfig::default();
     let session = Arc::new(SessionService::new(
         store.clone(),
         SessionConfig {
             clock: clock.wall_clock(),
-            pulse: Some(pulse),
+            pulse: Some(PulseConfig::default()),
             ..SessionConfig::default()
         },
     ));
     session.pulse().await.expect("the first pulse");
-    let lost = session.store_lost();
-    assert!(!*lost.borrow(), "a store that answers is not lost");
     let game = session
         .create_game(Request::new(pb::CreateGameRequest {
             south_player: "alice".into(),
@@ -78,6 +77,15 @@ async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_a
         .unwrap()
         .into_inner()
         .game_id;
+    (store, clock, session, game)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_again() {
+    let (store, _clock, session, game) = serving_session_with_game().await;
+    let pulse = PulseConfig::default();
+    let lost = session.store_lost();
+    assert!(!*lost.borrow(), "a store that answers is not lost");
     let mut stream = session
         .watch_game(Request::new(pb::WatchGameRequest {
             game_id: game.clone(),
@@ -186,27 +194,7 @@ async fn a_store_that_stops_answering_is_lost_within_the_pulse_bound_and_found_a
 async fn lost_for_ten_seconds(
     whole_service: bool,
 ) -> (Arc<SessionService>, String, Duration, ManualClock) {
-    let store = Arc::new(HookedStore::new(MemoryStore::new()));
-    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let session = Arc::new(SessionService::new(
-        store.clone(),
-        SessionConfig {
-            clock: clock.wall_clock(),
-            pulse: Some(PulseConfig::default()),
-            ..SessionConfig::default()
-        },
-    ));
-    session.pulse().await.expect("the first pulse");
-    let game = session
-        .create_game(Request::new(pb::CreateGameRequest {
-            south_player: "alice".into(),
-            north_player: "bob".into(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap()
-        .into_inner()
-        .game_id;
+    let (store, clock, session, game) = serving_session_with_game().await;
     let began = tokio::time::Instant::now();
     store.pulse_open.send_replace(false);
     store.open.send_replace(false);
@@ -277,27 +265,7 @@ async fn a_loss_of_the_whole_service_ends_with_the_first_pulse_that_answers() {
 /// for seconds each, past their deadlines.
 #[tokio::test(start_paused = true)]
 async fn calls_while_lost_are_refused_without_pulsing_one_after_another() {
-    let store = Arc::new(HookedStore::new(MemoryStore::new()));
-    let clock = ManualClock::at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let session = Arc::new(SessionService::new(
-        store.clone(),
-        SessionConfig {
-            clock: clock.wall_clock(),
-            pulse: Some(PulseConfig::default()),
-            ..SessionConfig::default()
-        },
-    ));
-    session.pulse().await.expect("the first pulse");
-    let game = session
-        .create_game(Request::new(pb::CreateGameRequest {
-            south_player: "alice".into(),
-            north_player: "bob".into(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap()
-        .into_inner()
-        .game_id;
+    let (store, clock, session, game) = serving_session_with_game().await;
     store.pulse_open.send_replace(false);
     store.open.send_replace(false);
     assert!(session.pulse().await.is_err(), "the store does not answer");

@@ -14,35 +14,15 @@ fn entrants(n: usize) -> Vec<Record> {
         .collect()
 }
 
-fn index(records: &[Record], id: &str) -> usize {
-    records.iter().position(|r| r.entrant.id == id).unwrap()
-}
-
 /// Records the round's games with outcomes drawn from `results` (0 first wins, 1 draw, 2 second
 /// wins), and the bye.
 fn play(records: &mut [Record], round: &RoundPairings, results: &mut impl Iterator<Item = u8>) {
-    for game in &round.games {
-        let outcome = match results.next().unwrap_or(0) % 3 {
-            0 => Outcome::Win,
-            1 => Outcome::Draw,
-            _ => Outcome::Loss,
-        };
-        let (first, second) = (index(records, &game.first), index(records, &game.second));
-        records[first].rounds.push(Played::Game {
-            opponent: game.second.clone(),
-            colour: Colour::First,
-            outcome,
-        });
-        records[second].rounds.push(Played::Game {
-            opponent: game.first.clone(),
-            colour: Colour::Second,
-            outcome: outcome.for_opponent(),
-        });
-    }
-    if let Some(bye) = &round.bye {
-        let i = index(records, bye);
-        records[i].rounds.push(Played::Bye);
-    }
+    record_round(records, round, |_| match results.next().unwrap_or(0) % 3 {
+        0 => Outcome::Win,
+        1 => Outcome::Draw,
+        _ => Outcome::Loss,
+    })
+    .expect("the round's players are entrants");
 }
 
 /// The ids in rank order (score, rating, id), as `pair_round` ranks them.
@@ -257,6 +237,38 @@ fn records_that_do_not_describe_one_tournament_are_refused() {
         pair_round(&short),
         Err(TournamentError::RoundsDiffer { .. })
     ));
+}
+
+/// A recorded round gives every entrant one more round (absent if left out) and changes nothing
+/// when it names a stranger.
+#[test]
+fn recording_a_round_keeps_the_records_of_one_length() {
+    let mut records = entrants(5);
+    let round = RoundPairings {
+        games: vec![Pairing {
+            first: "p00".into(),
+            second: "p01".into(),
+        }],
+        bye: Some("p04".into()),
+    };
+    record_round(&mut records, &round, |_| Outcome::Draw).unwrap();
+    assert!(records.iter().all(|r| r.rounds.len() == 1));
+    assert_eq!(records[2].rounds[0], Played::Absent);
+    assert_eq!(records[4].rounds[0], Played::Bye);
+    assert_eq!(records[1].half_points(), 1);
+    let stranger = RoundPairings {
+        games: vec![Pairing {
+            first: "p00".into(),
+            second: "nobody".into(),
+        }],
+        bye: None,
+    };
+    let before = records.clone();
+    assert_eq!(
+        record_round(&mut records, &stranger, |_| Outcome::Win),
+        Err(TournamentError::NotAnEntrant("nobody".into()))
+    );
+    assert_eq!(records, before, "nothing half-applied");
 }
 
 #[test]
