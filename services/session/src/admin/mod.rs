@@ -10,7 +10,8 @@
 //! entry until the operator retries with the same idempotency key (the retry gets the first answer
 //! and writes the entry, `replayed`).
 
-pub mod auth;
+/// Who may use it: the operator tokens (`crates/operator-auth`), shared with the other operator APIs.
+pub use hidden_front_operator_auth as auth;
 mod requests;
 
 use crate::errors::store_error_status;

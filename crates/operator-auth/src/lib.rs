@@ -1,6 +1,7 @@
-//! Who may use the admin API: operators with a token configured on the session
-//! (`--admin-token NAME=TOKEN`, env `HF_ADMIN_TOKEN`, formerly `HF_ADMIN_TOKENS`), sent as
-//! `authorization: Bearer TOKEN`.
+//! Who may use the operator APIs (the admin API, the webhooks' admin API, the organisers' API):
+//! operators with a token configured on the process serving them (`--admin-token NAME=TOKEN`, env
+//! `HF_ADMIN_TOKEN`, formerly `HF_ADMIN_TOKENS`), sent as `authorization: Bearer TOKEN`. One crate
+//! so that every operator API refuses the same way.
 //!
 //! Players never are. The session holds no player secrets (it trusts the gateway), so it cannot
 //! verify a player's JWT; it does not need to: **any well-formed JWT** (three base64url segments
@@ -36,7 +37,7 @@ pub struct Operator {
     pub name: String,
 }
 
-/// The operator tokens a session accepts.
+/// The operator tokens a server accepts.
 #[derive(Clone, Default)]
 pub struct AdminTokens {
     /// (name, token) pairs.
@@ -161,7 +162,7 @@ impl AdminTokens {
         if !self.is_configured() {
             return Err(ApiError::new(
                 Reason::AdminNotConfigured,
-                "the admin API is off: no operator token is configured on this session \
+                "the operator APIs are off: no operator token is configured on this server \
                  (--admin-token NAME=TOKEN or HF_ADMIN_TOKEN)",
             )
             .into());
@@ -218,7 +219,7 @@ impl AdminTokens {
         }
         Err(ApiError::new(
             Reason::TokenInvalid,
-            "the operator token is not one this session knows",
+            "the operator token is not one this server knows",
         )
         .into())
     }
