@@ -18,6 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "hiddenfront/v1/matchmaking.proto",
         "hiddenfront/v1/admin.proto",
         "hiddenfront/v1/webhooks.proto",
+        "hiddenfront/v1/organiser.proto",
     ];
     let fds = protox::compile(files, [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);

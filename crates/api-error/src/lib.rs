@@ -182,6 +182,16 @@ reasons! {
     ComputerUnavailable = "COMPUTER_UNAVAILABLE" => InvalidArgument,
     /// No free invite code could be drawn; try again.
     InviteCodesExhausted = "INVITE_CODES_EXHAUSTED" => ResourceExhausted,
+    /// No organiser's bulk with that id.
+    BulkNotFound = "BULK_NOT_FOUND" => NotFound,
+    /// A bulk with that id exists with other games or settings.
+    BulkExists = "BULK_EXISTS" => AlreadyExists,
+    /// The bulk has started (or starts too soon to be stopped): it cannot be cancelled.
+    BulkStarted = "BULK_STARTED" => FailedPrecondition,
+    /// A bulk names one player in two places.
+    PlayerTwice = "PLAYER_TWICE" => InvalidArgument,
+    /// A start time that has passed, or one too far ahead.
+    StartTimeInvalid = "START_TIME_INVALID" => InvalidArgument,
 
     // Webhooks (the operators' WebhookAdminService).
     /// No webhook endpoint of that name is configured.

@@ -21,6 +21,7 @@ use hidden_front_gateway::http::Readiness;
 use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
+use hidden_front_proto::v1::organiser_service_server::SERVICE_NAME as ORGANISER_SERVICE;
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 use hidden_front_store::GameStore;
@@ -178,9 +179,8 @@ impl Checker {
             for &service in &port.services {
                 let ok = match service {
                     PLAYER_SERVICE => gateway_ok,
-                    SESSION_SERVICE | ADMIN_SERVICE | CLOCK_SERVICE | MATCHMAKING_SERVICE => {
-                        store_ok
-                    }
+                    SESSION_SERVICE | ADMIN_SERVICE | CLOCK_SERVICE | MATCHMAKING_SERVICE
+                    | ORGANISER_SERVICE => store_ok,
                     _ => None,
                 };
                 if let Some(ok) = ok {

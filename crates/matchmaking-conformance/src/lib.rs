@@ -21,6 +21,9 @@ use std::time::Duration;
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
+mod bulk;
+pub use bulk::*;
+
 /// A running check.
 pub type CheckFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// One check, applied to a store.
@@ -59,6 +62,11 @@ macro_rules! match_store_tests {
             computer_games_are_leased,
             feed_cursor_moves_forward_only,
             lobby_wakeups_arrive,
+            bulks_are_stored_whole_and_retried_by_content,
+            racing_creations_of_one_bulk_store_it_once,
+            bulk_matches_are_due_at_their_start_only,
+            cancelled_bulks_never_start,
+            a_bulk_game_keeps_its_outcome_and_rating,
         );
     };
 }
@@ -341,6 +349,7 @@ pub async fn complete_match_tells_both_once(store: Arc<dyn MatchStore>) {
             opponent: b.clone(),
             ticket_id: Some("ta".into()),
             invite_code: None,
+            bulk_id: None,
         }
     );
     let for_b = store.lobby_events(&b, 0, 10).await.unwrap();
@@ -749,6 +758,7 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
                 new_rating: rating.rating,
             }],
         }],
+        outcome: Some(GameOutcome::NorthWon),
     };
     let seen = std::sync::Mutex::new(None);
     let decide = |held: Option<&HeldMatch>| {

@@ -35,6 +35,9 @@ pub struct MatchmakingConfig {
     pub computer_scan_interval: Duration,
     /// A match whose game was not created after this long is retried (a process died meanwhile).
     pub pending_match_retry: Duration,
+    /// A bulk can be cancelled only until this long before its start: from then on a process
+    /// may be creating its games (the margin also covers the processes' clocks differing).
+    pub bulk_cancel_margin: Duration,
     /// The clock of tickets, invites and pairing windows (tests move it by hand). Computer-seat
     /// leases always use the system clock: they are shared with other processes.
     pub clock: WallClock,
@@ -56,6 +59,7 @@ impl Default for MatchmakingConfig {
             computer_lease: Duration::from_secs(15),
             computer_scan_interval: Duration::from_secs(2),
             pending_match_retry: Duration::from_secs(5),
+            bulk_cancel_margin: Duration::from_secs(5),
             clock: WallClock::system(),
         }
     }

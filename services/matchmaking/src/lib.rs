@@ -11,6 +11,8 @@
 //!   played by `hidden-front-bot` from its own projection only), ratings settled once per rated
 //!   game from the session's ended-games feed ([`policy`]: what a game's end changes, decided once
 //!   for both stores).
+//! - Organisers' bulks ([`organiser`]): games for given pairs created together at a set time,
+//!   followed and cancelled as one.
 //! - Lobby events (match found, ticket expired, seated again, invite expired) pushed on
 //!   `WatchPlayer`, from any process (Postgres LISTEN/NOTIFY), resumable by sequence number.
 //!
@@ -21,12 +23,14 @@
 pub mod config;
 pub mod driver;
 pub mod glicko;
+pub mod organiser;
 pub mod pairing;
 pub mod policy;
 mod service;
 pub mod store;
 
 pub use config::MatchmakingConfig;
+pub use organiser::Organiser;
 pub use service::{
     COMPUTER_PLAYER, MatchmakingService, SessionClient, ended_game_from_proto,
     lobby_event_to_proto, match_error_status, now_ms,

@@ -12,8 +12,8 @@
 use crate::glicko;
 use crate::glicko::Rating;
 use crate::store::{
-    EndOfGamePlan, EndedGame, EndedResult, HeldMatch, LobbyEventKind, MatchError, MatchKind,
-    MatchStore, Queue, RatingChange, Ticket, TicketState,
+    EndOfGamePlan, EndedGame, EndedResult, GameOutcome, HeldMatch, LobbyEventKind, MatchError,
+    MatchKind, MatchStore, Queue, RatingChange, Ticket, TicketState,
 };
 use hidden_front_lifecycle::{FactBody, RatingChange as LifecycleRatingChange};
 use hidden_front_rules::Side;
@@ -113,6 +113,16 @@ fn south_score(result: &EndedResult) -> Option<f64> {
     }
 }
 
+/// How the game ended, as a bulk's status tells it.
+fn outcome_of(result: &EndedResult) -> GameOutcome {
+    match result {
+        EndedResult::Won(side) => GameOutcome::won_by(*side),
+        EndedResult::Drawn => GameOutcome::Drawn,
+        EndedResult::SeatLost(_) => GameOutcome::Cancelled,
+        EndedResult::Aborted => GameOutcome::Aborted,
+    }
+}
+
 /// What `game`'s end changes, given what the store holds about its match (`None`: matchmaking
 /// did not make the game). `now_ms` is when a requeued ticket is enqueued, `requeue_expires_ms`
 /// when it expires. Pure: the same inputs always give the same plan.
@@ -127,6 +137,7 @@ pub fn on_game_ended(
     let Some(held) = held else {
         return plan;
     };
+    plan.outcome = Some(outcome_of(&game.result));
     let m = &held.the_match;
     let seats = [
         (Side::South, &m.south_player, held.south_rating),
@@ -236,6 +247,14 @@ mod tests {
     use super::*;
     use crate::store::Match;
 
+    /// The plan of a game that changes nothing but is recorded as ended so.
+    fn only_the_outcome(outcome: GameOutcome) -> EndOfGamePlan {
+        EndOfGamePlan {
+            outcome: Some(outcome),
+            ..EndOfGamePlan::default()
+        }
+    }
+
     fn held(kind: MatchKind, rated: bool) -> HeldMatch {
         HeldMatch {
             the_match: Match {
@@ -249,6 +268,7 @@ mod tests {
                 south_ticket: Some("ts".into()),
                 north_ticket: Some("tn".into()),
                 invite_code: None,
+                bulk_id: None,
                 created_ms: 1,
                 game_id: None,
             },
@@ -290,7 +310,11 @@ mod tests {
             let mut game = ended(Uuid::now_v7(), EndedResult::Won(Side::North));
             game.plies = plies;
             let p = on_game_ended(Some(&h), &game, 100, 5_000, &rules);
-            assert_eq!(p, EndOfGamePlan::default(), "resigned at ply {plies}");
+            assert_eq!(
+                p,
+                only_the_outcome(GameOutcome::NorthWon),
+                "resigned at ply {plies}"
+            );
             // The same length decided on the board counts.
             game.decided_on_board = true;
             let p = on_game_ended(Some(&h), &game, 100, 5_000, &rules);
@@ -314,7 +338,7 @@ mod tests {
         h.rated_between_recently = rules.pair_cap;
         assert_eq!(
             plan(&h, EndedResult::Won(Side::South)),
-            EndOfGamePlan::default(),
+            only_the_outcome(GameOutcome::SouthWon),
             "one past the cap"
         );
     }
@@ -389,7 +413,7 @@ mod tests {
         ] {
             assert_eq!(
                 plan(&h, EndedResult::Won(Side::South)),
-                EndOfGamePlan::default()
+                only_the_outcome(GameOutcome::SouthWon)
             );
         }
     }
@@ -400,7 +424,7 @@ mod tests {
             let h = held(kind, true);
             assert_eq!(
                 plan(&h, EndedResult::Aborted),
-                EndOfGamePlan::default(),
+                only_the_outcome(GameOutcome::Aborted),
                 "{kind:?}"
             );
         }
@@ -455,12 +479,12 @@ mod tests {
             &held(MatchKind::Queue, false),
             EndedResult::SeatLost(vec![Side::South, Side::North]),
         );
-        assert_eq!(both, EndOfGamePlan::default());
+        assert_eq!(both, only_the_outcome(GameOutcome::Cancelled));
         let invite = plan(
             &held(MatchKind::Invite, false),
             EndedResult::SeatLost(vec![Side::North]),
         );
-        assert_eq!(invite, EndOfGamePlan::default());
+        assert_eq!(invite, only_the_outcome(GameOutcome::Cancelled));
     }
 
     #[test]

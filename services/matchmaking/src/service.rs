@@ -42,6 +42,8 @@ const LOBBY_PAGE: usize = 100;
 /// fill the group commits, few enough that a round's burst of `CreateGame` calls does not crowd
 /// out the moves being played.
 const SEATS_AT_ONCE: usize = 32;
+/// Bulk matches started per round at most: a bulk's largest size, so one bulk starts in one round.
+const DUE_PER_ROUND: usize = crate::organiser::MAX_BULK_PAIRS;
 /// Invite code alphabet: no 0/O, 1/I/L, so a code read aloud is typed right.
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// Invite code length.
@@ -53,7 +55,7 @@ pub fn now_ms() -> u64 {
     hidden_front_time::unix_ms(SystemTime::now())
 }
 
-fn ms_of(duration: Duration) -> u64 {
+pub(crate) fn ms_of(duration: Duration) -> u64 {
     duration.as_millis() as u64
 }
 
@@ -85,7 +87,7 @@ pub fn match_error_status(error: MatchError) -> Status {
     }
 }
 
-fn check_id(field: &str, value: &str) -> Result<(), Status> {
+pub(crate) fn check_id(field: &str, value: &str) -> Result<(), Status> {
     text::required(field, value, TextKind::Id).map_err(Status::from)
 }
 
@@ -104,7 +106,7 @@ fn parse_level(field: &str, name: &str) -> Result<Level, Status> {
     })
 }
 
-fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
+pub(crate) fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
     let name = if name.is_empty() {
         "hidden-front"
     } else {
@@ -125,7 +127,7 @@ fn parse_rules(field: &str, name: &str) -> Result<Rules, Status> {
     })
 }
 
-fn parse_time_control(field: &str, name: &str, default: &str) -> Result<String, Status> {
+pub(crate) fn parse_time_control(field: &str, name: &str, default: &str) -> Result<String, Status> {
     match name {
         "" => Ok(default.to_owned()),
         "online" | "relaxed" => Ok(name.to_owned()),
@@ -174,12 +176,14 @@ pub fn lobby_event_to_proto(event: &LobbyEvent) -> pb::LobbyEvent {
             opponent,
             ticket_id,
             invite_code,
+            bulk_id,
         } => Kind::MatchFound(pb::MatchFound {
             game_id: game_id.to_string(),
             seat: side_to_proto(*seat),
             opponent: opponent.clone(),
             ticket_id: ticket_id.clone().unwrap_or_default(),
             invite_code: invite_code.clone().unwrap_or_default(),
+            bulk_id: bulk_id.clone().unwrap_or_default(),
         }),
         LobbyEventKind::TicketExpired { ticket_id } => Kind::TicketExpired(pb::TicketExpired {
             ticket_id: ticket_id.clone(),
@@ -334,6 +338,11 @@ impl MatchmakingService {
         &self.inner.store
     }
 
+    /// The settings.
+    pub fn config(&self) -> &MatchmakingConfig {
+        &self.inner.config
+    }
+
     /// Seats `matches`, up to [`SEATS_AT_ONCE`] at a time, logging `failed` for each that could
     /// not be (it stays pending and is retried by a later round).
     ///
@@ -378,12 +387,23 @@ impl MatchmakingService {
         Ok(game_id)
     }
 
-    /// One round of the pairing loop: expire, pair every queue, seat the matches, retry matches
-    /// left without a game, count the waiting tickets.
+    /// One round of the pairing loop: expire, start the organisers' bulks whose time has come,
+    /// pair every queue, seat the matches, retry matches left without a game, count the waiting
+    /// tickets.
     pub async fn pairing_round(&self) -> Result<usize, MatchError> {
         let store = &self.inner.store;
         let now = self.inner.config.clock.now_unix_ms();
         store.expire(now).await?;
+        // First, so a bulk starts as close to its time as the loop's interval allows.
+        let due = store.due_matches(now, DUE_PER_ROUND).await?;
+        if !due.is_empty() {
+            tracing::info!(games = due.len(), "starting the games of organisers' bulks");
+        }
+        self.seat_all(
+            due,
+            "could not create the game of a bulk's pair; retrying next round",
+        )
+        .await;
         let mut made = 0;
         for queue in store.waiting_queues().await? {
             let window = self.inner.config.window;

@@ -450,6 +450,14 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
                     })
                     .collect(),
             )),
+            // A bulk of one pair of its own players (OrganiserService), so the sweep's games
+            // are not joined by the bulk's.
+            "hiddenfront.v1.BulkPair" => {
+                let mut pair = DynamicMessage::new(m.clone());
+                pair.set_field_by_name("south_player", Value::String("sweep-bulk-south".into()));
+                pair.set_field_by_name("north_player", Value::String("sweep-bulk-north".into()));
+                Some(Value::List(vec![Value::Message(pair)]))
+            }
             _ => None,
         },
         Kind::Message(m) => (depth < MAX_PATH).then(|| Value::Message(fill(&m, goods, depth + 1))),
@@ -473,6 +481,8 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             // The webhook endpoint the sweep's server is configured with.
             "endpoint" => string("sweep-hooks"),
             "code" => string(&goods.invite_code.clone()),
+            // One bulk: created by CreateBulk's baseline, then read and cancelled by the others.
+            "bulk_id" => string("sweep-bulk"),
             "square_a" => string(&goods.swap.0.clone()),
             "square_b" => string(&goods.swap.1.clone()),
             "from" => string(&goods.mv.0.clone()),

@@ -7,10 +7,11 @@ use axum::http;
 use hidden_front_clock::ClockService;
 use hidden_front_conn_guard::{ConnectionLimits, GuardedListener, InFlightLayer};
 use hidden_front_gateway::PlayerApi;
-use hidden_front_matchmaking::MatchmakingService;
+use hidden_front_matchmaking::{MatchmakingService, Organiser};
 use hidden_front_proto::v1::admin_service_server::AdminServiceServer;
 use hidden_front_proto::v1::clock_service_server::ClockServiceServer;
 use hidden_front_proto::v1::matchmaking_service_server::MatchmakingServiceServer;
+use hidden_front_proto::v1::organiser_service_server::OrganiserServiceServer;
 use hidden_front_proto::v1::player_service_server::PlayerServiceServer;
 use hidden_front_proto::v1::session_service_server::SessionServiceServer;
 use hidden_front_proto::v1::webhook_admin_service_server::WebhookAdminServiceServer;
@@ -31,6 +32,8 @@ pub(crate) struct PortServices {
     pub player: Option<PlayerServiceServer<PlayerApi>>,
     pub clock: Option<ClockServiceServer<ClockService>>,
     pub matchmaking: Option<MatchmakingServiceServer<MatchmakingService>>,
+    /// The organisers' API, always beside matchmaking.
+    pub organiser: Option<OrganiserServiceServer<Organiser>>,
     pub webhooks: Option<WebhookAdminServiceServer<WebhookAdmin>>,
 }
 
@@ -90,6 +93,7 @@ impl Port {
             player,
             clock,
             matchmaking,
+            organiser,
             webhooks,
         } = self.services;
         let router = tonic::transport::Server::builder()
@@ -111,6 +115,7 @@ impl Port {
             .add_optional_service(player)
             .add_optional_service(clock)
             .add_optional_service(matchmaking)
+            .add_optional_service(organiser)
             .add_optional_service(webhooks);
         let health = crate::health::PortHealth {
             reporter,

@@ -5,7 +5,8 @@ use hidden_front_matchmaking::policy::RatingIntegrity;
 use hidden_front_matchmaking::store::MatchStore;
 use hidden_front_matchmaking::store::memory::MemoryMatchStore;
 use hidden_front_matchmaking::store::postgres::PostgresMatchStore;
-use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService};
+use hidden_front_matchmaking::{MatchmakingConfig, MatchmakingService, Organiser};
+use hidden_front_proto::v1::organiser_service_server::OrganiserServiceServer;
 use hidden_front_store::lifecycle::FactSink;
 use hidden_front_store::memory::MemoryStore;
 use hidden_front_store::postgres::PostgresStore;
@@ -38,4 +39,18 @@ pub(crate) fn service(
             ..MatchmakingConfig::default()
         },
     ))
+}
+
+/// The organisers' API beside `matchmaking`, open to the operator tokens of `--admin-token`
+/// (checked before anything was opened, `roles.rs`).
+pub(crate) fn organiser(
+    matchmaking: &MatchmakingService,
+    args: &crate::config::ServeArgs,
+) -> anyhow::Result<OrganiserServiceServer<Organiser>> {
+    use anyhow::Context as _;
+    let tokens = hidden_front_session::AdminTokens::parse(&args.admin_tokens)
+        .context("--admin-token (HF_ADMIN_TOKEN)")?;
+    Ok(Organiser::new(matchmaking.clone(), tokens)
+        .server()
+        .max_decoding_message_size(args.max_message_bytes))
 }

@@ -196,6 +196,10 @@ impl Application {
         beside_session.matchmaking = matchmaking
             .as_ref()
             .map(|m| m.server().max_decoding_message_size(args.max_message_bytes));
+        beside_session.organiser = matchmaking
+            .as_ref()
+            .map(|m| matchmaking::organiser(m, &args))
+            .transpose()?;
 
         let metrics_listener = bind(args.metrics_listen, "--metrics-listen").await?;
         let ports = Ports {

@@ -10,6 +10,7 @@ use hidden_front_gateway::auth::PublicKeyAlgorithm;
 use hidden_front_proto::v1::admin_service_server::SERVICE_NAME as ADMIN_SERVICE;
 use hidden_front_proto::v1::clock_service_server::SERVICE_NAME as CLOCK_SERVICE;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
+use hidden_front_proto::v1::organiser_service_server::SERVICE_NAME as ORGANISER_SERVICE;
 use hidden_front_proto::v1::player_service_server::SERVICE_NAME as PLAYER_SERVICE;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 
@@ -88,6 +89,7 @@ impl Roles {
             (self.session, ADMIN_SERVICE),
             (self.clock, CLOCK_SERVICE),
             (self.matchmaking, MATCHMAKING_SERVICE),
+            (self.matchmaking, ORGANISER_SERVICE),
         ] {
             if runs {
                 beside_session.push(service);
@@ -102,7 +104,7 @@ impl Roles {
 /// URLs, the page's frame ancestors, the player token keys. The services check them again when
 /// they are built; this is so that a mistake is said before the database is migrated.
 fn check_settings(args: &ServeArgs, roles: Roles) -> anyhow::Result<()> {
-    if roles.session {
+    if roles.session || roles.matchmaking {
         hidden_front_session::AdminTokens::parse(&args.admin_tokens)
             .with_context(|| format!("--admin-token ({ADMIN_TOKEN_ENV})"))?;
     }
@@ -229,7 +231,8 @@ mod tests {
                     SESSION_SERVICE,
                     ADMIN_SERVICE,
                     CLOCK_SERVICE,
-                    MATCHMAKING_SERVICE
+                    MATCHMAKING_SERVICE,
+                    ORGANISER_SERVICE
                 ]
             )
         );

@@ -1254,6 +1254,7 @@ async fn a_wait_in_the_lobby_survives_an_outage_and_says_so() {
             opponent: "bob".into(),
             ticket_id,
             invite_code: String::new(),
+            bulk_id: String::new(),
         })),
     });
     player.wait_for("match found after");

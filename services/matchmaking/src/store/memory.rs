@@ -18,6 +18,11 @@ struct State {
     ratings: HashMap<String, (Rating, u32)>,
     /// Ended games handled, with when.
     ended: HashMap<Uuid, u64>,
+    /// How the handled games matchmaking made ended.
+    outcomes: HashMap<Uuid, GameOutcome>,
+    /// Organisers' bulks without their games (those are in `matches`), with their match ids in
+    /// order.
+    bulks: HashMap<String, (Bulk, Vec<Uuid>)>,
     feed: u64,
     lobby: Vec<LobbyEvent>,
     computer: HashMap<Uuid, (ComputerGame, Option<String>, u64, bool)>,
@@ -133,6 +138,21 @@ impl State {
         for (player, kind) in &plan.events {
             self.push_event(player.clone(), kind.clone());
         }
+    }
+
+    /// A stored bulk with its games as they are now.
+    fn bulk(&self, bulk_id: &str) -> Option<Bulk> {
+        let (head, match_ids) = self.bulks.get(bulk_id)?;
+        let mut bulk = head.clone();
+        bulk.games = match_ids
+            .iter()
+            .filter_map(|id| self.matches.get(id))
+            .map(|m| BulkGame {
+                the_match: m.clone(),
+                outcome: m.game_id.and_then(|g| self.outcomes.get(&g).copied()),
+            })
+            .collect();
+        Some(bulk)
     }
 }
 
@@ -299,7 +319,7 @@ impl MatchStore for MemoryMatchStore {
         Ok(state
             .matches
             .values()
-            .filter(|m| m.game_id.is_none() && m.created_ms < before_ms)
+            .filter(|m| m.game_id.is_none() && m.bulk_id.is_none() && m.created_ms < before_ms)
             .cloned()
             .collect())
     }
@@ -440,6 +460,9 @@ impl MatchStore for MemoryMatchStore {
             });
         let plan = decide(held.as_ref());
         state.persist(&plan);
+        if let Some(outcome) = plan.outcome {
+            state.outcomes.insert(game_id, outcome);
+        }
         if let Some(sink) = &self.facts {
             let facts = plan.new_facts(game_id);
             // Under the lock, so the facts follow the plan in the order plans are persisted.
@@ -551,6 +574,73 @@ impl MatchStore for MemoryMatchStore {
             entry.3 = true;
         }
         Ok(())
+    }
+
+    async fn create_bulk(&self, new: NewBulk) -> Result<Bulk, MatchError> {
+        let mut state = self.lock();
+        if let Some(stored) = state.bulk(&new.bulk_id) {
+            return if new.is_retry_of(&stored) {
+                Ok(stored)
+            } else {
+                Err(new.conflict())
+            };
+        }
+        let bulk = Bulk::of_new(&new);
+        let mut head = bulk.clone();
+        head.games.clear();
+        let match_ids = bulk.games.iter().map(|g| g.the_match.match_id).collect();
+        for game in &bulk.games {
+            state
+                .matches
+                .insert(game.the_match.match_id, game.the_match.clone());
+        }
+        state.bulks.insert(new.bulk_id.clone(), (head, match_ids));
+        Ok(bulk)
+    }
+
+    async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError> {
+        Ok(self.lock().bulk(bulk_id))
+    }
+
+    async fn cancel_bulk(
+        &self,
+        bulk_id: &str,
+        now_ms: u64,
+        margin_ms: u64,
+    ) -> Result<Bulk, MatchError> {
+        let mut state = self.lock();
+        let mut bulk = state
+            .bulk(bulk_id)
+            .ok_or_else(|| Bulk::not_found(bulk_id))?;
+        bulk.check_cancellable(now_ms, margin_ms)?;
+        if bulk.cancelled_ms.is_none() {
+            bulk.cancelled_ms = Some(now_ms);
+            if let Some((head, _)) = state.bulks.get_mut(bulk_id) {
+                head.cancelled_ms = Some(now_ms);
+            }
+        }
+        Ok(bulk)
+    }
+
+    async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError> {
+        let state = self.lock();
+        let mut due: Vec<(u64, &Match)> = state
+            .bulks
+            .values()
+            .filter(|(head, _)| head.cancelled_ms.is_none() && head.start_ms <= now_ms)
+            .flat_map(|(head, ids)| {
+                ids.iter()
+                    .filter_map(|id| state.matches.get(id))
+                    .filter(|m| m.game_id.is_none())
+                    .map(|m| (head.start_ms, m))
+            })
+            .collect();
+        due.sort_by_key(|(start, m)| (*start, m.match_id));
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|(_, m)| m.clone())
+            .collect())
     }
 }
 
@@ -669,6 +759,7 @@ pub(crate) fn invite_match(invite: &Invite, player: &str, now_ms: u64) -> Match 
         south_ticket: None,
         north_ticket: None,
         invite_code: Some(invite.code.clone()),
+        bulk_id: None,
         created_ms: now_ms,
         game_id: None,
     }

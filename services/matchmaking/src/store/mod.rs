@@ -7,8 +7,11 @@
 //! once), claiming a computer seat (one driver at a time, by lease). What those operations decide
 //! (which tickets pair, what a game's end changes) is the caller's, passed in as a function.
 
+pub mod bulk;
 pub mod memory;
 pub mod postgres;
+
+pub use bulk::{Bulk, BulkGame, GameOutcome, NewBulk};
 
 use crate::glicko::Rating;
 use async_trait::async_trait;
@@ -136,6 +139,8 @@ pub enum MatchKind {
     Queue,
     /// An accepted invite.
     Invite,
+    /// A pair of an organiser's bulk ([`bulk`]).
+    Bulk,
 }
 
 impl MatchKind {
@@ -144,6 +149,7 @@ impl MatchKind {
         match self {
             MatchKind::Queue => "queue",
             MatchKind::Invite => "invite",
+            MatchKind::Bulk => "bulk",
         }
     }
 
@@ -152,6 +158,7 @@ impl MatchKind {
         match name {
             "queue" => Ok(MatchKind::Queue),
             "invite" => Ok(MatchKind::Invite),
+            "bulk" => Ok(MatchKind::Bulk),
             other => Err(MatchError::Corrupt(format!("match kind {other:?}"))),
         }
     }
@@ -180,6 +187,8 @@ pub struct Match {
     pub north_ticket: Option<String>,
     /// The invite's code (invite matches).
     pub invite_code: Option<String>,
+    /// The organiser's bulk (bulk matches).
+    pub bulk_id: Option<String>,
     /// When it was made (ms since the Unix epoch).
     pub created_ms: u64,
     /// The game, once created.
@@ -200,6 +209,7 @@ impl Match {
             south_ticket: Some(south.ticket_id.clone()),
             north_ticket: Some(north.ticket_id.clone()),
             invite_code: None,
+            bulk_id: None,
             created_ms: now_ms,
             game_id: None,
         }
@@ -283,6 +293,9 @@ pub enum LobbyEventKind {
         ticket_id: Option<String>,
         /// The invite (invite matches).
         invite_code: Option<String>,
+        /// The organiser's bulk (bulk matches); absent from events stored before bulks existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bulk_id: Option<String>,
     },
     /// A ticket's time to live ran out.
     TicketExpired {
@@ -389,6 +402,9 @@ pub struct EndOfGamePlan {
     /// Lifecycle facts about the game to record with the plan (the rating change), in the same
     /// transaction; the store gives each its id.
     pub facts: Vec<FactBody>,
+    /// How the game ended, kept with the handled game for a bulk's status (`None` for a game
+    /// matchmaking did not make).
+    pub outcome: Option<GameOutcome>,
 }
 
 impl EndOfGamePlan {
@@ -456,7 +472,8 @@ pub trait MatchStore: Send + Sync {
         now_ms: u64,
         pairer: Pairer<'_>,
     ) -> Result<Vec<(Match, Ticket, Ticket)>, MatchError>;
-    /// Matches whose game is not recorded yet, made before `before_ms`.
+    /// Matches whose game is not recorded yet, made before `before_ms`, bulk matches left out
+    /// (seated at their start by [`MatchStore::due_matches`]).
     async fn pending_matches(&self, before_ms: u64) -> Result<Vec<Match>, MatchError>;
     /// Records a match's game and, the first time, tells both players (`MatchFound`).
     async fn complete_match(
@@ -533,6 +550,25 @@ pub trait MatchStore: Send + Sync {
     ) -> Result<bool, MatchError>;
     /// Marks a computer game finished: nobody drives it again.
     async fn finish_computer_game(&self, game_id: Uuid) -> Result<(), MatchError>;
+    /// Stores an organiser's bulk and its matches, all or nothing. A retry (same id, same
+    /// content: [`NewBulk::is_retry_of`]) returns the stored bulk as it is now; the same id with
+    /// other content is `AlreadyExists` (`BULK_EXISTS`).
+    async fn create_bulk(&self, bulk: NewBulk) -> Result<Bulk, MatchError>;
+    /// A bulk with every game's match and, once its end was handled, outcome.
+    async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError>;
+    /// Cancels a bulk none of whose games exists, unless it starts within `margin_ms` of
+    /// `now_ms` ([`Bulk::check_cancellable`]); cancelling it again returns it as it is. A
+    /// cancelled bulk's matches are never due.
+    async fn cancel_bulk(
+        &self,
+        bulk_id: &str,
+        now_ms: u64,
+        margin_ms: u64,
+    ) -> Result<Bulk, MatchError>;
+    /// Bulk matches without a game whose start time is at or before `now_ms`, of bulks not
+    /// cancelled, earliest start first, at most `limit`. ([`MatchStore::pending_matches`] never
+    /// returns a bulk's match: a bulk's are seated only from here, at their start.)
+    async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError>;
 }
 
 /// The lobby events a completed match gives its two players.
@@ -546,6 +582,7 @@ pub(crate) fn match_found_events(m: &Match, game_id: Uuid) -> [(String, LobbyEve
                 opponent: m.north_player.clone(),
                 ticket_id: m.south_ticket.clone(),
                 invite_code: m.invite_code.clone(),
+                bulk_id: m.bulk_id.clone(),
             },
         ),
         (
@@ -556,6 +593,7 @@ pub(crate) fn match_found_events(m: &Match, game_id: Uuid) -> [(String, LobbyEve
                 opponent: m.south_player.clone(),
                 ticket_id: m.north_ticket.clone(),
                 invite_code: m.invite_code.clone(),
+                bulk_id: m.bulk_id.clone(),
             },
         ),
     ]

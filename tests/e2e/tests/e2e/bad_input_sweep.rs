@@ -81,13 +81,13 @@ async fn store_errors(server: &Server) -> u64 {
 }
 
 /// The route of a method: the public port with the player's token for `PlayerService`, the
-/// internal port for the internal services (with the operator's token for `AdminService`). Any
+/// internal port for the internal services (with the operator's token for the operator APIs). Any
 /// other service fails the test: the sweep must be told where it is served.
 fn route_for(method: &MethodDescriptor, public: &Route, internal: &Route) -> Route {
     match method.parent_service().name() {
         "PlayerService" => public.clone(),
         "SessionService" | "ClockService" | "MatchmakingService" => internal.clone(),
-        "AdminService" | "WebhookAdminService" => Route {
+        "AdminService" | "WebhookAdminService" | "OrganiserService" => Route {
             token: Some(OPERATOR_TOKEN.to_owned()),
             ..internal.clone()
         },

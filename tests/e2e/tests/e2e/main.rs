@@ -18,6 +18,7 @@ mod lifecycle_feed;
 mod matchmaking;
 mod metrics;
 mod online_rules;
+mod organiser;
 mod outages;
 mod public_port;
 mod refusals;

@@ -19,6 +19,7 @@ const SESSION: &str = "hiddenfront.v1.SessionService";
 const ADMIN: &str = "hiddenfront.v1.AdminService";
 const CLOCK: &str = "hiddenfront.v1.ClockService";
 const MATCHMAKING: &str = "hiddenfront.v1.MatchmakingService";
+const ORGANISER: &str = "hiddenfront.v1.OrganiserService";
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION: &str = "grpc.reflection.v1.ServerReflection";
 const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
@@ -113,7 +114,7 @@ async fn assert_port_serves(addr: SocketAddr, served: &[&str]) {
             "health at {addr} knows {service:?}"
         );
     }
-    for service in [PLAYER, SESSION, ADMIN, CLOCK, MATCHMAKING] {
+    for service in [PLAYER, SESSION, ADMIN, CLOCK, MATCHMAKING, ORGANISER] {
         if !served.contains(&service) {
             assert_eq!(
                 health(addr, service).await,
@@ -129,7 +130,11 @@ async fn each_port_lists_and_reports_only_what_it_serves() {
     let db = TestDatabase::create().await;
     let all = Server::start("all", db.url()).await;
     assert_port_serves(all.addr(), &[PLAYER]).await;
-    assert_port_serves(all.session_addr(), &[SESSION, ADMIN, CLOCK, MATCHMAKING]).await;
+    assert_port_serves(
+        all.session_addr(),
+        &[SESSION, ADMIN, CLOCK, MATCHMAKING, ORGANISER],
+    )
+    .await;
     assert_eq!(health(all.addr(), PLAYER).await, Ok(ServingStatus::Serving));
 
     let session_only =

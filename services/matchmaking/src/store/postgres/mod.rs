@@ -1,5 +1,5 @@
-//! [`MatchStore`] on Postgres (tables in `migrations/0003_matchmaking.sql`, the same database and
-//! pool as the games). Lobby events are rows of `mm_lobby_events` written in the transaction that
+//! [`MatchStore`] on Postgres (tables in `migrations/0003_matchmaking.sql` and after, the same
+//! database and pool as the games; organisers' bulks in [`bulk`]). Lobby events are rows of `mm_lobby_events` written in the transaction that
 //! causes them, with `pg_notify('hf_lobby', <player>)`; one LISTEN connection per store turns the
 //! notifications into wake-ups, so a stream in any process sees an event made by any other.
 //!
@@ -14,6 +14,9 @@ use super::memory::{
     invite_match, not_found_invite, not_found_ticket,
 };
 use super::*;
+
+mod bulk;
+
 use hidden_front_pg_listen::{Heard, Listen, dedicated_pool};
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
@@ -43,7 +46,7 @@ impl Drop for ListenerTask {
 const TICKET_COLUMNS: &str = "t.player, t.ticket_id, t.rules, t.time_control, t.rated, t.state, \
      t.priority, t.rating, t.enqueued_ms, t.expires_ms, t.match_id, m.game_id";
 const MATCH_COLUMNS: &str = "match_id, kind, rules, time_control, rated, south_player, \
-     north_player, south_ticket, north_ticket, invite_code, created_ms, game_id";
+     north_player, south_ticket, north_ticket, invite_code, bulk_id, created_ms, game_id";
 
 /// Rated matches between two players (`$1`, `$2`, either seat), other than game `$4`'s, whose
 /// game's end was handled at or after `$3` ms: the pair cap's count
@@ -97,6 +100,7 @@ fn match_from(row: &PgRow) -> Result<Match, MatchError> {
         south_ticket: row.try_get("south_ticket")?,
         north_ticket: row.try_get("north_ticket")?,
         invite_code: row.try_get("invite_code")?,
+        bulk_id: row.try_get("bulk_id")?,
         created_ms: unms(row.try_get("created_ms")?),
         game_id: row.try_get("game_id")?,
     })
@@ -314,6 +318,13 @@ impl PostgresMatchStore {
         plan: &EndOfGamePlan,
         now_ms: u64,
     ) -> Result<(), MatchError> {
+        if let Some(outcome) = plan.outcome {
+            sqlx::query("UPDATE mm_ended_games SET outcome = $2 WHERE game_id = $1")
+                .bind(game_id)
+                .bind(outcome.name())
+                .execute(&mut **tx)
+                .await?;
+        }
         for change in plan.ratings.iter().flatten() {
             sqlx::query(
                 "UPDATE mm_ratings SET rating = $2, deviation = $3, volatility = $4, \
@@ -587,7 +598,8 @@ impl MatchStore for PostgresMatchStore {
 
     async fn pending_matches(&self, before_ms: u64) -> Result<Vec<Match>, MatchError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MATCH_COLUMNS} FROM mm_matches WHERE game_id IS NULL AND created_ms < $1 \
+            "SELECT {MATCH_COLUMNS} FROM mm_matches \
+             WHERE game_id IS NULL AND bulk_id IS NULL AND created_ms < $1 \
              ORDER BY created_ms LIMIT 1000"
         )))
         .bind(ms(before_ms))
@@ -984,5 +996,26 @@ impl MatchStore for PostgresMatchStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn create_bulk(&self, new: NewBulk) -> Result<Bulk, MatchError> {
+        self.insert_bulk(new).await
+    }
+
+    async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError> {
+        bulk::read(&self.pool, bulk_id).await
+    }
+
+    async fn cancel_bulk(
+        &self,
+        bulk_id: &str,
+        now_ms: u64,
+        margin_ms: u64,
+    ) -> Result<Bulk, MatchError> {
+        self.cancel(bulk_id, now_ms, margin_ms).await
+    }
+
+    async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError> {
+        bulk::due(&self.pool, now_ms, limit).await
     }
 }

@@ -1,0 +1,324 @@
+//! The organisers' bulks: stored whole, retried by content, seated at their start only, never
+//! once cancelled, and followed to their games' outcomes.
+
+use super::{DEADLINE, player};
+use hidden_front_matchmaking::policy::{RatingIntegrity, handle_ended_game};
+use hidden_front_matchmaking::store::*;
+use hidden_front_rules::Side;
+use std::sync::Arc;
+use tokio::sync::Barrier;
+use uuid::Uuid;
+
+/// A bulk of `pairs` fresh pairs starting at `start_ms`, asked for at 1,000 ms.
+pub fn new_bulk(pairs: usize, start_ms: u64, rated: bool) -> NewBulk {
+    NewBulk {
+        bulk_id: format!("bulk-{}", Uuid::new_v4().simple()),
+        organiser: "league-ops".into(),
+        rules: "hidden-front".into(),
+        time_control: "online".into(),
+        rated,
+        start_ms,
+        created_ms: 1_000,
+        pairs: (0..pairs)
+            .map(|i| (player(&format!("s{i}")), player(&format!("n{i}"))))
+            .collect(),
+    }
+}
+
+fn match_ids(bulk: &Bulk) -> Vec<Uuid> {
+    bulk.games.iter().map(|g| g.the_match.match_id).collect()
+}
+
+/// A bulk is stored with its pairs in order; a retry of the same content gets the same matches;
+/// the same id with other content is `BULK_EXISTS` and changes nothing.
+pub async fn bulks_are_stored_whole_and_retried_by_content(store: Arc<dyn MatchStore>) {
+    let new = new_bulk(3, 10_000, true);
+    let made = store.create_bulk(new.clone()).await.unwrap();
+    let read = store.bulk(&new.bulk_id).await.unwrap().expect("stored");
+    assert_eq!(read, made);
+    assert_eq!(read.organiser, "league-ops");
+    assert_eq!(
+        (read.start_ms, read.created_ms, read.cancelled_ms),
+        (10_000, 1_000, None)
+    );
+    assert!(read.rated);
+    assert_eq!(read.games.len(), 3);
+    for (game, (south, north)) in read.games.iter().zip(&new.pairs) {
+        let m = &game.the_match;
+        assert_eq!(
+            (&m.south_player, &m.north_player),
+            (south, north),
+            "in order"
+        );
+        assert_eq!(m.kind, MatchKind::Bulk);
+        assert_eq!(m.bulk_id.as_deref(), Some(new.bulk_id.as_str()));
+        assert_eq!((m.game_id, game.outcome), (None, None));
+        assert!(m.rated);
+    }
+    // A retry gets the same matches, not new ones.
+    let again = store
+        .create_bulk(NewBulk {
+            created_ms: 2_000,
+            ..new.clone()
+        })
+        .await
+        .unwrap();
+    assert_eq!(match_ids(&again), match_ids(&made));
+    // The same id with other content is refused, and changes nothing.
+    let mut swapped = new.clone();
+    swapped.pairs.swap(0, 1);
+    let later = NewBulk {
+        start_ms: 11_000,
+        ..new.clone()
+    };
+    let fewer = NewBulk {
+        pairs: new.pairs[..2].to_vec(),
+        ..new.clone()
+    };
+    for other in [swapped, later, fewer] {
+        match store.create_bulk(other).await {
+            Err(MatchError::AlreadyExists(Reason::BulkExists, message)) => {
+                assert!(message.contains(&new.bulk_id), "{message}")
+            }
+            other => panic!("expected BULK_EXISTS, got {other:?}"),
+        }
+    }
+    assert_eq!(store.bulk(&new.bulk_id).await.unwrap(), Some(made));
+    assert_eq!(store.bulk("no-such-bulk").await.unwrap(), None);
+}
+
+/// Eight racing creations of one bulk store it once: one match per pair, every racer answered
+/// with the stored matches.
+pub async fn racing_creations_of_one_bulk_store_it_once(store: Arc<dyn MatchStore>) {
+    let new = new_bulk(20, 10_000, false);
+    let barrier = Arc::new(Barrier::new(8));
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, new, barrier) = (store.clone(), new.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store.create_bulk(new).await
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for racer in racers {
+        let bulk = tokio::time::timeout(DEADLINE, racer)
+            .await
+            .expect("in time")
+            .unwrap()
+            .expect("a retry of the same content is answered");
+        answers.push(match_ids(&bulk));
+    }
+    let stored = match_ids(&store.bulk(&new.bulk_id).await.unwrap().unwrap());
+    assert_eq!(stored.len(), 20);
+    assert!(answers.iter().all(|a| *a == stored), "{answers:?}");
+    let due = store.due_matches(10_000, 1_000).await.unwrap();
+    assert_eq!(due.len(), 20, "one match per pair, however many racers");
+}
+
+/// A bulk's matches are due from their start only, earliest start first, never "pending"; a
+/// seated one is no longer due and its players are told, with the bulk named.
+pub async fn bulk_matches_are_due_at_their_start_only(store: Arc<dyn MatchStore>) {
+    let early = store.create_bulk(new_bulk(2, 10_000, false)).await.unwrap();
+    let late = store.create_bulk(new_bulk(3, 20_000, false)).await.unwrap();
+    assert_eq!(store.due_matches(9_999, 1_000).await.unwrap(), vec![]);
+    // Never "pending": a bulk's match is not late for its game before its start.
+    assert!(
+        store
+            .pending_matches(u64::MAX / 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let due: Vec<Uuid> = store
+        .due_matches(10_000, 1_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.match_id)
+        .collect();
+    let mut expected = match_ids(&early);
+    expected.sort();
+    let mut got = due.clone();
+    got.sort();
+    assert_eq!(got, expected);
+    let all = store.due_matches(25_000, 1_000).await.unwrap();
+    assert_eq!(all.len(), 5);
+    let early_ids = match_ids(&early);
+    assert!(
+        all[..2].iter().all(|m| early_ids.contains(&m.match_id)),
+        "the earliest start first"
+    );
+    assert_eq!(store.due_matches(25_000, 4).await.unwrap().len(), 4);
+    // Seated: no longer due, and both players are told, with the bulk named.
+    let first = &late.games[0].the_match;
+    let game = Uuid::now_v7();
+    store
+        .complete_match(first.match_id, game, 20_001)
+        .await
+        .unwrap();
+    let due = store.due_matches(25_000, 1_000).await.unwrap();
+    assert_eq!(due.len(), 4);
+    assert!(due.iter().all(|m| m.match_id != first.match_id));
+    let told = store
+        .lobby_events(&first.north_player, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        told[0].kind,
+        LobbyEventKind::MatchFound {
+            game_id: game,
+            seat: Side::North,
+            opponent: first.south_player.clone(),
+            ticket_id: None,
+            invite_code: None,
+            bulk_id: Some(late.bulk_id.clone()),
+        }
+    );
+    let read = store.bulk(&late.bulk_id).await.unwrap().unwrap();
+    assert_eq!(read.games[0].the_match.game_id, Some(game));
+    assert!(
+        read.games[1..]
+            .iter()
+            .all(|g| g.the_match.game_id.is_none())
+    );
+}
+
+/// A bulk cancelled before the margin never has a due match; within the margin, or once a game
+/// of it exists, it cannot be cancelled.
+pub async fn cancelled_bulks_never_start(store: Arc<dyn MatchStore>) {
+    let bulk = store.create_bulk(new_bulk(2, 10_000, false)).await.unwrap();
+    // Within the margin of its start: refused, and nothing changes.
+    match store.cancel_bulk(&bulk.bulk_id, 6_000, 5_000).await {
+        Err(MatchError::FailedPrecondition(Reason::BulkStarted, message)) => {
+            assert!(message.contains(&bulk.bulk_id), "{message}")
+        }
+        other => panic!("expected BULK_STARTED, got {other:?}"),
+    }
+    assert_eq!(store.due_matches(10_000, 1_000).await.unwrap().len(), 2);
+    let cancelled = store
+        .cancel_bulk(&bulk.bulk_id, 4_000, 5_000)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.cancelled_ms, Some(4_000));
+    assert_eq!(
+        store.due_matches(u64::MAX / 2, 1_000).await.unwrap(),
+        vec![]
+    );
+    assert!(
+        store
+            .pending_matches(u64::MAX / 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Again, even past the start: answered as it is.
+    let again = store
+        .cancel_bulk(&bulk.bulk_id, 50_000, 5_000)
+        .await
+        .unwrap();
+    assert_eq!(again.cancelled_ms, Some(4_000));
+    assert_eq!(store.bulk(&bulk.bulk_id).await.unwrap(), Some(again));
+    // A retry of its creation answers the cancelled bulk; it does not revive it.
+    let retry = NewBulk {
+        bulk_id: bulk.bulk_id.clone(),
+        pairs: bulk
+            .games
+            .iter()
+            .map(|g| {
+                (
+                    g.the_match.south_player.clone(),
+                    g.the_match.north_player.clone(),
+                )
+            })
+            .collect(),
+        ..new_bulk(0, 10_000, false)
+    };
+    let revived = store.create_bulk(retry).await.unwrap();
+    assert_eq!(revived.cancelled_ms, Some(4_000));
+    assert_eq!(
+        store.due_matches(u64::MAX / 2, 1_000).await.unwrap(),
+        vec![]
+    );
+
+    // One of its games exists: it has started, whatever the clock says.
+    let started = store.create_bulk(new_bulk(2, 10_000, false)).await.unwrap();
+    store
+        .complete_match(started.games[1].the_match.match_id, Uuid::now_v7(), 2_000)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.cancel_bulk(&started.bulk_id, 2_000, 5_000).await,
+        Err(MatchError::FailedPrecondition(Reason::BulkStarted, _))
+    ));
+    assert!(matches!(
+        store.cancel_bulk("no-such-bulk", 2_000, 5_000).await,
+        Err(MatchError::NotFound(Reason::BulkNotFound, _))
+    ));
+}
+
+/// A bulk game's end is kept as its outcome; a rated one settles ratings; a lost seat queues
+/// nobody again.
+pub async fn a_bulk_game_keeps_its_outcome_and_rating(store: Arc<dyn MatchStore>) {
+    let bulk = store.create_bulk(new_bulk(2, 10_000, true)).await.unwrap();
+    let mut games = Vec::new();
+    for game in &bulk.games {
+        let id = Uuid::now_v7();
+        store
+            .complete_match(game.the_match.match_id, id, 10_001)
+            .await
+            .unwrap();
+        games.push(id);
+    }
+    let first = &bulk.games[0].the_match;
+    let ended = EndedGame {
+        game_id: games[0],
+        south_player: first.south_player.clone(),
+        north_player: first.north_player.clone(),
+        result: EndedResult::Won(Side::North),
+        plies: 80,
+        decided_on_board: true,
+    };
+    let effect = handle_ended_game(&*store, &ended, 20_000, 30_000, &RatingIntegrity::default())
+        .await
+        .unwrap();
+    assert!(
+        effect.ratings.is_some(),
+        "a rated bulk game settles ratings"
+    );
+    let read = store.bulk(&bulk.bulk_id).await.unwrap().unwrap();
+    assert_eq!(read.games[0].outcome, Some(GameOutcome::NorthWon));
+    assert_eq!(read.games[1].outcome, None, "still being played");
+    assert!(store.rating(&first.north_player).await.unwrap().0.rating > 1500.0);
+    let second = &bulk.games[1].the_match;
+    let cancelled = EndedGame {
+        game_id: games[1],
+        south_player: second.south_player.clone(),
+        north_player: second.north_player.clone(),
+        result: EndedResult::SeatLost(vec![Side::South]),
+        plies: 0,
+        decided_on_board: false,
+    };
+    handle_ended_game(
+        &*store,
+        &cancelled,
+        20_000,
+        30_000,
+        &RatingIntegrity::default(),
+    )
+    .await
+    .unwrap();
+    let read = store.bulk(&bulk.bulk_id).await.unwrap().unwrap();
+    assert_eq!(read.games[1].outcome, Some(GameOutcome::Cancelled));
+    // A bulk's player who kept the seat is not queued again: the organiser pairs, not the queue.
+    assert!(
+        store
+            .lobby_events(&second.north_player, 0, 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|e| !matches!(e.kind, LobbyEventKind::Requeued { .. }))
+    );
+}
