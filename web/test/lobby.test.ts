@@ -56,6 +56,26 @@ describe("the lobby", () => {
     expect(navigate).toHaveBeenCalledWith("/game/new");
   });
 
+  it("opens a game an organiser's bulk started, but not one that has ended", async () => {
+    const { ws, navigate } = await open();
+    // Replayed from an earlier event: the game is over, so the lobby stays.
+    ws.lobby({ seq: "1", matchFound: { gameId: "round1", bulkId: "league-r1", seat: "SIDE_SOUTH", opponent: "bob" } });
+    await flush();
+    const first = ws.last("listMyGames")!;
+    expect(first.body).toMatchObject({ activeOnly: true });
+    ws.answer(first, { listMyGames: { games: [{ gameId: "g9", phase: "PHASE_PLAY" }] } });
+    await flush();
+    expect(navigate).not.toHaveBeenCalled();
+    // The next round's game, being played: opened without a click.
+    ws.lobby({ seq: "2", matchFound: { gameId: "round2", bulkId: "league-r2", seat: "SIDE_NORTH", opponent: "cy" } });
+    await flush();
+    const second = ws.last("listMyGames")!;
+    expect(second).not.toBe(first);
+    ws.answer(second, { listMyGames: { games: [{ gameId: "round2", phase: "PHASE_DEPLOYMENT" }] } });
+    await flush();
+    expect(navigate).toHaveBeenCalledWith("/game/round2");
+  });
+
   it("sends the chosen time control with an invite, and the server's default until one is chosen", async () => {
     const { root, ws } = await open();
     (root.querySelector('[data-action="create-invite"]') as HTMLButtonElement).click();

@@ -1,7 +1,8 @@
 /**
  * The lobby: play the computer, find a match (with the wait shown), create and share an invite,
  * accept one (on /invite/{code}), watch a game by link, the player's games and rating. A match
- * found on the lobby stream opens the game, but only for this page's own ticket or invite.
+ * found on the lobby stream opens the game for this page's own ticket or invite, and for a game an
+ * organiser paired (a bulk's, started at its set time) while that game is still being played.
  */
 import { Connection, ServerError } from "../api/ws.js";
 import type { GameSummaryJson } from "../gen/hiddenfront/v1/game_pb.js";
@@ -54,6 +55,8 @@ export class LobbyScreen {
   private watchText = "";
   private stopLobby: (() => void) | null = null;
   private timer = 0;
+  /** A bulk's game is being looked up or opened: open one only, whatever the stream replays. */
+  private openingBulkGame = false;
 
   constructor(
     private readonly deps: LobbyDeps,
@@ -123,6 +126,8 @@ export class LobbyScreen {
         this.clearTicket();
         this.clearInvite();
         this.deps.navigate(`/game/${found.gameId}`);
+      } else if (found.bulkId) {
+        void this.openBulkGame(found.gameId);
       }
       return;
     }
@@ -134,6 +139,25 @@ export class LobbyScreen {
       this.clearInvite();
       this.render();
     }
+  }
+
+  /**
+   * Opens a game an organiser's bulk started for this player, if it is still being played: the
+   * stream also replays old events (a new tab starts from the first), whose games have ended.
+   */
+  private async openBulkGame(gameId: string): Promise<void> {
+    if (this.openingBulkGame) return;
+    this.openingBulkGame = true;
+    try {
+      const active = await this.deps.conn.request("listMyGames", { activeOnly: true });
+      if ((active.games ?? []).some((g) => g.gameId === gameId)) {
+        this.deps.navigate(`/game/${gameId}`);
+        return;
+      }
+    } catch (e) {
+      this.fail(e);
+    }
+    this.openingBulkGame = false;
   }
 
   /** The lobby stream's resume point, per player (a tab may sign in as someone else). */
