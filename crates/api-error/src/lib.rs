@@ -192,6 +192,10 @@ reasons! {
     PlayerTwice = "PLAYER_TWICE" => InvalidArgument,
     /// A start time that has passed, or one too far ahead.
     StartTimeInvalid = "START_TIME_INVALID" => InvalidArgument,
+    /// No organiser's tournament with that id.
+    TournamentNotFound = "TOURNAMENT_NOT_FOUND" => NotFound,
+    /// A tournament with that id exists with other entrants or settings.
+    TournamentExists = "TOURNAMENT_EXISTS" => AlreadyExists,
 
     // Webhooks (the operators' WebhookAdminService).
     /// No webhook endpoint of that name is configured.

@@ -311,7 +311,7 @@ pub async fn a_bulk_game_keeps_its_outcome_and_rating(store: Arc<dyn MatchStore>
     .await
     .unwrap();
     let read = store.bulk(&bulk.bulk_id).await.unwrap().unwrap();
-    assert_eq!(read.games[1].outcome, Some(GameOutcome::Cancelled));
+    assert_eq!(read.games[1].outcome, Some(GameOutcome::SouthForfeited));
     // A bulk's player who kept the seat is not queued again: the organiser pairs, not the queue.
     assert!(
         store
@@ -321,4 +321,84 @@ pub async fn a_bulk_game_keeps_its_outcome_and_rating(store: Arc<dyn MatchStore>
             .iter()
             .all(|e| !matches!(e.kind, LobbyEventKind::Requeued { .. }))
     );
+}
+
+/// A tournament of `players` fresh entrants, made at 1,000 ms.
+pub fn new_tournament(players: usize) -> Tournament {
+    Tournament {
+        tournament_id: format!("cup-{}", Uuid::new_v4().simple()),
+        organiser: "league-ops".into(),
+        format: TournamentFormat::Swiss,
+        rounds: 3,
+        rules: "hidden-front".into(),
+        time_control: "online".into(),
+        rated: false,
+        start_ms: 5_000,
+        pause_ms: 2_000,
+        entrants: (0..players)
+            .map(|i| TournamentEntrant {
+                id: player(&format!("e{i}")),
+                rating: 1500 + i as i32,
+            })
+            .collect(),
+        created_ms: 1_000,
+        finished_ms: None,
+    }
+}
+
+/// A tournament is stored as given, retried by content, listed while running (oldest first),
+/// and finished once.
+pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn MatchStore>) {
+    let first = new_tournament(5);
+    let mut second = new_tournament(4);
+    second.format = TournamentFormat::RoundRobin;
+    second.rounds = 0;
+    second.created_ms = 2_000;
+    assert_eq!(store.create_tournament(first.clone()).await.unwrap(), first);
+    assert_eq!(
+        store.create_tournament(second.clone()).await.unwrap(),
+        second
+    );
+    assert_eq!(
+        store.tournament(&first.tournament_id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.tournament("no-such-cup").await.unwrap(), None);
+    // A retry made later is the same tournament; other entrants are refused.
+    let retry = Tournament {
+        created_ms: 9_000,
+        ..first.clone()
+    };
+    assert_eq!(store.create_tournament(retry).await.unwrap(), first);
+    let mut other = first.clone();
+    other.entrants.pop();
+    assert!(matches!(
+        store.create_tournament(other).await,
+        Err(MatchError::AlreadyExists(Reason::TournamentExists, _))
+    ));
+    let running = store.running_tournaments(10).await.unwrap();
+    assert_eq!(running, vec![first.clone(), second.clone()], "oldest first");
+    assert_eq!(
+        store.running_tournaments(1).await.unwrap(),
+        vec![first.clone()]
+    );
+    store
+        .finish_tournament(&first.tournament_id, 50_000)
+        .await
+        .unwrap();
+    store
+        .finish_tournament(&first.tournament_id, 60_000)
+        .await
+        .unwrap();
+    let finished = store
+        .tournament(&first.tournament_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(finished.finished_ms, Some(50_000), "the first finish stays");
+    assert_eq!(store.running_tournaments(10).await.unwrap(), vec![second]);
+    assert!(matches!(
+        store.finish_tournament("no-such-cup", 1).await,
+        Err(MatchError::NotFound(Reason::TournamentNotFound, _))
+    ));
 }

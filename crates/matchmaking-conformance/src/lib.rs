@@ -67,6 +67,7 @@ macro_rules! match_store_tests {
             bulk_matches_are_due_at_their_start_only,
             cancelled_bulks_never_start,
             a_bulk_game_keeps_its_outcome_and_rating,
+            tournaments_are_stored_retried_and_finished_once,
         );
     };
 }

@@ -28,6 +28,7 @@ pub mod pairing;
 pub mod policy;
 mod service;
 pub mod store;
+pub mod tournament;
 
 pub use config::MatchmakingConfig;
 pub use organiser::Organiser;

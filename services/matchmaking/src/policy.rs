@@ -118,7 +118,7 @@ fn outcome_of(result: &EndedResult) -> GameOutcome {
     match result {
         EndedResult::Won(side) => GameOutcome::won_by(*side),
         EndedResult::Drawn => GameOutcome::Drawn,
-        EndedResult::SeatLost(_) => GameOutcome::Cancelled,
+        EndedResult::SeatLost(lost) => GameOutcome::forfeited_by(lost),
         EndedResult::Aborted => GameOutcome::Aborted,
     }
 }
@@ -484,7 +484,7 @@ mod tests {
             &held(MatchKind::Invite, false),
             EndedResult::SeatLost(vec![Side::North]),
         );
-        assert_eq!(invite, only_the_outcome(GameOutcome::Cancelled));
+        assert_eq!(invite, only_the_outcome(GameOutcome::NorthForfeited));
     }
 
     #[test]

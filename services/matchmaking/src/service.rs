@@ -7,8 +7,9 @@ use crate::pairing::{pair_casual, pair_rated};
 use crate::policy;
 use crate::store::{
     ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
-    MatchError, MatchStore, Queue, Ticket, TicketState,
+    MatchError, MatchStore, NewBulk, Queue, Ticket, TicketState, round_bulk_id,
 };
+use crate::tournament::{self, Step};
 use futures_util::StreamExt;
 use hidden_front_api_error::text::{self, TextKind};
 use hidden_front_api_error::{ApiError, Reason, brief, quote};
@@ -42,6 +43,8 @@ const LOBBY_PAGE: usize = 100;
 /// fill the group commits, few enough that a round's burst of `CreateGame` calls does not crowd
 /// out the moves being played.
 const SEATS_AT_ONCE: usize = 32;
+/// Tournaments advanced per round at most (the oldest first).
+const TOURNAMENTS_PER_ROUND: usize = 1000;
 /// Bulk matches started per round at most: a bulk's largest size, so one bulk starts in one round.
 const DUE_PER_ROUND: usize = crate::organiser::MAX_BULK_PAIRS;
 /// Invite code alphabet: no 0/O, 1/I/L, so a code read aloud is typed right.
@@ -394,6 +397,8 @@ impl MatchmakingService {
         let store = &self.inner.store;
         let now = self.inner.config.clock.now_unix_ms();
         store.expire(now).await?;
+        // Before the bulks: a round paired now to start now is started in this same round.
+        self.tournament_round(now).await?;
         // First, so a bulk starts as close to its time as the loop's interval allows.
         let due = store.due_matches(now, DUE_PER_ROUND).await?;
         if !due.is_empty() {
@@ -441,6 +446,69 @@ impl MatchmakingService {
         metrics::gauge!(names::MATCHMAKING_TICKETS_WAITING, names::QUEUE_TYPE => "casual")
             .set(casual as f64);
         Ok(made)
+    }
+
+    /// Advances every running tournament by one step ([`crate::tournament::progress`]): pairs
+    /// and stores the next round's bulk once the round before has ended (to start the
+    /// tournament's pause later; the first round at its start), or marks it finished after the
+    /// last. A tournament that cannot go on is logged and left as it is; the others go on.
+    pub async fn tournament_round(&self, now: u64) -> Result<(), MatchError> {
+        let store = &self.inner.store;
+        for t in store.running_tournaments(TOURNAMENTS_PER_ROUND).await? {
+            let total = tournament::total_rounds(&t);
+            let mut rounds = Vec::new();
+            while rounds.len() < total {
+                match store
+                    .bulk(&round_bulk_id(&t.tournament_id, rounds.len() + 1))
+                    .await?
+                {
+                    Some(bulk) => rounds.push(bulk),
+                    None => break,
+                }
+            }
+            let progress = match tournament::progress(&t, &rounds) {
+                Ok(progress) => progress,
+                Err(error) => {
+                    tracing::error!(tournament_id = %t.tournament_id, %error, "a tournament cannot go on");
+                    continue;
+                }
+            };
+            match progress.next {
+                Step::Wait => {}
+                Step::Finished => {
+                    store.finish_tournament(&t.tournament_id, now).await?;
+                    tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
+                }
+                Step::Pair(pairing) => {
+                    let round = progress.made + 1;
+                    let start_ms = match round {
+                        1 => t.start_ms.max(now),
+                        _ => now.saturating_add(t.pause_ms),
+                    };
+                    let bulk = NewBulk {
+                        bulk_id: round_bulk_id(&t.tournament_id, round),
+                        organiser: t.organiser.clone(),
+                        rules: t.rules.clone(),
+                        time_control: t.time_control.clone(),
+                        rated: t.rated,
+                        start_ms,
+                        created_ms: now,
+                        pairs: pairing
+                            .games
+                            .iter()
+                            .map(|p| (p.first.clone(), p.second.clone()))
+                            .collect(),
+                    };
+                    match store.create_bulk(bulk).await {
+                        // Another process paired it a moment before (its start may differ).
+                        Ok(_) | Err(MatchError::AlreadyExists(..)) => {}
+                        Err(error) => return Err(error),
+                    }
+                    tracing::info!(tournament_id = %t.tournament_id, round, games = pairing.games.len(), bye = ?pairing.bye, start_ms, "tournament round paired");
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn run_pairing(self, shutdown: CancellationToken) {

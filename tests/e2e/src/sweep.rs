@@ -460,6 +460,14 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             }
             _ => None,
         },
+        // A tournament's two entrants of its own (OrganiserService.CreateTournament).
+        Kind::String if field.is_list() => match field.name() {
+            "entrants" => Some(Value::List(vec![
+                Value::String("sweep-tour-a".into()),
+                Value::String("sweep-tour-b".into()),
+            ])),
+            _ => None,
+        },
         Kind::Message(m) => (depth < MAX_PATH).then(|| Value::Message(fill(&m, goods, depth + 1))),
         Kind::Enum(e) => e
             .values()
@@ -483,6 +491,7 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             "code" => string(&goods.invite_code.clone()),
             // One bulk: created by CreateBulk's baseline, then read and cancelled by the others.
             "bulk_id" => string("sweep-bulk"),
+            "tournament_id" => string("sweep-tournament"),
             "square_a" => string(&goods.swap.0.clone()),
             "square_b" => string(&goods.swap.1.clone()),
             "from" => string(&goods.mv.0.clone()),
@@ -496,6 +505,8 @@ fn good_value(field: &FieldDescriptor, goods: &mut Goods, depth: usize) -> Optio
             "lease_seconds" => Some(Value::U32(30)),
             "ttl_seconds" => Some(Value::U32(60)),
             "limit" => Some(Value::U32(10)),
+            // A Swiss of two entrants has one round.
+            "rounds" => Some(Value::U32(1)),
             _ => None,
         },
         Kind::Uint64 => match field.name() {

@@ -197,6 +197,8 @@ export const ja: Record<Key, string> = {
   "reason.BULK_STARTED": "その大会対局は始まっているため、取り消せません。",
   "reason.PLAYER_TWICE": "同じプレイヤーが二度指定されています。",
   "reason.START_TIME_INVALID": "開始時刻が過ぎているか、先すぎます。",
+  "reason.TOURNAMENT_NOT_FOUND": "その大会はありません。",
+  "reason.TOURNAMENT_EXISTS": "その ID の大会はすでにあります。",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "その Webhook エンドポイントはありません。",
   "reason.DEAD_LETTER_NOT_FOUND": "そのデッドレターはありません。",
   "reason.STORE_UNAVAILABLE": "サーバーの保存先が使えません。再試行してください。",

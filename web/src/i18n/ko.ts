@@ -197,6 +197,8 @@ export const ko: Record<Key, string> = {
   "reason.BULK_STARTED": "그 대회 대국은 이미 시작되어 취소할 수 없습니다.",
   "reason.PLAYER_TWICE": "같은 플레이어가 두 번 지정되었습니다.",
   "reason.START_TIME_INVALID": "시작 시각이 지났거나 너무 멉니다.",
+  "reason.TOURNAMENT_NOT_FOUND": "그런 대회가 없습니다.",
+  "reason.TOURNAMENT_EXISTS": "그 ID의 대회가 이미 있습니다.",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "그런 웹훅 엔드포인트가 없습니다.",
   "reason.DEAD_LETTER_NOT_FOUND": "그런 데드 레터가 없습니다.",
   "reason.STORE_UNAVAILABLE": "서버 저장소를 쓸 수 없습니다. 다시 시도하세요.",

@@ -20,7 +20,11 @@ pub enum GameOutcome {
     NorthWon,
     /// A draw.
     Drawn,
-    /// Cancelled at the deployment deadline: a seat was lost before play.
+    /// South lost the seat at the deployment deadline: north wins by forfeit.
+    SouthForfeited,
+    /// North lost the seat at the deployment deadline: south wins by forfeit.
+    NorthForfeited,
+    /// Both seats were lost at the deployment deadline: no result.
     Cancelled,
     /// An operator stopped it.
     Aborted,
@@ -33,6 +37,8 @@ impl GameOutcome {
             GameOutcome::SouthWon => "south_won",
             GameOutcome::NorthWon => "north_won",
             GameOutcome::Drawn => "drawn",
+            GameOutcome::SouthForfeited => "south_forfeited",
+            GameOutcome::NorthForfeited => "north_forfeited",
             GameOutcome::Cancelled => "cancelled",
             GameOutcome::Aborted => "aborted",
         }
@@ -44,10 +50,21 @@ impl GameOutcome {
             "south_won" => GameOutcome::SouthWon,
             "north_won" => GameOutcome::NorthWon,
             "drawn" => GameOutcome::Drawn,
+            "south_forfeited" => GameOutcome::SouthForfeited,
+            "north_forfeited" => GameOutcome::NorthForfeited,
             "cancelled" => GameOutcome::Cancelled,
             "aborted" => GameOutcome::Aborted,
             other => return Err(MatchError::Corrupt(format!("game outcome {other:?}"))),
         })
+    }
+
+    /// The outcome of a game whose `lost` seats were lost before play.
+    pub fn forfeited_by(lost: &[Side]) -> GameOutcome {
+        match lost {
+            [Side::South] => GameOutcome::SouthForfeited,
+            [Side::North] => GameOutcome::NorthForfeited,
+            _ => GameOutcome::Cancelled,
+        }
     }
 
     /// The winner's outcome.

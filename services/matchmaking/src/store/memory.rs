@@ -23,6 +23,7 @@ struct State {
     /// Organisers' bulks without their games (those are in `matches`), with their match ids in
     /// order.
     bulks: HashMap<String, (Bulk, Vec<Uuid>)>,
+    tournaments: HashMap<String, Tournament>,
     feed: u64,
     lobby: Vec<LobbyEvent>,
     computer: HashMap<Uuid, (ComputerGame, Option<String>, u64, bool)>,
@@ -620,6 +621,50 @@ impl MatchStore for MemoryMatchStore {
             }
         }
         Ok(bulk)
+    }
+
+    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError> {
+        let mut state = self.lock();
+        if let Some(stored) = state.tournaments.get(&tournament.tournament_id) {
+            return if tournament.is_retry_of(stored) {
+                Ok(stored.clone())
+            } else {
+                Err(tournament.conflict())
+            };
+        }
+        state
+            .tournaments
+            .insert(tournament.tournament_id.clone(), tournament.clone());
+        Ok(tournament)
+    }
+
+    async fn tournament(&self, tournament_id: &str) -> Result<Option<Tournament>, MatchError> {
+        Ok(self.lock().tournaments.get(tournament_id).cloned())
+    }
+
+    async fn running_tournaments(&self, limit: usize) -> Result<Vec<Tournament>, MatchError> {
+        let state = self.lock();
+        let mut running: Vec<Tournament> = state
+            .tournaments
+            .values()
+            .filter(|t| t.finished_ms.is_none())
+            .cloned()
+            .collect();
+        running.sort_by(|a, b| {
+            (a.created_ms, &a.tournament_id).cmp(&(b.created_ms, &b.tournament_id))
+        });
+        running.truncate(limit);
+        Ok(running)
+    }
+
+    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError> {
+        let mut state = self.lock();
+        let tournament = state
+            .tournaments
+            .get_mut(tournament_id)
+            .ok_or_else(|| Tournament::not_found(tournament_id))?;
+        tournament.finished_ms.get_or_insert(now_ms);
+        Ok(())
     }
 
     async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError> {

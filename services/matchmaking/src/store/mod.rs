@@ -10,8 +10,10 @@
 pub mod bulk;
 pub mod memory;
 pub mod postgres;
+pub mod tournament;
 
 pub use bulk::{Bulk, BulkGame, GameOutcome, NewBulk};
+pub use tournament::{Tournament, TournamentEntrant, TournamentFormat, round_bulk_id};
 
 use crate::glicko::Rating;
 use async_trait::async_trait;
@@ -569,6 +571,16 @@ pub trait MatchStore: Send + Sync {
     /// cancelled, earliest start first, at most `limit`. ([`MatchStore::pending_matches`] never
     /// returns a bulk's match: a bulk's are seated only from here, at their start.)
     async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError>;
+    /// Stores an organiser's tournament. A retry (same id, same content:
+    /// [`Tournament::is_retry_of`]) returns the stored one; the same id with other content is
+    /// `AlreadyExists` (`TOURNAMENT_EXISTS`).
+    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError>;
+    /// A tournament by id.
+    async fn tournament(&self, tournament_id: &str) -> Result<Option<Tournament>, MatchError>;
+    /// Tournaments not finished, oldest first, at most `limit`.
+    async fn running_tournaments(&self, limit: usize) -> Result<Vec<Tournament>, MatchError>;
+    /// Marks a tournament finished at `now_ms` (a finished one keeps its first time).
+    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError>;
 }
 
 /// The lobby events a completed match gives its two players.

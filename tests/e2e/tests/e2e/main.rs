@@ -27,6 +27,7 @@ mod replay_gateway;
 mod sharding;
 mod shutdown;
 mod sigkill_restart;
+mod tournament;
 mod tracing;
 mod two_processes;
 mod web_client;

@@ -16,6 +16,7 @@ use super::memory::{
 use super::*;
 
 mod bulk;
+mod tournament;
 
 use hidden_front_pg_listen::{Heard, Listen, dedicated_pool};
 use sqlx::postgres::{PgPool, PgRow};
@@ -1017,5 +1018,21 @@ impl MatchStore for PostgresMatchStore {
 
     async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError> {
         bulk::due(&self.pool, now_ms, limit).await
+    }
+
+    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError> {
+        tournament::insert(&self.pool, tournament).await
+    }
+
+    async fn tournament(&self, tournament_id: &str) -> Result<Option<Tournament>, MatchError> {
+        tournament::read(&self.pool, tournament_id).await
+    }
+
+    async fn running_tournaments(&self, limit: usize) -> Result<Vec<Tournament>, MatchError> {
+        tournament::running(&self.pool, limit).await
+    }
+
+    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError> {
+        tournament::finish(&self.pool, tournament_id, now_ms).await
     }
 }

@@ -13,6 +13,8 @@ use crate::service::{
     parse_time_control,
 };
 use crate::store::{Bulk, BulkGame, GameOutcome, NewBulk};
+
+mod tournament;
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_operator_auth::{AdminTokens, Operator};
 use hidden_front_proto::v1 as pb;
@@ -66,6 +68,59 @@ impl Organiser {
     }
 }
 
+/// The players a request names, checked as they are added: each an id, not the computer, none
+/// twice.
+struct Players<'a> {
+    /// The list's field, named in a `PLAYER_TWICE` refusal beside the second place.
+    list: &'static str,
+    /// What holds them ("a bulk"), for messages.
+    what: &'static str,
+    /// Each player seen, with the field where.
+    seen: HashMap<&'a str, String>,
+}
+
+impl<'a> Players<'a> {
+    fn new(list: &'static str, what: &'static str) -> Players<'a> {
+        Players {
+            list,
+            what,
+            seen: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, field: String, player: &'a str) -> Result<(), Status> {
+        check_id(&field, player)?;
+        if player == COMPUTER_PLAYER {
+            return Err(ApiError::invalid_field(
+                &field,
+                format!(
+                    "{COMPUTER_PLAYER:?} is the computer's seat, which {} cannot pair \
+                     (PlayComputer does)",
+                    self.what
+                ),
+            )
+            .into());
+        }
+        if let Some(first) = self.seen.get(player) {
+            return Err(ApiError::new(
+                Reason::PlayerTwice,
+                format!(
+                    "{field}: player {player:?} is already in {} at {first}",
+                    self.what
+                ),
+            )
+            .with_violation(&field, format!("{player:?} appears at {first} too"))
+            .with_violation(
+                self.list,
+                format!("a player may be named once in {}", self.what),
+            )
+            .into());
+        }
+        self.seen.insert(player, field);
+        Ok(())
+    }
+}
+
 /// The pairs of a request, checked: every player an id, not the computer, none twice.
 fn checked_pairs(pairs: &[pb::BulkPair]) -> Result<Vec<(String, String)>, Status> {
     if pairs.is_empty() {
@@ -81,35 +136,10 @@ fn checked_pairs(pairs: &[pb::BulkPair]) -> Result<Vec<(String, String)>, Status
         )
         .into());
     }
-    let mut seen: HashMap<&str, String> = HashMap::new();
+    let mut players = Players::new("pairs", "a bulk");
     for (i, pair) in pairs.iter().enumerate() {
-        for (seat, player) in [
-            ("south_player", &pair.south_player),
-            ("north_player", &pair.north_player),
-        ] {
-            let field = format!("pairs[{i}].{seat}");
-            check_id(&field, player)?;
-            if player == COMPUTER_PLAYER {
-                return Err(ApiError::invalid_field(
-                    &field,
-                    format!(
-                        "{COMPUTER_PLAYER:?} is the computer's seat, which a bulk cannot \
-                         pair (PlayComputer does)"
-                    ),
-                )
-                .into());
-            }
-            if let Some(first) = seen.get(player.as_str()) {
-                return Err(ApiError::new(
-                    Reason::PlayerTwice,
-                    format!("{field}: player {player:?} is already in this bulk at {first}"),
-                )
-                .with_violation(&field, format!("{player:?} appears at {first} too"))
-                .with_violation("pairs", "a player may be in one pair of a bulk only")
-                .into());
-            }
-            seen.insert(player, field);
-        }
+        players.add(format!("pairs[{i}].south_player"), &pair.south_player)?;
+        players.add(format!("pairs[{i}].north_player"), &pair.north_player)?;
     }
     Ok(pairs
         .iter()
@@ -152,6 +182,8 @@ fn outcome_to_proto(outcome: GameOutcome) -> pb::BulkGameOutcome {
         GameOutcome::SouthWon => pb::BulkGameOutcome::SouthWon,
         GameOutcome::NorthWon => pb::BulkGameOutcome::NorthWon,
         GameOutcome::Drawn => pb::BulkGameOutcome::Drawn,
+        GameOutcome::SouthForfeited => pb::BulkGameOutcome::SouthForfeited,
+        GameOutcome::NorthForfeited => pb::BulkGameOutcome::NorthForfeited,
         GameOutcome::Cancelled => pb::BulkGameOutcome::Cancelled,
         GameOutcome::Aborted => pb::BulkGameOutcome::Aborted,
     }
@@ -227,6 +259,7 @@ impl OrganiserApi for Organiser {
         let operator = self.operator(&request)?;
         let r = request.into_inner();
         check_id("bulk_id", &r.bulk_id)?;
+        tournament::check_own_bulk_id(&r.bulk_id)?;
         let rules = parse_rules("rules", &r.rules)?.name();
         let time_control = parse_time_control("time_control", &r.time_control, "online")?;
         let pairs = checked_pairs(&r.pairs)?;
@@ -292,6 +325,7 @@ impl OrganiserApi for Organiser {
         let operator = self.operator(&request)?;
         let r = request.into_inner();
         check_id("bulk_id", &r.bulk_id)?;
+        tournament::check_own_bulk_id(&r.bulk_id)?;
         let margin = self.matchmaking.config().bulk_cancel_margin;
         let bulk = self
             .matchmaking
@@ -306,6 +340,32 @@ impl OrganiserApi for Organiser {
         tracing::info!(bulk_id = %bulk.bulk_id, operator = %operator.name, "bulk cancelled");
         Ok(Response::new(pb::CancelBulkResponse {
             bulk: Some(self.answer(&bulk)),
+        }))
+    }
+
+    async fn create_tournament(
+        &self,
+        request: Request<pb::CreateTournamentRequest>,
+    ) -> Result<Response<pb::CreateTournamentResponse>, Status> {
+        let operator = self.operator(&request)?;
+        let tournament = self
+            .create_tournament_for(operator, request.into_inner())
+            .await?;
+        Ok(Response::new(pb::CreateTournamentResponse {
+            tournament: Some(tournament),
+        }))
+    }
+
+    async fn get_tournament(
+        &self,
+        request: Request<pb::GetTournamentRequest>,
+    ) -> Result<Response<pb::GetTournamentResponse>, Status> {
+        self.operator(&request)?;
+        let tournament = self
+            .get_tournament_for(&request.into_inner().tournament_id)
+            .await?;
+        Ok(Response::new(pb::GetTournamentResponse {
+            tournament: Some(tournament),
         }))
     }
 }

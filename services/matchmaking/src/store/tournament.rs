@@ -1,0 +1,112 @@
+//! An organiser's tournament as the store keeps it: only what the organiser chose (format,
+//! rounds, settings, entrants with their ratings at creation). Its rounds are bulks
+//! ([`super::bulk`]) named by [`round_bulk_id`]; results and standings are derived from them
+//! (`crate::tournament`), so nothing about a round can disagree with its games.
+
+use super::{MatchError, Reason};
+
+/// How a tournament pairs its rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TournamentFormat {
+    /// A fixed number of rounds paired by score groups (`hidden_front_tournament::swiss`).
+    Swiss,
+    /// Everyone meets everyone once (Berger tables).
+    RoundRobin,
+}
+
+impl TournamentFormat {
+    /// The name stored in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            TournamentFormat::Swiss => "swiss",
+            TournamentFormat::RoundRobin => "round_robin",
+        }
+    }
+
+    /// The format with this stored name.
+    pub fn parse(name: &str) -> Result<TournamentFormat, MatchError> {
+        match name {
+            "swiss" => Ok(TournamentFormat::Swiss),
+            "round_robin" => Ok(TournamentFormat::RoundRobin),
+            other => Err(MatchError::Corrupt(format!("tournament format {other:?}"))),
+        }
+    }
+}
+
+/// One entrant: the player and their rating when the tournament was made (it ranks players of
+/// equal score and seeds the first round).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TournamentEntrant {
+    /// The player's id.
+    pub id: String,
+    /// Their rating, rounded.
+    pub rating: i32,
+}
+
+/// A tournament as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tournament {
+    /// The organiser's id for it (unique among tournaments).
+    pub tournament_id: String,
+    /// The operator who made it.
+    pub organiser: String,
+    /// Swiss or round robin.
+    pub format: TournamentFormat,
+    /// How many rounds (a round robin's is fixed by its entrants).
+    pub rounds: u32,
+    /// The games' rule set.
+    pub rules: String,
+    /// The games' time control name.
+    pub time_control: String,
+    /// Whether the games are rated.
+    pub rated: bool,
+    /// When the first round starts (ms since the Unix epoch).
+    pub start_ms: u64,
+    /// The pause between a round's last game ending and the next round's start.
+    pub pause_ms: u64,
+    /// The entrants, in the organiser's order.
+    pub entrants: Vec<TournamentEntrant>,
+    /// When it was made.
+    pub created_ms: u64,
+    /// When its last round ended (set by the loop that saw it).
+    pub finished_ms: Option<u64>,
+}
+
+impl Tournament {
+    /// Whether a stored tournament is this one asked for again (times aside).
+    pub fn is_retry_of(&self, stored: &Tournament) -> bool {
+        Tournament {
+            created_ms: stored.created_ms,
+            finished_ms: stored.finished_ms,
+            ..self.clone()
+        } == *stored
+    }
+
+    /// The `AlreadyExists` answer to a request that reuses a stored tournament's id.
+    pub fn conflict(&self) -> MatchError {
+        MatchError::AlreadyExists(
+            Reason::TournamentExists,
+            format!(
+                "tournament_id: tournament {:?} exists with other entrants or settings; \
+                 choose a new id for a new tournament",
+                self.tournament_id
+            ),
+        )
+    }
+
+    /// The `NotFound` answer for a tournament id nobody made.
+    pub fn not_found(tournament_id: &str) -> MatchError {
+        MatchError::NotFound(
+            Reason::TournamentNotFound,
+            format!("tournament_id: no tournament {tournament_id:?} exists"),
+        )
+    }
+}
+
+/// The prefix of the bulk ids of tournaments' rounds; organisers' own bulks may not use it.
+pub const ROUND_BULK_PREFIX: &str = "tournament:";
+
+/// The bulk id of round `round` (from 1) of a tournament.
+pub fn round_bulk_id(tournament_id: &str, round: usize) -> String {
+    format!("{ROUND_BULK_PREFIX}{tournament_id}:round:{round}")
+}
