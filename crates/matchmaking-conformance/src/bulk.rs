@@ -335,6 +335,7 @@ pub fn new_tournament(players: usize) -> Tournament {
         rated: false,
         start_ms: 5_000,
         pause_ms: 2_000,
+        duration_ms: 0,
         entrants: (0..players)
             .map(|i| TournamentEntrant {
                 id: player(&format!("e{i}")),
@@ -351,8 +352,9 @@ pub fn new_tournament(players: usize) -> Tournament {
 pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn MatchStore>) {
     let first = new_tournament(5);
     let mut second = new_tournament(4);
-    second.format = TournamentFormat::RoundRobin;
+    second.format = TournamentFormat::Arena;
     second.rounds = 0;
+    second.duration_ms = 120_000;
     second.created_ms = 2_000;
     assert_eq!(store.create_tournament(first.clone()).await.unwrap(), first);
     assert_eq!(

@@ -466,7 +466,7 @@ impl MatchmakingService {
                     None => break,
                 }
             }
-            let progress = match tournament::progress(&t, &rounds) {
+            let progress = match tournament::progress(&t, &rounds, now) {
                 Ok(progress) => progress,
                 Err(error) => {
                     tracing::error!(tournament_id = %t.tournament_id, %error, "a tournament cannot go on");

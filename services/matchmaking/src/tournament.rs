@@ -9,12 +9,24 @@
 //!
 //! Colours: who moves first is drawn by the referee for every game, so the "colour" a tournament
 //! balances is the seat: the player paired first sits south.
+//!
+//! An arena's rounds are its pairing waves: while it runs, whenever at least two entrants are
+//! not in a game (and [`ARENA_WAVE_EVERY`] has passed since the last wave), the waiting ones are
+//! paired by `arena::pair_wave`; a wave depends on which games had ended when it was made, so
+//! waves are not checked against the rules afterwards as a Swiss's rounds are.
 
 use crate::store::{Bulk, GameOutcome, Tournament, TournamentFormat};
+use hidden_front_tournament::arena::{self, ArenaScore, Waiting};
 use hidden_front_tournament::standings::{Standing, standings};
 use hidden_front_tournament::swiss::{self, RoundPairings};
 use hidden_front_tournament::{Entrant, Outcome, Pairing, Record, TournamentError, round_robin};
+use std::collections::HashMap;
+use std::time::Duration;
 use thiserror::Error;
+
+/// The least time between two waves of an arena: players whose games end within it are paired
+/// together rather than each with the one player who happens to wait.
+pub const ARENA_WAVE_EVERY: Duration = Duration::from_secs(2);
 
 /// Why a tournament cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -49,28 +61,28 @@ pub struct Progress {
     pub made: usize,
     /// Rounds whose every game has ended.
     pub completed: usize,
-    /// The rounds the tournament has in all.
+    /// The rounds the tournament has in all (an arena: the waves made so far).
     pub total: usize,
     /// Each made round's bye, if any.
     pub byes: Vec<Option<String>>,
-    /// Every entrant's record over the completed rounds.
+    /// Every entrant's record over the completed rounds (an arena keeps none: its table is
+    /// scored game by game).
     pub records: Vec<Record>,
+    /// The table after the completed rounds (an arena: after every ended game). An arena's
+    /// points (a win 2, a draw 1, doubled on a streak) are its score in half points; it has no
+    /// tie-breaks but the rating.
+    pub table: Vec<Standing>,
     /// What to do next.
     pub next: Step,
 }
 
-impl Progress {
-    /// The table after the completed rounds.
-    pub fn standings(&self) -> Result<Vec<Standing>, TournamentError> {
-        standings(&self.records)
-    }
-}
-
-/// The rounds a tournament has in all.
+/// The rounds a tournament has in all: the most rounds to read for it (an arena's waves have no
+/// fixed number).
 pub fn total_rounds(tournament: &Tournament) -> usize {
     match tournament.format {
         TournamentFormat::Swiss => tournament.rounds as usize,
         TournamentFormat::RoundRobin => round_robin::schedule(tournament.entrants.len()).len(),
+        TournamentFormat::Arena => usize::MAX,
     }
 }
 
@@ -82,6 +94,8 @@ fn pairing_of(
 ) -> Result<RoundPairings, TournamentError> {
     match tournament.format {
         TournamentFormat::Swiss => swiss::pair_round(records),
+        // An arena pairs waves of whoever waits (`arena_progress`), never rounds.
+        TournamentFormat::Arena => Err(TournamentError::NoPairing { round }),
         TournamentFormat::RoundRobin => {
             let schedule = round_robin::schedule(tournament.entrants.len());
             let id = |i: usize| tournament.entrants[i].id.clone();
@@ -114,10 +128,17 @@ fn outcome_for_south(outcome: GameOutcome) -> Option<Outcome> {
     }
 }
 
-/// Where `tournament` is, given the bulks of its rounds made so far (`rounds[0]` is round 1's),
-/// and what to do next. Each round's bulk must hold exactly the pairs the rules give for it
-/// after the rounds before; a round counts once every game of it has ended.
-pub fn progress(tournament: &Tournament, rounds: &[Bulk]) -> Result<Progress, ProgressError> {
+/// Where `tournament` is at `now_ms`, given the bulks of its rounds made so far (`rounds[0]` is
+/// round 1's), and what to do next. A Swiss's or round robin's round must hold exactly the pairs
+/// the rules give for it after the rounds before, and counts once every game of it has ended.
+pub fn progress(
+    tournament: &Tournament,
+    rounds: &[Bulk],
+    now_ms: u64,
+) -> Result<Progress, ProgressError> {
+    if tournament.format == TournamentFormat::Arena {
+        return arena_progress(tournament, rounds, now_ms);
+    }
     let total = total_rounds(tournament);
     let mut records: Vec<Record> = tournament
         .entrants
@@ -154,6 +175,7 @@ pub fn progress(tournament: &Tournament, rounds: &[Bulk]) -> Result<Progress, Pr
                 completed,
                 total,
                 byes,
+                table: standings(&records)?,
                 records,
                 next: Step::Wait,
             });
@@ -187,7 +209,123 @@ pub fn progress(tournament: &Tournament, rounds: &[Bulk]) -> Result<Progress, Pr
         completed,
         total,
         byes,
+        table: standings(&records)?,
         records,
+        next,
+    })
+}
+
+/// An arena's [`progress`]: every ended game scored in order, the players not in a game paired
+/// in a wave while the arena runs, finished once it is over and its last games have ended.
+fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progress, ProgressError> {
+    let index: HashMap<&str, usize> = t
+        .entrants
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let n = t.entrants.len();
+    let mut score = vec![ArenaScore::default(); n];
+    let mut last_opponent: Vec<Option<String>> = vec![None; n];
+    let mut south_minus_north = vec![0i32; n];
+    let mut busy = vec![false; n];
+    let mut completed = 0;
+    for (k, wave) in waves.iter().enumerate() {
+        let mut ended = true;
+        for game in &wave.games {
+            let m = &game.the_match;
+            let (Some(&south), Some(&north)) = (
+                index.get(m.south_player.as_str()),
+                index.get(m.north_player.as_str()),
+            ) else {
+                return Err(ProgressError::Mismatch { round: k + 1 });
+            };
+            south_minus_north[south] += 1;
+            south_minus_north[north] -= 1;
+            last_opponent[south] = Some(m.north_player.clone());
+            last_opponent[north] = Some(m.south_player.clone());
+            match game.outcome {
+                None => {
+                    busy[south] = true;
+                    busy[north] = true;
+                    ended = false;
+                }
+                // Games are scored in wave order, which is each player's order of play: a
+                // player is in one game at a time.
+                Some(outcome) => {
+                    if let Some(result) = outcome_for_south(outcome) {
+                        score[south].record(result);
+                        score[north].record(result.for_opponent());
+                    }
+                }
+            }
+        }
+        if ended {
+            completed += 1;
+        }
+    }
+    let end_ms = t.start_ms.saturating_add(t.duration_ms);
+    let every = u64::try_from(ARENA_WAVE_EVERY.as_millis()).unwrap_or(u64::MAX);
+    let next = if now_ms >= end_ms {
+        if busy.iter().any(|b| *b) {
+            Step::Wait
+        } else {
+            Step::Finished
+        }
+    } else if now_ms < t.start_ms
+        || waves
+            .last()
+            .is_some_and(|w| now_ms < w.start_ms.saturating_add(every))
+    {
+        Step::Wait
+    } else {
+        let waiting: Vec<Waiting> = (0..n)
+            .filter(|&i| !busy[i])
+            .map(|i| Waiting {
+                id: t.entrants[i].id.clone(),
+                points: score[i].points,
+                rating: t.entrants[i].rating,
+                last_opponent: last_opponent[i].clone(),
+                first_minus_second: south_minus_north[i],
+            })
+            .collect();
+        let wave = arena::pair_wave(&waiting);
+        if wave.games.is_empty() {
+            Step::Wait
+        } else {
+            Step::Pair(RoundPairings {
+                games: wave.games,
+                bye: None,
+            })
+        }
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| {
+        score[b]
+            .points
+            .cmp(&score[a].points)
+            .then(t.entrants[b].rating.cmp(&t.entrants[a].rating))
+            .then(t.entrants[a].id.cmp(&t.entrants[b].id))
+    });
+    let table = order
+        .iter()
+        .enumerate()
+        .map(|(place, &i)| Standing {
+            place: place + 1,
+            id: t.entrants[i].id.clone(),
+            score_halves: score[i].points,
+            buchholz_halves: 0,
+            sonneborn_berger_quarters: 0,
+            rating: t.entrants[i].rating,
+        })
+        .collect();
+    Ok(Progress {
+        made: waves.len(),
+        completed,
+        total: waves.len(),
+        byes: vec![None; waves.len()],
+        records: Vec::new(),
+        table,
         next,
     })
 }
@@ -208,6 +346,7 @@ mod tests {
             rated: false,
             start_ms: 1_000,
             pause_ms: 0,
+            duration_ms: 0,
             entrants: (0..players)
                 .map(|i| TournamentEntrant {
                     id: format!("p{i}"),
@@ -249,14 +388,14 @@ mod tests {
         let t = tournament(TournamentFormat::Swiss, 9, 4);
         let mut rounds: Vec<Bulk> = Vec::new();
         loop {
-            let p = progress(&t, &rounds).unwrap();
+            let p = progress(&t, &rounds, 0).unwrap();
             match p.next {
                 Step::Pair(pairing) => {
                     assert_eq!(pairing.games.len(), 4);
                     let mut bulk = bulk_of(&t, rounds.len() + 1, &pairing);
                     rounds.push(bulk.clone());
                     // Made, not yet played: the tournament waits.
-                    assert_eq!(progress(&t, &rounds).unwrap().next, Step::Wait);
+                    assert_eq!(progress(&t, &rounds, 0).unwrap().next, Step::Wait);
                     // The higher seat wins on odd boards, draws elsewhere; one forfeit.
                     end_all(&mut bulk, |i, _| match i {
                         0 => GameOutcome::SouthWon,
@@ -269,13 +408,13 @@ mod tests {
                 Step::Wait => panic!("every round was played"),
             }
         }
-        let done = progress(&t, &rounds).unwrap();
+        let done = progress(&t, &rounds, 0).unwrap();
         assert_eq!((done.made, done.completed, done.total), (4, 4, 4));
         let byes: Vec<String> = done.byes.iter().flatten().cloned().collect();
         assert_eq!(byes.len(), 4);
         let distinct: std::collections::HashSet<_> = byes.iter().collect();
         assert_eq!(distinct.len(), 4, "no second bye: {byes:?}");
-        let table = done.standings().unwrap();
+        let table = done.table.clone();
         assert_eq!(table.len(), 9);
         // 16 games, each worth 2 half points, and 4 byes worth 2: 40 half points in all.
         assert_eq!(table.iter().map(|s| s.score_halves).sum::<u32>(), 40);
@@ -284,7 +423,7 @@ mod tests {
     #[test]
     fn a_game_without_a_result_leaves_both_players_absent() {
         let t = tournament(TournamentFormat::Swiss, 4, 2);
-        let Step::Pair(pairing) = progress(&t, &[]).unwrap().next else {
+        let Step::Pair(pairing) = progress(&t, &[], 0).unwrap().next else {
             panic!("round 1 is to be paired");
         };
         let mut bulk = bulk_of(&t, 1, &pairing);
@@ -295,7 +434,7 @@ mod tests {
                 GameOutcome::SouthWon
             }
         });
-        let p = progress(&t, &[bulk.clone()]).unwrap();
+        let p = progress(&t, &[bulk.clone()], 0).unwrap();
         assert_eq!(p.completed, 1);
         let first = &bulk.games[0].the_match;
         for record in &p.records {
@@ -312,15 +451,81 @@ mod tests {
     #[test]
     fn a_round_not_made_by_the_rules_is_refused() {
         let t = tournament(TournamentFormat::Swiss, 4, 2);
-        let Step::Pair(mut pairing) = progress(&t, &[]).unwrap().next else {
+        let Step::Pair(mut pairing) = progress(&t, &[], 0).unwrap().next else {
             panic!("round 1 is to be paired");
         };
         pairing.games.swap(0, 1);
         let bulk = bulk_of(&t, 1, &pairing);
         assert_eq!(
-            progress(&t, &[bulk]),
+            progress(&t, &[bulk], 0),
             Err(ProgressError::Mismatch { round: 1 })
         );
+    }
+
+    /// A wave's bulk, started at `start_ms`.
+    fn wave(t: &Tournament, k: usize, pairing: &RoundPairings, start_ms: u64) -> Bulk {
+        let mut bulk = bulk_of(t, k, pairing);
+        bulk.start_ms = start_ms;
+        bulk
+    }
+
+    #[test]
+    fn an_arena_pairs_waves_while_it_runs_and_scores_streaks() {
+        let mut t = tournament(TournamentFormat::Arena, 4, 0);
+        t.duration_ms = 60_000;
+        let end = t.start_ms + t.duration_ms;
+        assert_eq!(
+            progress(&t, &[], 500).unwrap().next,
+            Step::Wait,
+            "before its start"
+        );
+        let Step::Pair(first) = progress(&t, &[], 1_000).unwrap().next else {
+            panic!("everyone waits at the start");
+        };
+        assert_eq!(first.games.len(), 2);
+        let mut waves = vec![wave(&t, 1, &first, 1_000)];
+        assert_eq!(
+            progress(&t, &waves, 1_500).unwrap().next,
+            Step::Wait,
+            "too soon"
+        );
+        assert_eq!(
+            progress(&t, &waves, 9_000).unwrap().next,
+            Step::Wait,
+            "all busy"
+        );
+        // Board 1 ends; its two players are the only ones waiting: they meet again (nobody
+        // else waits), south winning every time.
+        let winner = first.games[0].first.clone();
+        waves[0].games[0].outcome = Some(GameOutcome::SouthWon);
+        for k in 2..=4 {
+            let Step::Pair(again) = progress(&t, &waves, 1_000 + k as u64 * 3_000).unwrap().next
+            else {
+                panic!("the two waiting players are paired");
+            };
+            assert_eq!(again.games.len(), 1);
+            let mut next = wave(&t, k, &again, 1_000 + k as u64 * 3_000);
+            let south_won = next.games[0].the_match.south_player == winner;
+            next.games[0].outcome = Some(if south_won {
+                GameOutcome::SouthWon
+            } else {
+                GameOutcome::NorthWon
+            });
+            waves.push(next);
+        }
+        let p = progress(&t, &waves, 20_000).unwrap();
+        let top = &p.table[0];
+        assert_eq!(top.id, winner);
+        // Four wins: 2 + 2, then on a streak 4 + 4, in half points.
+        assert_eq!(top.score_halves, 12);
+        // Over: nothing more is paired; it finishes once board 2 of wave 1 ends.
+        assert_eq!(progress(&t, &waves, end).unwrap().next, Step::Wait);
+        waves[0].games[1].outcome = Some(GameOutcome::Drawn);
+        assert_eq!(progress(&t, &waves, end).unwrap().next, Step::Finished);
+        assert!(matches!(
+            progress(&t, &waves, end - 1).unwrap().next,
+            Step::Pair(_)
+        ));
     }
 
     #[test]
@@ -329,7 +534,7 @@ mod tests {
         assert_eq!(total_rounds(&t), 5);
         let mut rounds = Vec::new();
         let mut met = std::collections::HashSet::new();
-        while let Step::Pair(pairing) = progress(&t, &rounds).unwrap().next {
+        while let Step::Pair(pairing) = progress(&t, &rounds, 0).unwrap().next {
             for game in &pairing.games {
                 let mut pair = [game.first.clone(), game.second.clone()];
                 pair.sort();
@@ -340,6 +545,6 @@ mod tests {
             rounds.push(bulk);
         }
         assert_eq!(met.len(), 10);
-        assert_eq!(progress(&t, &rounds).unwrap().next, Step::Finished);
+        assert_eq!(progress(&t, &rounds, 0).unwrap().next, Step::Finished);
     }
 }

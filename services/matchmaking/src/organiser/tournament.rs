@@ -19,6 +19,8 @@ pub const MAX_ROUND_ROBIN_ENTRANTS: usize = 20;
 pub const MAX_SWISS_ROUNDS: u32 = 20;
 /// The longest pause between rounds.
 pub const MAX_PAUSE_SECONDS: u32 = 3600;
+/// The longest arena, in minutes.
+pub const MAX_ARENA_MINUTES: u32 = 720;
 /// The longest tournament id: its rounds' bulk ids add about 20 bytes to it.
 const MAX_TOURNAMENT_ID_BYTES: usize = 100;
 
@@ -38,9 +40,10 @@ fn format_of(value: i32) -> Result<TournamentFormat, Status> {
     match pb::TournamentFormat::try_from(value) {
         Ok(pb::TournamentFormat::Swiss) => Ok(TournamentFormat::Swiss),
         Ok(pb::TournamentFormat::RoundRobin) => Ok(TournamentFormat::RoundRobin),
+        Ok(pb::TournamentFormat::Arena) => Ok(TournamentFormat::Arena),
         _ => Err(ApiError::invalid_field(
             "format",
-            format!("{value} is not a format: TOURNAMENT_FORMAT_SWISS or _ROUND_ROBIN"),
+            format!("{value} is not a format: TOURNAMENT_FORMAT_SWISS, _ROUND_ROBIN or _ARENA"),
         )
         .into()),
     }
@@ -50,6 +53,7 @@ fn format_to_proto(format: TournamentFormat) -> pb::TournamentFormat {
     match format {
         TournamentFormat::Swiss => pb::TournamentFormat::Swiss,
         TournamentFormat::RoundRobin => pb::TournamentFormat::RoundRobin,
+        TournamentFormat::Arena => pb::TournamentFormat::Arena,
     }
 }
 
@@ -60,7 +64,10 @@ fn checked_rounds(format: TournamentFormat, rounds: u32, entrants: usize) -> Res
         TournamentFormat::RoundRobin if rounds != 0 => Err(refuse(format!(
             "{rounds}: a round robin's rounds follow from its entrants; leave it 0"
         ))),
-        TournamentFormat::RoundRobin => Ok(0),
+        TournamentFormat::Arena if rounds != 0 => Err(refuse(format!(
+            "{rounds}: an arena runs for its duration_minutes, not rounds; leave it 0"
+        ))),
+        TournamentFormat::RoundRobin | TournamentFormat::Arena => Ok(0),
         TournamentFormat::Swiss if rounds == 0 || rounds > MAX_SWISS_ROUNDS => Err(refuse(
             format!("{rounds}: a Swiss has 1 to {MAX_SWISS_ROUNDS} rounds"),
         )),
@@ -71,9 +78,37 @@ fn checked_rounds(format: TournamentFormat, rounds: u32, entrants: usize) -> Res
     }
 }
 
+/// An arena's duration, required of an arena alone; an arena pairs as games end, so it takes no
+/// pause.
+fn checked_arena(format: TournamentFormat, minutes: u32, pause_seconds: u32) -> Result<(), Status> {
+    let arena = format == TournamentFormat::Arena;
+    if arena && (minutes == 0 || minutes > MAX_ARENA_MINUTES) {
+        return Err(ApiError::invalid_field(
+            "duration_minutes",
+            format!("{minutes}: an arena lasts 1 to {MAX_ARENA_MINUTES} minutes"),
+        )
+        .into());
+    }
+    if !arena && minutes != 0 {
+        return Err(ApiError::invalid_field(
+            "duration_minutes",
+            format!("{minutes}: only an arena has a duration; leave it 0"),
+        )
+        .into());
+    }
+    if arena && pause_seconds != 0 {
+        return Err(ApiError::invalid_field(
+            "pause_seconds",
+            format!("{pause_seconds}: an arena pairs players as their games end; leave it 0"),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 fn checked_entrants(format: TournamentFormat, entrants: &[String]) -> Result<(), Status> {
     let most = match format {
-        TournamentFormat::Swiss => MAX_ENTRANTS,
+        TournamentFormat::Swiss | TournamentFormat::Arena => MAX_ENTRANTS,
         TournamentFormat::RoundRobin => MAX_ROUND_ROBIN_ENTRANTS,
     };
     if entrants.len() < 2 || entrants.len() > most {
@@ -116,6 +151,7 @@ impl Organiser {
             )
             .into());
         }
+        checked_arena(format, r.duration_minutes, r.pause_seconds)?;
         let store = self.matchmaking.store();
         let now = self.now_ms();
         let stored = store
@@ -156,6 +192,7 @@ impl Organiser {
             rated: r.rated,
             start_ms,
             pause_ms: u64::from(r.pause_seconds) * 1000,
+            duration_ms: u64::from(r.duration_minutes) * 60_000,
             entrants,
             created_ms: now,
             finished_ms: None,
@@ -203,18 +240,13 @@ impl Organiser {
             }
         }
         let now = self.now_ms();
-        let progress = progress(t, &rounds).map_err(|e| {
+        let progress = progress(t, &rounds, now).map_err(|e| {
             match_error_status(MatchError::Corrupt(format!(
                 "tournament {:?}: {e}",
                 t.tournament_id
             )))
         })?;
-        let standings = progress.standings().map_err(|e| {
-            match_error_status(MatchError::Corrupt(format!(
-                "tournament {:?}: {e}",
-                t.tournament_id
-            )))
-        })?;
+        let standings = &progress.table;
         let state = if t.finished_ms.is_some() || progress.next == Step::Finished {
             pb::TournamentState::Finished
         } else if rounds.is_empty() || now < rounds[0].start_ms {
@@ -227,7 +259,7 @@ impl Organiser {
             tournament_id: t.tournament_id.clone(),
             organiser: t.organiser.clone(),
             format: format_to_proto(t.format) as i32,
-            round_count: u32::try_from(total).unwrap_or(u32::MAX),
+            round_count: u32::try_from(progress.total).unwrap_or(u32::MAX),
             rules: t.rules.clone(),
             time_control: t.time_control.clone(),
             rated: t.rated,
@@ -260,6 +292,7 @@ impl Organiser {
                 .collect(),
             created_at_unix_ms: t.created_ms,
             finished_at_unix_ms: t.finished_ms.unwrap_or(0),
+            duration_minutes: u32::try_from(t.duration_ms / 60_000).unwrap_or(u32::MAX),
         })
     }
 }

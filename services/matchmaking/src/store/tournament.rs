@@ -12,6 +12,9 @@ pub enum TournamentFormat {
     Swiss,
     /// Everyone meets everyone once (Berger tables).
     RoundRobin,
+    /// For a fixed duration, whoever finishes a game is paired again with another waiting player
+    /// (`hidden_front_tournament::arena`), in waves.
+    Arena,
 }
 
 impl TournamentFormat {
@@ -20,6 +23,7 @@ impl TournamentFormat {
         match self {
             TournamentFormat::Swiss => "swiss",
             TournamentFormat::RoundRobin => "round_robin",
+            TournamentFormat::Arena => "arena",
         }
     }
 
@@ -28,6 +32,7 @@ impl TournamentFormat {
         match name {
             "swiss" => Ok(TournamentFormat::Swiss),
             "round_robin" => Ok(TournamentFormat::RoundRobin),
+            "arena" => Ok(TournamentFormat::Arena),
             other => Err(MatchError::Corrupt(format!("tournament format {other:?}"))),
         }
     }
@@ -64,6 +69,8 @@ pub struct Tournament {
     pub start_ms: u64,
     /// The pause between a round's last game ending and the next round's start.
     pub pause_ms: u64,
+    /// An arena's duration from its start (0 for the other formats): no wave is paired after it.
+    pub duration_ms: u64,
     /// The entrants, in the organiser's order.
     pub entrants: Vec<TournamentEntrant>,
     /// When it was made.

@@ -1,9 +1,14 @@
-//! An organiser's Swiss through the real binary on real Postgres: 9 entrants (so a bye each
-//! round) over 4 rounds, each round paired and started by the server as a bulk, its games
-//! played (deployed, then resigned by a side drawn from a seeded generator), the server killed
-//! with SIGKILL during round 2 and started again. Then, from the games alone: no repeat pairing,
-//! four different byes, everyone in every round once, seats balanced (the tournament's colour),
-//! and the standings recomputed independently (score and Buchholz) equal the server's.
+//! Organisers' tournaments through the real binary on real Postgres.
+//!
+//! - A Swiss: 9 entrants (so a bye each round) over 4 rounds, each round paired and started by
+//!   the server as a bulk, its games played (deployed, then resigned by a side drawn from a
+//!   seeded generator), the server killed with SIGKILL during round 2 and started again. Then,
+//!   from the games alone: no repeat pairing, four different byes, everyone in every round once,
+//!   seats balanced (the tournament's colour), and the standings recomputed independently (score
+//!   and Buchholz) equal the server's.
+//! - An arena: 10 entrants for 2 minutes, every game played as soon as it exists; the waves
+//!   never seat a player twice at once, the arena ends by itself, and the points recomputed from
+//!   the games in order (streaks included) equal the server's table.
 
 use hidden_front_e2e::client::{resign, viewer_of};
 use hidden_front_e2e::gateway;
@@ -100,6 +105,7 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
                 start_at_unix_ms: 0,
                 pause_seconds: 0,
                 entrants: entrants.clone(),
+                duration_minutes: 0,
             },
         ))
         .await
@@ -241,4 +247,159 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
             .all(|w| (w[0].score, w[0].buchholz) >= (w[1].score, w[1].buchholz)),
         "ordered by score, then Buchholz"
     );
+}
+
+/// Deploys both seats of `game_id` and resigns the side `rng` draws.
+async fn play_by_resigning(
+    session: &mut hidden_front_e2e::Client,
+    game_id: &str,
+    rng: &mut GameRng,
+    key: &str,
+) {
+    for (side, seed) in [(pb::Side::South, 1), (pb::Side::North, 2)] {
+        Player::new(side, seed + rng.below(1000) as u64)
+            .deploy(session, game_id)
+            .await;
+    }
+    let loser = if rng.below(2) == 0 {
+        pb::Side::South
+    } else {
+        pb::Side::North
+    };
+    resign(session, game_id, loser, key, None)
+        .await
+        .expect("Resign");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
+    const PLAYERS: usize = 10;
+    let db = TestDatabase::create().await;
+    let token_arg = format!("cup={OPERATOR_TOKEN}");
+    let server = Server::start_with_args(
+        "arena",
+        db.url(),
+        &["--admin-token", &token_arg, "--actions-per-second", "5000"],
+    )
+    .await;
+    let mut client = organiser(gateway::channel(server.session_addr()).await);
+    let mut session = server.connect().await;
+    let entrants: Vec<String> = (0..PLAYERS).map(|i| format!("arena-p{i}")).collect();
+    let made = client
+        .create_tournament(gateway::authed(
+            OPERATOR_TOKEN,
+            pb::CreateTournamentRequest {
+                tournament_id: "blitz-arena".into(),
+                format: pb::TournamentFormat::Arena as i32,
+                duration_minutes: 2,
+                time_control: "online".into(),
+                entrants: entrants.clone(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("CreateTournament")
+        .into_inner()
+        .tournament
+        .expect("a tournament");
+    assert_eq!(made.duration_minutes, 2);
+    let ends = made.start_at_unix_ms + 120_000;
+
+    let mut rng = GameRng::from_seed(0xa7e7a);
+    let mut played: HashSet<String> = HashSet::new();
+    let give_up = Instant::now() + Duration::from_secs(120) + DEADLINE;
+    let finished = loop {
+        let t = get(&mut client, "blitz-arena").await;
+        for round in &t.rounds {
+            if round.state == pb::BulkState::Finished as i32 {
+                continue;
+            }
+            let wave = bulk(&mut client, &round.bulk_id).await;
+            let mut busy = HashSet::new();
+            for game in &wave.games {
+                assert!(
+                    busy.insert(game.south_player.clone()),
+                    "a player twice in a wave"
+                );
+                assert!(
+                    busy.insert(game.north_player.clone()),
+                    "a player twice in a wave"
+                );
+                if game.state == pb::BulkGameState::Playing as i32
+                    && played.insert(game.game_id.clone())
+                {
+                    let key = format!("arena-{}", played.len());
+                    play_by_resigning(&mut session, &game.game_id, &mut rng, &key).await;
+                }
+            }
+        }
+        if t.finished_at_unix_ms > 0 {
+            break t;
+        }
+        assert!(Instant::now() < give_up, "the arena did not finish: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(finished.state, pb::TournamentState::Finished as i32);
+    assert!(
+        finished.finished_at_unix_ms >= ends,
+        "finished before its end"
+    );
+
+    // Every wave's games, in order; no player in two games at once; points recomputed.
+    let mut points: HashMap<String, (u32, u32)> =
+        entrants.iter().map(|e| (e.clone(), (0, 0))).collect();
+    let mut games = 0;
+    for round in &finished.rounds {
+        let wave = bulk(&mut client, &round.bulk_id).await;
+        assert!(wave.start_at_unix_ms < ends, "a wave paired after the end");
+        for game in &wave.games {
+            games += 1;
+            let (winner, loser) = match pb::BulkGameOutcome::try_from(game.outcome) {
+                Ok(pb::BulkGameOutcome::SouthWon) => (&game.south_player, &game.north_player),
+                Ok(pb::BulkGameOutcome::NorthWon) => (&game.north_player, &game.south_player),
+                other => panic!("a resigned game ends with a winner, not {other:?}"),
+            };
+            let (score, streak) = points.get_mut(winner).unwrap();
+            *score += if *streak >= 2 { 4 } else { 2 };
+            *streak += 1;
+            points.get_mut(loser).unwrap().1 = 0;
+        }
+    }
+    eprintln!("arena: {games} games in {} waves", finished.rounds.len());
+    assert!(
+        games > PLAYERS,
+        "players were paired again as their games ended: {games} games"
+    );
+    assert_eq!(finished.standings.len(), PLAYERS);
+    for standing in &finished.standings {
+        let (score, _) = points[&standing.player];
+        assert_eq!(
+            standing.score,
+            f64::from(score) / 2.0,
+            "{}",
+            standing.player
+        );
+    }
+    assert!(
+        finished
+            .standings
+            .windows(2)
+            .all(|w| w[0].score >= w[1].score),
+        "ordered by points"
+    );
+}
+
+async fn get(client: &mut OrganiserServiceClient<Channel>, id: &str) -> pb::Tournament {
+    client
+        .get_tournament(gateway::authed(
+            OPERATOR_TOKEN,
+            pb::GetTournamentRequest {
+                tournament_id: id.into(),
+            },
+        ))
+        .await
+        .expect("GetTournament")
+        .into_inner()
+        .tournament
+        .expect("a tournament")
 }

@@ -7,7 +7,7 @@ use sqlx::Row;
 use sqlx::postgres::{PgPool, PgRow};
 
 const COLUMNS: &str = "tournament_id, organiser, format, rounds, rules, time_control, rated, \
-     start_ms, pause_ms, entrants, created_ms, finished_ms";
+     start_ms, pause_ms, duration_ms, entrants, created_ms, finished_ms";
 
 fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
     let entrants: serde_json::Value = row.try_get("entrants")?;
@@ -24,6 +24,7 @@ fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
         rated: row.try_get("rated")?,
         start_ms: unms(row.try_get("start_ms")?),
         pause_ms: unms(row.try_get("pause_ms")?),
+        duration_ms: unms(row.try_get("duration_ms")?),
         entrants,
         created_ms: unms(row.try_get("created_ms")?),
         finished_ms: row.try_get::<Option<i64>, _>("finished_ms")?.map(unms),
@@ -36,8 +37,8 @@ pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, M
         .map_err(|e| MatchError::Corrupt(format!("tournament entrants: {e}")))?;
     let inserted = sqlx::query(
         "INSERT INTO mm_tournaments (tournament_id, organiser, format, rounds, rules, \
-         time_control, rated, start_ms, pause_ms, entrants, created_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         time_control, rated, start_ms, pause_ms, entrants, created_ms, duration_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (tournament_id) DO NOTHING",
     )
     .bind(&t.tournament_id)
@@ -51,6 +52,7 @@ pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, M
     .bind(ms(t.pause_ms))
     .bind(entrants)
     .bind(ms(t.created_ms))
+    .bind(ms(t.duration_ms))
     .execute(pool)
     .await?
     .rows_affected()
