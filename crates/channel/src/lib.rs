@@ -14,6 +14,8 @@ pub use balance::{BalanceError, Membership, ServiceUrl, Serving, balanced_channe
 use hidden_front_proto::v1::admin_service_client::AdminServiceClient;
 use hidden_front_proto::v1::matchmaking_service_client::MatchmakingServiceClient;
 use hidden_front_proto::v1::matchmaking_service_server::SERVICE_NAME as MATCHMAKING_SERVICE;
+use hidden_front_proto::v1::organiser_service_client::OrganiserServiceClient;
+use hidden_front_proto::v1::organiser_service_server::SERVICE_NAME as ORGANISER_SERVICE;
 use hidden_front_proto::v1::session_service_client::SessionServiceClient;
 use hidden_front_proto::v1::session_service_server::SERVICE_NAME as SESSION_SERVICE;
 use hidden_front_proto::v1::webhook_admin_service_client::WebhookAdminServiceClient;
@@ -114,6 +116,13 @@ pub fn session_client_and_health(
 pub fn admin_client(url: &str) -> Result<AdminServiceClient<TracedChannel>, BalanceError> {
     let (channel, _) = channel(url, SESSION_SERVICE)?;
     Ok(AdminServiceClient::new(TracedChannel::new(channel))
+        .max_decoding_message_size(MAX_ANSWER_BYTES))
+}
+
+/// A client of the organisers' API (served beside matchmaking) at `url`.
+pub fn organiser_client(url: &str) -> Result<OrganiserServiceClient<TracedChannel>, BalanceError> {
+    let (channel, _) = channel(url, ORGANISER_SERVICE)?;
+    Ok(OrganiserServiceClient::new(TracedChannel::new(channel))
         .max_decoding_message_size(MAX_ANSWER_BYTES))
 }
 

@@ -62,34 +62,52 @@ impl OperatorConnection {
     /// [`ADMIN_TOKEN_ENV_ALIAS`]; a `NAME=TOKEN` entry gives its TOKEN. A value with several
     /// entries (a server's whole list) is refused: it does not say which operator you are.
     pub fn credential(&self) -> anyhow::Result<Option<String>> {
-        let (value, source) = match &self.admin_token {
-            Some(value) => (value.clone(), format!("--admin-token ({ADMIN_TOKEN_ENV})")),
-            None => match std::env::var(ADMIN_TOKEN_ENV_ALIAS) {
-                Ok(value) => (value, ADMIN_TOKEN_ENV_ALIAS.to_string()),
-                Err(_) => return Ok(None),
-            },
-        };
-        if value.contains(',') {
-            bail!(
-                "{source} holds several entries: give the CLI one operator's token \
-                 (TOKEN or NAME=TOKEN)"
-            );
-        }
-        let token = hidden_front_session::admin::auth::operator_credential(&value);
-        Ok((!token.is_empty()).then(|| token.to_owned()))
+        operator_credential(self.admin_token.as_deref())
     }
 
     /// `message` with the operator's token as `authorization: Bearer` (without a token the
     /// session answers UNAUTHENTICATED, naming what is missing).
     pub fn authorized<T>(&self, message: T) -> anyhow::Result<tonic::Request<T>> {
-        let mut request = tonic::Request::new(message);
-        if let Some(token) = self.credential()? {
-            let value = MetadataValue::try_from(format!("Bearer {token}"))
-                .context("the admin token cannot be sent as a header value")?;
-            request.metadata_mut().insert("authorization", value);
-        }
-        Ok(request)
+        with_operator_token(self.admin_token.as_deref(), message)
     }
+}
+
+/// The credential to send: `admin_token` (`--admin-token` or [`ADMIN_TOKEN_ENV`]), else the old
+/// [`ADMIN_TOKEN_ENV_ALIAS`]; a `NAME=TOKEN` entry gives its TOKEN. A value with several entries
+/// (a server's whole list) is refused: it does not say which operator you are.
+pub fn operator_credential(admin_token: Option<&str>) -> anyhow::Result<Option<String>> {
+    let (value, source) = match admin_token {
+        Some(value) => (
+            value.to_owned(),
+            format!("--admin-token ({ADMIN_TOKEN_ENV})"),
+        ),
+        None => match std::env::var(ADMIN_TOKEN_ENV_ALIAS) {
+            Ok(value) => (value, ADMIN_TOKEN_ENV_ALIAS.to_string()),
+            Err(_) => return Ok(None),
+        },
+    };
+    if value.contains(',') {
+        bail!(
+            "{source} holds several entries: give the CLI one operator's token \
+                 (TOKEN or NAME=TOKEN)"
+        );
+    }
+    let token = hidden_front_session::admin::auth::operator_credential(&value);
+    Ok((!token.is_empty()).then(|| token.to_owned()))
+}
+
+/// `message` with the operator's token ([`operator_credential`]) as `authorization: Bearer`.
+pub fn with_operator_token<T>(
+    admin_token: Option<&str>,
+    message: T,
+) -> anyhow::Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    if let Some(token) = operator_credential(admin_token)? {
+        let value = MetadataValue::try_from(format!("Bearer {token}"))
+            .context("the admin token cannot be sent as a header value")?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
 }
 
 /// The admin verbs.

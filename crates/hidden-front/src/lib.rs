@@ -22,6 +22,7 @@ pub mod config;
 mod database;
 mod health;
 mod metrics_endpoint;
+pub mod organiser_cli;
 pub mod play;
 pub mod replay;
 pub mod rules_cli;

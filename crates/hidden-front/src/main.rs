@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use hidden_front::{
-    admin_cli, bot_cli, config, play, replay, rules_cli, serve, token, webhooks_cli,
+    admin_cli, bot_cli, config, organiser_cli, play, replay, rules_cli, serve, token, webhooks_cli,
 };
 use std::process::ExitCode;
 
@@ -57,6 +57,8 @@ enum Command {
     Admin(admin_cli::AdminArgs),
     /// The webhook deliveries of the lifecycle feed: endpoints, dead letters, replays.
     Webhooks(webhooks_cli::WebhooksArgs),
+    /// Organisers' tools: bulks of games at a set time, tournaments (docs/organisers.md).
+    Organiser(organiser_cli::OrganiserArgs),
 }
 
 /// The async runtime for the service commands (the rules CLI needs none).
@@ -93,6 +95,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Bot(args) => bot_cli::run(args)?,
         Command::Admin(args) => runtime()?.block_on(admin_cli::run(args))?,
         Command::Webhooks(args) => runtime()?.block_on(webhooks_cli::run(args))?,
+        Command::Organiser(args) => runtime()?.block_on(organiser_cli::run(args))?,
     }
     Ok(())
 }
