@@ -217,6 +217,8 @@ pub enum LobbyInput {
     Rules,
     /// Leave the waiting (queue or invite).
     Cancel,
+    /// Wait for the next game an organiser pairs (a tournament's round, a bulk) and open it.
+    Next,
     /// Show the lobby's commands.
     Help,
     /// Leave the client.
@@ -238,8 +240,10 @@ or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules`
   games                           your games
   open [GAME]                     go back into one of your games (the only one in progress if none given)
   rating                          your rating
+  next                            wait for your next organised game (a tournament round, an
+                                  organiser's pairing) and open it when it starts
   rules                           the rule sets and time controls
-  cancel                          while waiting: leave the queue or withdraw the invite
+  cancel                          while waiting: leave the queue, withdraw the invite, stop `next`
   help                            this list
   quit                            leave";
 
@@ -395,6 +399,7 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
         "rating" => no_args(LobbyInput::Rating),
         "rules" => no_args(LobbyInput::Rules),
         "cancel" => no_args(LobbyInput::Cancel),
+        "next" | "tournament" => no_args(LobbyInput::Next),
         "help" | "?" => Ok(LobbyInput::Help),
         "quit" | "exit" => no_args(LobbyInput::Quit),
         _ => Err(format!(

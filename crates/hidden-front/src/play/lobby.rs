@@ -1,14 +1,16 @@
 //! The lobby: what a player does before (and between) games. Play the computer, find a match
 //! (casual or rated, with the wait shown and `cancel` to leave the queue), create an invite (its
-//! link and code printed, then waiting for the friend) or accept one, spectate a game, list the
-//! own games and the rating; then the game is played in [`super::play_game`], and the player comes
-//! back here when it ends.
+//! link and code printed, then waiting for the friend) or accept one, wait for the next game an
+//! organiser pairs (`next`: a tournament's round, a bulk), spectate a game, list the own games
+//! and the rating; then the game is played in [`super::play_game`], and the player comes back
+//! here when it ends.
 //!
 //! Every request goes on the session's one connection, and a match or an accepted invite is
 //! pushed on it by the lobby's follow (`follow_lobby`) while the player waits, never polled. The
 //! lobby is followed from the player's first stored event, so a match found between the request
 //! and the follow is not missed; what is waited for is picked out by the ticket id or invite code
-//! this client chose or was given, so older events cannot be mistaken for it.
+//! this client chose or was given, so older events cannot be mistaken for it; an organised game,
+//! which the client did not ask for, is opened only while it is still being played.
 
 use super::commands::{self, LOBBY_HELP, LobbyInput, RULES_LIST};
 use super::connection::{Connection, Feed, Request};
@@ -95,6 +97,14 @@ pub async fn run(connection: Connection, lines: &mut mpsc::Receiver<String>) -> 
                 rules,
                 time_control,
             } => match lobby.invite(&rules, &time_control, lines).await? {
+                Waited::Game(game) => Some((game, false)),
+                Waited::Lobby => None,
+                Waited::Quit => return Ok(()),
+            },
+            LobbyInput::Next => match lobby
+                .wait(&Wanted::Organised, "your next organised game", lines)
+                .await?
+            {
                 Waited::Game(game) => Some((game, false)),
                 Waited::Lobby => None,
                 Waited::Quit => return Ok(()),
@@ -430,6 +440,9 @@ impl Lobby {
                         if let Some(done) = wanted.judge(&event, started)? {
                             break done;
                         }
+                        if let Some(game) = self.organised_game_to_open(wanted, &event).await? {
+                            break Waited::Game(game);
+                        }
                     }
                     Some(Feed::Event(_) | Feed::Status(_)) => {}
                 },
@@ -454,9 +467,52 @@ impl Lobby {
         Ok(waited)
     }
 
+    /// The game of an organiser's pairing that `event` announces, when the player waits for one
+    /// and it is still being played (the follow replays the player's older events too, whose
+    /// games have ended).
+    async fn organised_game_to_open(
+        &mut self,
+        wanted: &Wanted,
+        event: &pb::LobbyEvent,
+    ) -> anyhow::Result<Option<String>> {
+        let (Wanted::Organised, Some(pb::lobby_event::Kind::MatchFound(found))) =
+            (wanted, &event.kind)
+        else {
+            return Ok(None);
+        };
+        if found.bulk_id.is_empty() {
+            return Ok(None);
+        }
+        let active = match self.list_my_games(true).await {
+            Ok(answer) => answer.games,
+            Err(status) => {
+                say(&format!(
+                    "error: cannot list your games: {}",
+                    explain(&status)
+                ))?;
+                return Ok(None);
+            }
+        };
+        if !active.iter().any(|g| g.game_id == found.game_id) {
+            return Ok(None);
+        }
+        say(&format!(
+            "{} starts: game {}, you play {} against {}",
+            printable(&found.bulk_id),
+            printable(&found.game_id),
+            side_name(found.seat()),
+            printable(&found.opponent)
+        ))?;
+        Ok(Some(found.game_id.clone()))
+    }
+
     /// Takes the ticket out of its queue or withdraws the invite.
     async fn cancel(&mut self, wanted: &Wanted) -> anyhow::Result<()> {
         let answer = match wanted {
+            Wanted::Organised => {
+                say("stopped waiting for an organised game")?;
+                return Ok(());
+            }
             Wanted::Ticket(ticket_id) => {
                 let request = Request::CancelMatch(pb::CancelMatchRequest {
                     ticket_id: ticket_id.clone(),
@@ -490,6 +546,8 @@ enum Wanted {
     Ticket(String),
     /// The acceptance of this invite.
     Invite(String),
+    /// The next game an organiser pairs for the player (a bulk's, a tournament round's).
+    Organised,
 }
 
 impl Wanted {

@@ -40,6 +40,8 @@ struct State {
     plays: Vec<pb::PlayRequest>,
     /// The tickets queued with `FindMatch`.
     tickets: Vec<String>,
+    /// The player's games in progress, as `ListMyGames` answers them.
+    active: Vec<pb::GameSummary>,
     /// Whether north's reply to the next move ends the game (as the computer's often does): its
     /// events are appended at once, so the view is ended before the client reads the stream.
     reply_ends: bool,
@@ -433,7 +435,9 @@ impl Conn {
                 }))
             }
             Some(R::GetGame(get)) => self.fake.get_game(&get.game_id).map(Answered::GetGame),
-            Some(R::ListMyGames(_)) => Ok(Answered::ListMyGames(Default::default())),
+            Some(R::ListMyGames(_)) => Ok(Answered::ListMyGames(pb::ListMyGamesResponse {
+                games: self.fake.state.lock().unwrap().active.clone(),
+            })),
             Some(R::Play(play)) => self.fake.play(play).map(Answered::Action),
             // The client lists moves from its own board with the engine; asking here is a fault.
             Some(R::LegalMoves(_)) => failed("LegalMoves was called"),
@@ -1206,6 +1210,55 @@ async fn after_a_goodbye_the_game_is_followed_again_with_nothing_missed_or_repea
     let state = fake.state.lock().unwrap();
     assert_eq!(state.follow_from, [1, 6, 6, 7, 2]);
     assert!(state.unary_calls.is_empty(), "{:?}", state.unary_calls);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn next_opens_the_organised_game_being_played_and_not_an_old_one() {
+    let fake = Fake::new();
+    let url = serve(fake.clone()).await;
+    let mut watches = fake.lobby_watches.subscribe();
+    let mut player =
+        tokio::task::spawn_blocking(move || Player::start(&["--gateway", &url, "--token", TOKEN]))
+            .await
+            .unwrap();
+    player.wait_for("lobby: play the computer");
+    player.send("next");
+    let deadline = Duration::from_secs(20);
+    tokio::time::timeout(deadline, watches.wait_for(|&n| n >= 1))
+        .await
+        .expect("the lobby stream was opened")
+        .unwrap();
+    fake.state.lock().unwrap().active = vec![pb::GameSummary {
+        game_id: GAME.into(),
+        phase: pb::Phase::Deployment as i32,
+        ..Default::default()
+    }];
+    let found = |seq, game_id: &str, bulk_id: &str| pb::LobbyEvent {
+        seq,
+        kind: Some(pb::lobby_event::Kind::MatchFound(pb::MatchFound {
+            game_id: game_id.into(),
+            seat: pb::Side::South as i32,
+            opponent: "bob".into(),
+            bulk_id: bulk_id.into(),
+            ..Default::default()
+        })),
+    };
+    // An earlier round's game, replayed by the follow: over, so not opened; a queue's match is
+    // not what `next` waits for.
+    let _ = fake
+        .lobby
+        .send(found(1, "old-round-game", "tournament:cup:round:1"));
+    let _ = fake.lobby.send(found(2, GAME, ""));
+    let _ = fake.lobby.send(found(3, GAME, "tournament:cup:round:2"));
+    let told = player.wait_for("tournament:cup:round:2 starts");
+    assert!(!told.contains("old-round-game"), "{told}");
+    let board = player.wait_for("type `help` for the commands (`lobby` to go back to the lobby).");
+    assert!(board.contains("south: alice (you)"), "{board}");
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
