@@ -196,6 +196,11 @@ reasons! {
     TournamentNotFound = "TOURNAMENT_NOT_FOUND" => NotFound,
     /// A tournament with that id exists with other entrants or settings.
     TournamentExists = "TOURNAMENT_EXISTS" => AlreadyExists,
+    /// The tournament takes no entrant now: not open to players, or it starts within 5 s or has
+    /// started.
+    TournamentClosed = "TOURNAMENT_CLOSED" => FailedPrecondition,
+    /// The tournament has as many entrants as it takes.
+    TournamentFull = "TOURNAMENT_FULL" => FailedPrecondition,
 
     // Webhooks (the operators' WebhookAdminService).
     /// No webhook endpoint of that name is configured.

@@ -121,11 +121,16 @@ pub enum TournamentCommand {
         /// Seconds between a round's end and the next round's start.
         #[arg(long, default_value_t = 0)]
         pause: u32,
+        /// Players may join and withdraw themselves until 5 s before the start.
+        #[arg(long)]
+        open: bool,
+        /// Accounts marked as bots may join.
+        #[arg(long)]
+        allow_bots: bool,
         /// Rules, time control, rating, start.
         #[command(flatten)]
         settings: GameSettings,
-        /// The entrants' player ids.
-        #[arg(required = true)]
+        /// The entrants' player ids (none needed with --open).
         entrants: Vec<String>,
     },
     /// A tournament: its rounds and standings.
@@ -263,6 +268,8 @@ pub async fn run(args: OrganiserArgs) -> anyhow::Result<()> {
             rounds,
             minutes,
             pause,
+            open,
+            allow_bots,
             settings,
             entrants,
         }) => {
@@ -282,6 +289,8 @@ pub async fn run(args: OrganiserArgs) -> anyhow::Result<()> {
                 pause_seconds: pause,
                 entrants,
                 duration_minutes: minutes,
+                open_to_players: open,
+                allow_bots,
             };
             let answer = client
                 .create_tournament(with_operator_token(token, request)?)

@@ -336,6 +336,8 @@ pub fn new_tournament(players: usize) -> Tournament {
         start_ms: 5_000,
         pause_ms: 2_000,
         duration_ms: 0,
+        open_to_players: false,
+        allow_bots: false,
         entrants: (0..players)
             .map(|i| TournamentEntrant {
                 id: player(&format!("e{i}")),
@@ -401,6 +403,71 @@ pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn Mat
     assert_eq!(store.running_tournaments(10).await.unwrap(), vec![second]);
     assert!(matches!(
         store.finish_tournament("no-such-cup", 1).await,
+        Err(MatchError::NotFound(Reason::TournamentNotFound, _))
+    ));
+}
+
+/// Joins and withdrawals of one tournament apply one after the other: eight players joining at
+/// once are all in it, a refused change changes nothing, and an unknown tournament is named.
+pub async fn entrants_change_one_at_a_time(store: Arc<dyn MatchStore>) {
+    let mut open = new_tournament(0);
+    open.open_to_players = true;
+    store.create_tournament(open.clone()).await.unwrap();
+    let barrier = Arc::new(Barrier::new(8));
+    let joiners: Vec<_> = (0..8)
+        .map(|i| {
+            let (store, barrier, id) = (store.clone(), barrier.clone(), open.tournament_id.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let entrant = TournamentEntrant {
+                    id: format!("joiner-{i}"),
+                    rating: 1500,
+                };
+                let join = move |t: Tournament| t.joined(entrant.clone());
+                store.change_entrants(&id, &join).await
+            })
+        })
+        .collect();
+    for joiner in joiners {
+        tokio::time::timeout(DEADLINE, joiner)
+            .await
+            .expect("in time")
+            .unwrap()
+            .unwrap();
+    }
+    let stored = store
+        .tournament(&open.tournament_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.entrants.len(), 8, "{:?}", stored.entrants);
+    let leave = |t: Tournament| Ok(t.withdrawn("joiner-3"));
+    let after = store
+        .change_entrants(&open.tournament_id, &leave)
+        .await
+        .unwrap();
+    assert_eq!(after.entrants.len(), 7);
+    let refuse = |_: Tournament| {
+        Err(MatchError::FailedPrecondition(
+            Reason::TournamentClosed,
+            "closed".into(),
+        ))
+    };
+    assert!(matches!(
+        store.change_entrants(&open.tournament_id, &refuse).await,
+        Err(MatchError::FailedPrecondition(Reason::TournamentClosed, _))
+    ));
+    assert_eq!(
+        store
+            .tournament(&open.tournament_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .entrants,
+        after.entrants
+    );
+    assert!(matches!(
+        store.change_entrants("no-such-cup", &leave).await,
         Err(MatchError::NotFound(Reason::TournamentNotFound, _))
     ));
 }

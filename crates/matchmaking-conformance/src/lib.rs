@@ -68,6 +68,7 @@ macro_rules! match_store_tests {
             cancelled_bulks_never_start,
             a_bulk_game_keeps_its_outcome_and_rating,
             tournaments_are_stored_retried_and_finished_once,
+            entrants_change_one_at_a_time,
         );
     };
 }

@@ -254,6 +254,54 @@ impl PlayerService for PlayerApi {
         ))
     }
 
+    async fn list_tournaments(
+        &self,
+        request: Request<pb::PlayerServiceListTournamentsRequest>,
+    ) -> Result<Response<pb::PlayerServiceListTournamentsResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .list_tournaments(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn join_tournament(
+        &self,
+        request: Request<pb::PlayerServiceJoinTournamentRequest>,
+    ) -> Result<Response<pb::PlayerServiceJoinTournamentResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .join_tournament(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn withdraw_tournament(
+        &self,
+        request: Request<pb::PlayerServiceWithdrawTournamentRequest>,
+    ) -> Result<Response<pb::PlayerServiceWithdrawTournamentResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .withdraw_tournament(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn get_tournament(
+        &self,
+        request: Request<pb::PlayerServiceGetTournamentRequest>,
+    ) -> Result<Response<pb::PlayerServiceGetTournamentResponse>, Status> {
+        let player = self.player(&request)?;
+        Ok(Response::new(
+            self.gateway
+                .get_tournament(&player, request.into_inner())
+                .await?,
+        ))
+    }
+
     async fn get_my_rating(
         &self,
         request: Request<pb::GetMyRatingRequest>,

@@ -22,6 +22,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod entrants;
 pub mod glicko;
 pub mod organiser;
 pub mod pairing;

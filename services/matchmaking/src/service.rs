@@ -479,6 +479,9 @@ impl MatchmakingService {
                     store.finish_tournament(&t.tournament_id, now).await?;
                     tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
                 }
+                // Round 1 is paired at the start, from the entrants then (players of a
+                // tournament open to them join until shortly before).
+                Step::Pair(_) if progress.made == 0 && now < t.start_ms => {}
                 Step::Pair(pairing) => {
                     let round = progress.made + 1;
                     let start_ms = match round {
@@ -683,6 +686,38 @@ type LobbyStream = ReceiverStream<Result<pb::WatchPlayerResponse, Status>>;
 
 #[tonic::async_trait]
 impl MatchmakingApi for MatchmakingService {
+    async fn list_tournaments(
+        &self,
+        request: Request<pb::ListTournamentsRequest>,
+    ) -> Result<Response<pb::ListTournamentsResponse>, Status> {
+        Ok(Response::new(
+            self.tournaments_for(request.into_inner()).await?,
+        ))
+    }
+
+    async fn join_tournament(
+        &self,
+        request: Request<pb::JoinTournamentRequest>,
+    ) -> Result<Response<pb::JoinTournamentResponse>, Status> {
+        Ok(Response::new(self.join_for(request.into_inner()).await?))
+    }
+
+    async fn withdraw_tournament(
+        &self,
+        request: Request<pb::WithdrawTournamentRequest>,
+    ) -> Result<Response<pb::WithdrawTournamentResponse>, Status> {
+        Ok(Response::new(
+            self.withdraw_for(request.into_inner()).await?,
+        ))
+    }
+
+    async fn show_tournament(
+        &self,
+        request: Request<pb::ShowTournamentRequest>,
+    ) -> Result<Response<pb::ShowTournamentResponse>, Status> {
+        Ok(Response::new(self.show_for(request.into_inner()).await?))
+    }
+
     async fn enqueue(
         &self,
         request: Request<pb::EnqueueRequest>,

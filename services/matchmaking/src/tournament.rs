@@ -80,7 +80,11 @@ pub struct Progress {
 /// fixed number).
 pub fn total_rounds(tournament: &Tournament) -> usize {
     match tournament.format {
-        TournamentFormat::Swiss => tournament.rounds as usize,
+        // No two meet twice: at most one round fewer than the entrants (a tournament open to
+        // players may start with fewer than its organiser planned for).
+        TournamentFormat::Swiss => {
+            (tournament.rounds as usize).min(tournament.entrants.len().saturating_sub(1))
+        }
         TournamentFormat::RoundRobin => round_robin::schedule(tournament.entrants.len()).len(),
         TournamentFormat::Arena => usize::MAX,
     }
@@ -200,7 +204,13 @@ pub fn progress(
         completed += 1;
     }
     let next = if rounds.len() >= total {
-        Step::Finished
+        // Too few entrants for a single round: over at its start (not before: players of a
+        // tournament open to them may still come).
+        if rounds.is_empty() && now_ms < tournament.start_ms {
+            Step::Wait
+        } else {
+            Step::Finished
+        }
     } else {
         Step::Pair(pairing_of(tournament, &records, rounds.len() + 1)?)
     };
@@ -347,6 +357,8 @@ mod tests {
             start_ms: 1_000,
             pause_ms: 0,
             duration_ms: 0,
+            open_to_players: false,
+            allow_bots: false,
             entrants: (0..players)
                 .map(|i| TournamentEntrant {
                     id: format!("p{i}"),

@@ -197,6 +197,8 @@ export const en = {
   "reason.START_TIME_INVALID": "That start time has passed or is too far ahead.",
   "reason.TOURNAMENT_NOT_FOUND": "There is no such tournament.",
   "reason.TOURNAMENT_EXISTS": "A tournament with that id exists already.",
+  "reason.TOURNAMENT_CLOSED": "That tournament takes no entrants now.",
+  "reason.TOURNAMENT_FULL": "That tournament is full.",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "There is no such webhook endpoint.",
   "reason.DEAD_LETTER_NOT_FOUND": "There is no such dead letter.",
   "reason.STORE_UNAVAILABLE": "The server's storage is unavailable: try again.",

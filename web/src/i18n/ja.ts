@@ -199,6 +199,8 @@ export const ja: Record<Key, string> = {
   "reason.START_TIME_INVALID": "開始時刻が過ぎているか、先すぎます。",
   "reason.TOURNAMENT_NOT_FOUND": "その大会はありません。",
   "reason.TOURNAMENT_EXISTS": "その ID の大会はすでにあります。",
+  "reason.TOURNAMENT_CLOSED": "その大会は今は参加を受け付けていません。",
+  "reason.TOURNAMENT_FULL": "その大会は満員です。",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "その Webhook エンドポイントはありません。",
   "reason.DEAD_LETTER_NOT_FOUND": "そのデッドレターはありません。",
   "reason.STORE_UNAVAILABLE": "サーバーの保存先が使えません。再試行してください。",

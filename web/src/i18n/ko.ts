@@ -199,6 +199,8 @@ export const ko: Record<Key, string> = {
   "reason.START_TIME_INVALID": "시작 시각이 지났거나 너무 멉니다.",
   "reason.TOURNAMENT_NOT_FOUND": "그런 대회가 없습니다.",
   "reason.TOURNAMENT_EXISTS": "그 ID의 대회가 이미 있습니다.",
+  "reason.TOURNAMENT_CLOSED": "그 대회는 지금 참가를 받지 않습니다.",
+  "reason.TOURNAMENT_FULL": "그 대회는 정원이 찼습니다.",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "그런 웹훅 엔드포인트가 없습니다.",
   "reason.DEAD_LETTER_NOT_FOUND": "그런 데드 레터가 없습니다.",
   "reason.STORE_UNAVAILABLE": "서버 저장소를 쓸 수 없습니다. 다시 시도하세요.",

@@ -199,6 +199,8 @@ export const zh: Record<Key, string> = {
   "reason.START_TIME_INVALID": "开始时间已过或太远。",
   "reason.TOURNAMENT_NOT_FOUND": "没有这个比赛。",
   "reason.TOURNAMENT_EXISTS": "已有使用该编号的比赛。",
+  "reason.TOURNAMENT_CLOSED": "该比赛现在不接受报名。",
+  "reason.TOURNAMENT_FULL": "该比赛已满员。",
   "reason.WEBHOOK_ENDPOINT_NOT_FOUND": "没有这个 webhook 端点。",
   "reason.DEAD_LETTER_NOT_FOUND": "没有这条死信。",
   "reason.STORE_UNAVAILABLE": "服务器存储不可用：请重试。",

@@ -612,6 +612,10 @@ impl PlayerService for Fake {
         play_computer: pb::PlayerServicePlayComputerRequest => pb::PlayerServicePlayComputerResponse,
         get_my_rating: pb::GetMyRatingRequest => pb::GetMyRatingResponse,
         export_replay: pb::ExportReplayRequest => pb::ExportReplayResponse,
+        list_tournaments: pb::PlayerServiceListTournamentsRequest => pb::PlayerServiceListTournamentsResponse,
+        join_tournament: pb::PlayerServiceJoinTournamentRequest => pb::PlayerServiceJoinTournamentResponse,
+        withdraw_tournament: pb::PlayerServiceWithdrawTournamentRequest => pb::PlayerServiceWithdrawTournamentResponse,
+        get_tournament: pb::PlayerServiceGetTournamentRequest => pb::PlayerServiceGetTournamentResponse,
     );
 }
 

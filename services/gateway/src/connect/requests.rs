@@ -39,6 +39,10 @@ fn kind(request: &R) -> &'static str {
         R::GetMyRating(_) => "get_my_rating",
         R::ExportReplay(_) => "export_replay",
         R::Authenticate(_) => "authenticate",
+        R::ListTournaments(_) => "list_tournaments",
+        R::JoinTournament(_) => "join_tournament",
+        R::WithdrawTournament(_) => "withdraw_tournament",
+        R::GetTournament(_) => "get_tournament",
     }
 }
 
@@ -84,6 +88,12 @@ impl Connection {
             R::PlayComputer(r) => A::PlayComputer(gateway.play_computer(player, r).await?),
             R::GetMyRating(r) => A::GetMyRating(gateway.get_my_rating(player, r).await?),
             R::ExportReplay(r) => A::ExportReplay(gateway.export_replay(player, r).await?),
+            R::ListTournaments(r) => A::ListTournaments(gateway.list_tournaments(player, r).await?),
+            R::JoinTournament(r) => A::JoinTournament(gateway.join_tournament(player, r).await?),
+            R::WithdrawTournament(r) => {
+                A::WithdrawTournament(gateway.withdraw_tournament(player, r).await?)
+            }
+            R::GetTournament(r) => A::GetTournament(gateway.get_tournament(player, r).await?),
             R::Follow(_) | R::FollowLobby(_) | R::Unfollow(_) | R::Authenticate(_) => {
                 return Err(internal("this request is not answered here"));
             }

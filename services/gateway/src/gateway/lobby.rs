@@ -192,6 +192,87 @@ impl Gateway {
         })
     }
 
+    /// Tournaments open to players or with the player in them.
+    pub async fn list_tournaments(
+        &self,
+        player: &Player,
+        _request: pb::PlayerServiceListTournamentsRequest,
+    ) -> Result<pb::PlayerServiceListTournamentsResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let tournaments = self
+            .matchmaking()?
+            .list_tournaments(pb::ListTournamentsRequest {
+                player: player.id.clone(),
+            })
+            .await
+            .map_err(upstream_status)?
+            .into_inner()
+            .tournaments;
+        Ok(pb::PlayerServiceListTournamentsResponse { tournaments })
+    }
+
+    /// Enters the player in a tournament open to players. Matchmaking decides, from the
+    /// tournament, whether a guest or a bot may.
+    pub async fn join_tournament(
+        &self,
+        player: &Player,
+        request: pb::PlayerServiceJoinTournamentRequest,
+    ) -> Result<pb::PlayerServiceJoinTournamentResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let tournament = self
+            .matchmaking()?
+            .join_tournament(pb::JoinTournamentRequest {
+                player: player.id.clone(),
+                tournament_id: request.tournament_id,
+                guest: player.guest,
+                bot: player.bot,
+            })
+            .await
+            .map_err(upstream_status)?
+            .into_inner()
+            .tournament;
+        Ok(pb::PlayerServiceJoinTournamentResponse { tournament })
+    }
+
+    /// Takes the player out of a tournament before its start.
+    pub async fn withdraw_tournament(
+        &self,
+        player: &Player,
+        request: pb::PlayerServiceWithdrawTournamentRequest,
+    ) -> Result<pb::PlayerServiceWithdrawTournamentResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let tournament = self
+            .matchmaking()?
+            .withdraw_tournament(pb::WithdrawTournamentRequest {
+                player: player.id.clone(),
+                tournament_id: request.tournament_id,
+            })
+            .await
+            .map_err(upstream_status)?
+            .into_inner()
+            .tournament;
+        Ok(pb::PlayerServiceWithdrawTournamentResponse { tournament })
+    }
+
+    /// A tournament with its rounds and standings.
+    pub async fn get_tournament(
+        &self,
+        player: &Player,
+        request: pb::PlayerServiceGetTournamentRequest,
+    ) -> Result<pb::PlayerServiceGetTournamentResponse, Status> {
+        self.inner.rate.check(&player.id)?;
+        let tournament = self
+            .matchmaking()?
+            .show_tournament(pb::ShowTournamentRequest {
+                tournament_id: request.tournament_id,
+            })
+            .await
+            .map_err(upstream_status)?
+            .into_inner()
+            .tournament;
+        Ok(pb::PlayerServiceGetTournamentResponse { tournament })
+    }
+
     /// The player's rating.
     pub async fn get_my_rating(
         &self,

@@ -54,10 +54,14 @@ pub(super) enum Op {
     GetMyRating,
     WatchLobby,
     ExportReplay,
+    ListTournaments,
+    JoinTournament,
+    WithdrawTournament,
+    GetTournament,
 }
 
 /// Every op by its `type` name.
-pub(super) const OPS: [(&str, Op); 23] = [
+pub(super) const OPS: [(&str, Op); 27] = [
     ("auth", Op::Auth),
     ("subscribe", Op::Subscribe),
     ("unsubscribe", Op::Unsubscribe),
@@ -81,6 +85,10 @@ pub(super) const OPS: [(&str, Op); 23] = [
     ("get_my_rating", Op::GetMyRating),
     ("watch_lobby", Op::WatchLobby),
     ("export_replay", Op::ExportReplay),
+    ("list_tournaments", Op::ListTournaments),
+    ("join_tournament", Op::JoinTournament),
+    ("withdraw_tournament", Op::WithdrawTournament),
+    ("get_tournament", Op::GetTournament),
 ];
 
 impl Op {
@@ -310,6 +318,10 @@ pub(super) enum Request {
     GetMyRating(pb::GetMyRatingRequest),
     WatchLobby(pb::WatchLobbyRequest),
     ExportReplay(pb::ExportReplayRequest),
+    ListTournaments(pb::PlayerServiceListTournamentsRequest),
+    JoinTournament(pb::PlayerServiceJoinTournamentRequest),
+    WithdrawTournament(pb::PlayerServiceWithdrawTournamentRequest),
+    GetTournament(pb::PlayerServiceGetTournamentRequest),
 }
 
 impl Request {
@@ -352,6 +364,10 @@ impl Request {
             Op::GetMyRating => Request::GetMyRating(decode(request)?),
             Op::WatchLobby => Request::WatchLobby(decode(request)?),
             Op::ExportReplay => Request::ExportReplay(decode(request)?),
+            Op::ListTournaments => Request::ListTournaments(decode(request)?),
+            Op::JoinTournament => Request::JoinTournament(decode(request)?),
+            Op::WithdrawTournament => Request::WithdrawTournament(decode(request)?),
+            Op::GetTournament => Request::GetTournament(decode(request)?),
         })
     }
 }

@@ -108,6 +108,19 @@ impl Conn {
             Request::ExportReplay(r) => {
                 Ok(result_text(id, &gateway.export_replay(player, r).await?))
             }
+            Request::ListTournaments(r) => {
+                Ok(result_text(id, &gateway.list_tournaments(player, r).await?))
+            }
+            Request::JoinTournament(r) => {
+                Ok(result_text(id, &gateway.join_tournament(player, r).await?))
+            }
+            Request::WithdrawTournament(r) => Ok(result_text(
+                id,
+                &gateway.withdraw_tournament(player, r).await?,
+            )),
+            Request::GetTournament(r) => {
+                Ok(result_text(id, &gateway.get_tournament(player, r).await?))
+            }
             Request::Auth(_)
             | Request::Subscribe(_)
             | Request::Unsubscribe(_)

@@ -15,6 +15,7 @@ use crate::service::{
 use crate::store::{Bulk, BulkGame, GameOutcome, NewBulk};
 
 mod tournament;
+
 use hidden_front_api_error::{ApiError, Reason};
 use hidden_front_operator_auth::{AdminTokens, Operator};
 use hidden_front_proto::v1 as pb;
@@ -24,6 +25,7 @@ use hidden_front_proto::v1::organiser_service_server::{
 use std::collections::HashMap;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
+pub(crate) use tournament::tournament_to_proto;
 
 /// The most pairs one bulk may hold.
 pub const MAX_BULK_PAIRS: usize = 1000;

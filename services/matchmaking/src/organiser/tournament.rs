@@ -4,17 +4,16 @@
 use super::{Organiser, Players, bulk_to_proto, checked_start};
 use crate::service::{check_id, match_error_status, parse_rules, parse_time_control};
 use crate::store::tournament::ROUND_BULK_PREFIX;
-use crate::store::{MatchError, Tournament, TournamentEntrant, TournamentFormat, round_bulk_id};
+use crate::store::tournament::capacity;
+use crate::store::{
+    MatchError, MatchStore, Tournament, TournamentEntrant, TournamentFormat, round_bulk_id,
+};
 use crate::tournament::{Step, progress, total_rounds};
 use hidden_front_api_error::ApiError;
 use hidden_front_operator_auth::Operator;
 use hidden_front_proto::v1 as pb;
 use tonic::Status;
 
-/// The most entrants of a tournament.
-pub const MAX_ENTRANTS: usize = 1000;
-/// The most entrants of a round robin (it plays n − 1 rounds).
-pub const MAX_ROUND_ROBIN_ENTRANTS: usize = 20;
 /// The most rounds of a Swiss.
 pub const MAX_SWISS_ROUNDS: u32 = 20;
 /// The longest pause between rounds.
@@ -106,15 +105,25 @@ fn checked_arena(format: TournamentFormat, minutes: u32, pause_seconds: u32) -> 
     Ok(())
 }
 
-fn checked_entrants(format: TournamentFormat, entrants: &[String]) -> Result<(), Status> {
-    let most = match format {
-        TournamentFormat::Swiss | TournamentFormat::Arena => MAX_ENTRANTS,
-        TournamentFormat::RoundRobin => MAX_ROUND_ROBIN_ENTRANTS,
-    };
-    if entrants.len() < 2 || entrants.len() > most {
+fn checked_entrants(
+    format: TournamentFormat,
+    entrants: &[String],
+    open_to_players: bool,
+) -> Result<(), Status> {
+    let most = capacity(format);
+    let least = if open_to_players { 0 } else { 2 };
+    if entrants.len() < least || entrants.len() > most {
         return Err(ApiError::invalid_field(
             "entrants",
-            format!("{} entrants; this format takes 2 to {most}", entrants.len()),
+            format!(
+                "{} entrants; this format takes {least} to {most}{}",
+                entrants.len(),
+                if open_to_players {
+                    ""
+                } else {
+                    " (open it to players to start with fewer)"
+                }
+            ),
         )
         .into());
     }
@@ -142,8 +151,13 @@ impl Organiser {
         let format = format_of(r.format)?;
         let rules = parse_rules("rules", &r.rules)?.name();
         let time_control = parse_time_control("time_control", &r.time_control, "online")?;
-        checked_entrants(format, &r.entrants)?;
-        let rounds = checked_rounds(format, r.rounds, r.entrants.len())?;
+        checked_entrants(format, &r.entrants, r.open_to_players)?;
+        // Players may still come: the rounds are checked against the entrants at the start.
+        let field = match r.open_to_players {
+            true => usize::MAX,
+            false => r.entrants.len(),
+        };
+        let rounds = checked_rounds(format, r.rounds, field)?;
         if r.pause_seconds > MAX_PAUSE_SECONDS {
             return Err(ApiError::invalid_field(
                 "pause_seconds",
@@ -193,6 +207,8 @@ impl Organiser {
             start_ms,
             pause_ms: u64::from(r.pause_seconds) * 1000,
             duration_ms: u64::from(r.duration_minutes) * 60_000,
+            open_to_players: r.open_to_players,
+            allow_bots: r.allow_bots,
             entrants,
             created_ms: now,
             finished_ms: None,
@@ -226,7 +242,18 @@ impl Organiser {
 
     /// The answer: the tournament with its rounds and standings now.
     async fn tournament_to_proto(&self, t: &Tournament) -> Result<pb::Tournament, Status> {
-        let store = self.matchmaking.store();
+        tournament_to_proto(&**self.matchmaking.store(), t, self.now_ms()).await
+    }
+}
+
+/// A tournament as its organiser and its players see it at `now`: its rounds (read from their
+/// bulks) and the standings after the completed ones.
+pub(crate) async fn tournament_to_proto(
+    store: &dyn MatchStore,
+    t: &Tournament,
+    now: u64,
+) -> Result<pb::Tournament, Status> {
+    {
         let total = total_rounds(t);
         let mut rounds = Vec::new();
         while rounds.len() < total {
@@ -239,7 +266,6 @@ impl Organiser {
                 None => break,
             }
         }
-        let now = self.now_ms();
         let progress = progress(t, &rounds, now).map_err(|e| {
             match_error_status(MatchError::Corrupt(format!(
                 "tournament {:?}: {e}",
@@ -293,6 +319,8 @@ impl Organiser {
             created_at_unix_ms: t.created_ms,
             finished_at_unix_ms: t.finished_ms.unwrap_or(0),
             duration_minutes: u32::try_from(t.duration_ms / 60_000).unwrap_or(u32::MAX),
+            open_to_players: t.open_to_players,
+            allow_bots: t.allow_bots,
         })
     }
 }
@@ -327,12 +355,13 @@ mod tests {
     #[test]
     fn entrants_are_counted_and_named_once() {
         let names = |n: usize| (0..n).map(|i| format!("p{i}")).collect::<Vec<_>>();
-        assert!(checked_entrants(TournamentFormat::Swiss, &names(9)).is_ok());
-        assert!(checked_entrants(TournamentFormat::Swiss, &names(1)).is_err());
-        assert!(checked_entrants(TournamentFormat::RoundRobin, &names(21)).is_err());
+        assert!(checked_entrants(TournamentFormat::Swiss, &names(9), false).is_ok());
+        assert!(checked_entrants(TournamentFormat::Swiss, &names(0), true).is_ok());
+        assert!(checked_entrants(TournamentFormat::Swiss, &names(1), false).is_err());
+        assert!(checked_entrants(TournamentFormat::RoundRobin, &names(21), true).is_err());
         let mut twice = names(5);
         twice[4] = "p1".into();
-        let refused = checked_entrants(TournamentFormat::Swiss, &twice).unwrap_err();
+        let refused = checked_entrants(TournamentFormat::Swiss, &twice, false).unwrap_err();
         assert_eq!(reason(&refused), "PLAYER_TWICE");
         assert!(
             refused.message().contains("entrants[4]"),

@@ -667,6 +667,21 @@ impl MatchStore for MemoryMatchStore {
         Ok(())
     }
 
+    async fn change_entrants(
+        &self,
+        tournament_id: &str,
+        change: EntrantChange<'_>,
+    ) -> Result<Tournament, MatchError> {
+        let mut state = self.lock();
+        let stored = state
+            .tournaments
+            .get_mut(tournament_id)
+            .ok_or_else(|| Tournament::not_found(tournament_id))?;
+        let changed = change(stored.clone())?;
+        stored.entrants = changed.entrants.clone();
+        Ok(changed)
+    }
+
     async fn due_matches(&self, now_ms: u64, limit: usize) -> Result<Vec<Match>, MatchError> {
         let state = self.lock();
         let mut due: Vec<(u64, &Match)> = state

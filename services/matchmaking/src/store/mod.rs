@@ -581,7 +581,20 @@ pub trait MatchStore: Send + Sync {
     async fn running_tournaments(&self, limit: usize) -> Result<Vec<Tournament>, MatchError>;
     /// Marks a tournament finished at `now_ms` (a finished one keeps its first time).
     async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError>;
+    /// Applies `change` to a tournament's stored form (a join or a withdrawal, with its checks)
+    /// and stores its entrants, atomically with respect to other changes of the same tournament.
+    /// `NotFound` (`TOURNAMENT_NOT_FOUND`) for an unknown id; `change`'s refusal changes nothing.
+    async fn change_entrants(
+        &self,
+        tournament_id: &str,
+        change: EntrantChange<'_>,
+    ) -> Result<Tournament, MatchError>;
 }
+
+/// A change of a tournament's entrants, decided by the caller from the stored tournament; the store
+/// only reads, locks and persists (as [`EndPolicy`]).
+pub type EntrantChange<'a> =
+    &'a (dyn Fn(Tournament) -> Result<Tournament, MatchError> + Send + Sync);
 
 /// The lobby events a completed match gives its two players.
 pub(crate) fn match_found_events(m: &Match, game_id: Uuid) -> [(String, LobbyEventKind); 2] {

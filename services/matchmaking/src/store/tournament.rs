@@ -71,6 +71,10 @@ pub struct Tournament {
     pub pause_ms: u64,
     /// An arena's duration from its start (0 for the other formats): no wave is paired after it.
     pub duration_ms: u64,
+    /// Players may join and withdraw themselves until shortly before the start.
+    pub open_to_players: bool,
+    /// Accounts marked as bots may join.
+    pub allow_bots: bool,
     /// The entrants, in the organiser's order.
     pub entrants: Vec<TournamentEntrant>,
     /// When it was made.
@@ -107,6 +111,69 @@ impl Tournament {
             Reason::TournamentNotFound,
             format!("tournament_id: no tournament {tournament_id:?} exists"),
         )
+    }
+}
+
+/// The most entrants a tournament of `format` takes.
+pub fn capacity(format: TournamentFormat) -> usize {
+    match format {
+        TournamentFormat::Swiss | TournamentFormat::Arena => 1000,
+        TournamentFormat::RoundRobin => 20,
+    }
+}
+
+impl Tournament {
+    /// Refuses a player's joining or withdrawing at `now_ms` unless the tournament is open to
+    /// players and starts more than `margin_ms` later: from then on its first round may be
+    /// being paired from its entrants.
+    pub fn check_registration(&self, now_ms: u64, margin_ms: u64) -> Result<(), MatchError> {
+        if !self.open_to_players {
+            return Err(MatchError::FailedPrecondition(
+                Reason::TournamentClosed,
+                format!(
+                    "tournament_id: tournament {:?} is not open to players: its organiser names \
+                     its entrants",
+                    self.tournament_id
+                ),
+            ));
+        }
+        if self.finished_ms.is_some() || now_ms.saturating_add(margin_ms) >= self.start_ms {
+            return Err(MatchError::FailedPrecondition(
+                Reason::TournamentClosed,
+                format!(
+                    "tournament_id: tournament {:?} starts at {} ms (Unix) and takes entrants \
+                     only until {margin_ms} ms before; it is {now_ms} ms now",
+                    self.tournament_id, self.start_ms
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The tournament with `entrant` in it (as it is, if they are in it already); `TOURNAMENT_FULL`
+    /// at its capacity.
+    pub fn joined(mut self, entrant: TournamentEntrant) -> Result<Tournament, MatchError> {
+        if self.entrants.iter().any(|e| e.id == entrant.id) {
+            return Ok(self);
+        }
+        let most = capacity(self.format);
+        if self.entrants.len() >= most {
+            return Err(MatchError::FailedPrecondition(
+                Reason::TournamentFull,
+                format!(
+                    "tournament_id: tournament {:?} has {most} entrants, as many as it takes",
+                    self.tournament_id
+                ),
+            ));
+        }
+        self.entrants.push(entrant);
+        Ok(self)
+    }
+
+    /// The tournament without `player` (as it is, if they are not in it).
+    pub fn withdrawn(mut self, player: &str) -> Tournament {
+        self.entrants.retain(|e| e.id != player);
+        self
     }
 }
 

@@ -106,6 +106,8 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
                 pause_seconds: 0,
                 entrants: entrants.clone(),
                 duration_minutes: 0,
+                open_to_players: false,
+                allow_bots: false,
             },
         ))
         .await
@@ -402,4 +404,181 @@ async fn get(client: &mut OrganiserServiceClient<Channel>, id: &str) -> pb::Tour
         .into_inner()
         .tournament
         .expect("a tournament")
+}
+
+/// A token for `player` marked as a bot by the platform.
+fn bot_token(player: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        + 600;
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &serde_json::json!({ "sub": player, "exp": exp, "bot": true }),
+        &jsonwebtoken::EncodingKey::from_secret(hidden_front_gateway::auth::DEV_SECRET.as_bytes())
+            .expect("an HS256 key"),
+    )
+    .expect("a bot token")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_join_an_open_tournament_and_its_first_round_pairs_exactly_them() {
+    use hidden_front_api_error::ErrorSummary;
+    use hidden_front_proto::v1::player_service_client::PlayerServiceClient;
+    let db = TestDatabase::create().await;
+    let token_arg = format!("cup={OPERATOR_TOKEN}");
+    let server = Server::start_with_args(
+        "open-tournament",
+        db.url(),
+        &["--admin-token", &token_arg, "--actions-per-second", "5000"],
+    )
+    .await;
+    let mut organiser_client = organiser(gateway::channel(server.session_addr()).await);
+    let start = hidden_front_e2e::client::now_unix_ms() + 8_000;
+    organiser_client
+        .create_tournament(gateway::authed(
+            OPERATOR_TOKEN,
+            pb::CreateTournamentRequest {
+                tournament_id: "open-cup".into(),
+                format: pb::TournamentFormat::Swiss as i32,
+                rounds: 3,
+                rated: true,
+                start_at_unix_ms: start,
+                open_to_players: true,
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("CreateTournament");
+    let players = PlayerServiceClient::new(gateway::channel(server.addr()).await);
+    let as_player = |token: String, id: &str| {
+        gateway::authed(
+            &token,
+            pb::PlayerServiceJoinTournamentRequest {
+                tournament_id: id.into(),
+            },
+        )
+    };
+    let reason = |status: &tonic::Status| ErrorSummary::of(status).reason.to_string();
+    for name in ["open-a", "open-b", "open-c", "open-d", "open-e"] {
+        let joined = players
+            .clone()
+            .join_tournament(as_player(gateway::token(name), "open-cup"))
+            .await
+            .expect("JoinTournament")
+            .into_inner()
+            .tournament
+            .expect("a tournament");
+        assert!(joined.entrants.iter().any(|e| e == name), "{joined:?}");
+    }
+    // Joining again changes nothing; withdrawing takes the player out.
+    let again = players
+        .clone()
+        .join_tournament(as_player(gateway::token("open-a"), "open-cup"))
+        .await
+        .expect("a second join")
+        .into_inner()
+        .tournament
+        .unwrap();
+    assert_eq!(again.entrants.len(), 5);
+    let left = players
+        .clone()
+        .withdraw_tournament(gateway::authed(
+            &gateway::token("open-e"),
+            pb::PlayerServiceWithdrawTournamentRequest {
+                tournament_id: "open-cup".into(),
+            },
+        ))
+        .await
+        .expect("WithdrawTournament")
+        .into_inner()
+        .tournament
+        .unwrap();
+    assert_eq!(left.entrants, ["open-a", "open-b", "open-c", "open-d"]);
+    // A guest may not enter a rated tournament, nor a bot one that does not allow bots.
+    let guest = hidden_front_gateway::auth::mint_dev_token(
+        hidden_front_gateway::auth::DEV_SECRET.as_bytes(),
+        "open-guest",
+        Duration::from_secs(600),
+        true,
+    )
+    .unwrap();
+    for token in [guest, bot_token("open-bot")] {
+        let refused = players
+            .clone()
+            .join_tournament(as_player(token, "open-cup"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (refused.code(), reason(&refused).as_str()),
+            (tonic::Code::PermissionDenied, "NOT_ALLOWED")
+        );
+    }
+    // The organiser's own tournaments take no players.
+    let refused = players
+        .clone()
+        .join_tournament(as_player(gateway::token("open-a"), "no-such-cup"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused), "TOURNAMENT_NOT_FOUND");
+    // Listed for anyone while open; shown with its entrants.
+    let listed = players
+        .clone()
+        .list_tournaments(gateway::authed(
+            &gateway::token("someone-else"),
+            pb::PlayerServiceListTournamentsRequest {},
+        ))
+        .await
+        .expect("ListTournaments")
+        .into_inner()
+        .tournaments;
+    assert!(
+        listed.iter().any(|t| t.tournament_id == "open-cup"),
+        "{listed:?}"
+    );
+
+    // At the start, round 1 pairs exactly the four who stayed; joining is closed.
+    let t = until(
+        async || {
+            players
+                .clone()
+                .get_tournament(gateway::authed(
+                    &gateway::token("open-b"),
+                    pb::PlayerServiceGetTournamentRequest {
+                        tournament_id: "open-cup".into(),
+                    },
+                ))
+                .await
+                .expect("GetTournament")
+                .into_inner()
+                .tournament
+                .unwrap()
+        },
+        |t: &pb::Tournament| !t.rounds.is_empty(),
+    )
+    .await;
+    assert!(
+        hidden_front_e2e::client::now_unix_ms() >= start,
+        "paired before its start"
+    );
+    let round = bulk(&mut organiser_client, &t.rounds[0].bulk_id).await;
+    let mut seated: Vec<String> = round
+        .games
+        .iter()
+        .flat_map(|g| [g.south_player.clone(), g.north_player.clone()])
+        .collect();
+    seated.sort();
+    assert_eq!(seated, ["open-a", "open-b", "open-c", "open-d"]);
+    let refused = players
+        .clone()
+        .join_tournament(as_player(gateway::token("open-late"), "open-cup"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), reason(&refused).as_str()),
+        (tonic::Code::FailedPrecondition, "TOURNAMENT_CLOSED")
+    );
+    // Four entrants: a Swiss of three rounds plays three (no one meets twice).
+    assert_eq!(t.round_count, 3);
 }

@@ -1035,4 +1035,12 @@ impl MatchStore for PostgresMatchStore {
     async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError> {
         tournament::finish(&self.pool, tournament_id, now_ms).await
     }
+
+    async fn change_entrants(
+        &self,
+        tournament_id: &str,
+        change: EntrantChange<'_>,
+    ) -> Result<Tournament, MatchError> {
+        tournament::change_entrants(&self.pool, tournament_id, change).await
+    }
 }

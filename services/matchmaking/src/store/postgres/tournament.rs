@@ -2,12 +2,13 @@
 //! entrants as JSON. A racing creation of the same id waits on the primary key, then compares.
 
 use super::{ms, unms};
-use crate::store::{MatchError, Tournament, TournamentEntrant, TournamentFormat};
+use crate::store::{EntrantChange, MatchError, Tournament, TournamentEntrant, TournamentFormat};
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgRow};
 
 const COLUMNS: &str = "tournament_id, organiser, format, rounds, rules, time_control, rated, \
-     start_ms, pause_ms, duration_ms, entrants, created_ms, finished_ms";
+     start_ms, pause_ms, duration_ms, entrants, created_ms, finished_ms, open_to_players, \
+     allow_bots";
 
 fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
     let entrants: serde_json::Value = row.try_get("entrants")?;
@@ -25,6 +26,8 @@ fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
         start_ms: unms(row.try_get("start_ms")?),
         pause_ms: unms(row.try_get("pause_ms")?),
         duration_ms: unms(row.try_get("duration_ms")?),
+        open_to_players: row.try_get("open_to_players")?,
+        allow_bots: row.try_get("allow_bots")?,
         entrants,
         created_ms: unms(row.try_get("created_ms")?),
         finished_ms: row.try_get::<Option<i64>, _>("finished_ms")?.map(unms),
@@ -37,8 +40,9 @@ pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, M
         .map_err(|e| MatchError::Corrupt(format!("tournament entrants: {e}")))?;
     let inserted = sqlx::query(
         "INSERT INTO mm_tournaments (tournament_id, organiser, format, rounds, rules, \
-         time_control, rated, start_ms, pause_ms, entrants, created_ms, duration_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         time_control, rated, start_ms, pause_ms, entrants, created_ms, duration_ms, \
+         open_to_players, allow_bots) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
          ON CONFLICT (tournament_id) DO NOTHING",
     )
     .bind(&t.tournament_id)
@@ -53,6 +57,8 @@ pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, M
     .bind(entrants)
     .bind(ms(t.created_ms))
     .bind(ms(t.duration_ms))
+    .bind(t.open_to_players)
+    .bind(t.allow_bots)
     .execute(pool)
     .await?
     .rows_affected()
@@ -98,6 +104,36 @@ pub(super) async fn running(pool: &PgPool, limit: usize) -> Result<Vec<Tournamen
     .iter()
     .map(tournament_from)
     .collect()
+}
+
+/// [`crate::store::MatchStore::change_entrants`]: under the tournament row's lock, so joins
+/// and withdrawals of one tournament apply one after the other.
+pub(super) async fn change_entrants(
+    pool: &PgPool,
+    tournament_id: &str,
+    change: EntrantChange<'_>,
+) -> Result<Tournament, MatchError> {
+    let mut tx = pool.begin().await?;
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM mm_tournaments WHERE tournament_id = $1 FOR UPDATE"
+    )))
+    .bind(tournament_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Tournament::not_found(tournament_id))?;
+    let stored = tournament_from(&row)?;
+    let changed = change(stored.clone())?;
+    if changed.entrants != stored.entrants {
+        let entrants = serde_json::to_value(&changed.entrants)
+            .map_err(|e| MatchError::Corrupt(format!("tournament entrants: {e}")))?;
+        sqlx::query("UPDATE mm_tournaments SET entrants = $2 WHERE tournament_id = $1")
+            .bind(tournament_id)
+            .bind(entrants)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
 }
 
 /// [`crate::store::MatchStore::finish_tournament`].
