@@ -77,3 +77,34 @@ test("a game an organiser pairs opens by itself on both players' pages", async (
     await bob.close();
   }
 });
+
+test("two guests join an open tournament by clicking, and its first round opens by itself", async () => {
+  const ann = await Person.open(browser, "ann");
+  const bob = await Person.open(browser, "bob");
+  try {
+    const { stdout } = await promisify(execFile)(serverBinary(), [
+      "organiser", "tournament", "create",
+      "--id", "browser-cup",
+      "--format", "swiss", "--rounds", "1",
+      "--open",
+      "--start-in", "12",
+      "--matchmaking-url", internal,
+      "--admin-token", TOKEN,
+    ]);
+    assert.equal(JSON.parse(stdout).state, "TOURNAMENT_STATE_SCHEDULED");
+    for (const person of [ann, bob]) {
+      await person.signInAsGuest(server.url);
+      const line = person.page.locator('[data-tournament-id="browser-cup"]');
+      await line.locator('[data-action="join-tournament"]').click();
+      await person.page.locator('[data-tournament-id="browser-cup"][data-joined="true"]').waitFor();
+    }
+    // At the start the round is paired from the two who joined; no click opens the game.
+    await ann.waitForGame("phase", "deployment", 60_000);
+    await bob.waitForGame("phase", "deployment", 60_000);
+    assert.equal(ann.gameId(), bob.gameId(), "one game for both");
+    assert.deepEqual([...ann.errors, ...bob.errors], []);
+  } finally {
+    await ann.close();
+    await bob.close();
+  }
+});

@@ -26,9 +26,20 @@ async function open(invite: string | null = null) {
   await flush();
   ws.answer(ws.last("listMyGames")!, { listMyGames: { games: [{ gameId: "g9", seat: "SIDE_SOUTH", phase: "PHASE_PLAY", opponent: "bob", rules: "hidden-front", version: "3" }] } });
   ws.answer(ws.last("getMyRating")!, { getMyRating: { rating: { rating: 1612.4, games: 7 } } });
+  ws.answer(ws.last("listTournaments")!, { listTournaments: { tournaments: [CUP] } });
   await flush();
   return { ws, navigate, root: lobby.root };
 }
+
+/** A Swiss open to players, not started, with bob in it. */
+const CUP = {
+  tournamentId: "winter-cup",
+  format: "TOURNAMENT_FORMAT_SWISS",
+  roundCount: 4,
+  state: "TOURNAMENT_STATE_SCHEDULED",
+  openToPlayers: true,
+  entrants: ["bob"],
+};
 
 describe("the lobby", () => {
   it("lists the player's games and rating", async () => {
@@ -74,6 +85,40 @@ describe("the lobby", () => {
     ws.answer(second, { listMyGames: { games: [{ gameId: "round2", phase: "PHASE_DEPLOYMENT" }] } });
     await flush();
     expect(navigate).toHaveBeenCalledWith("/game/round2");
+  });
+
+  it("lists an open tournament, joins and withdraws, and shows its standings", async () => {
+    const { root, ws } = await open();
+    const item = () => root.querySelector('[data-tournament-id="winter-cup"]')!;
+    expect(item().getAttribute("data-joined")).toBe("false");
+    expect(item().textContent).toContain("1 players");
+    (item().querySelector('[data-action="join-tournament"]') as HTMLButtonElement).click();
+    await flush();
+    const join = ws.last("joinTournament")!;
+    expect(join.body).toMatchObject({ tournamentId: "winter-cup" });
+    ws.answer(join, { joinTournament: { tournament: { ...CUP, entrants: ["bob", "alice"] } } });
+    await flush();
+    expect(item().getAttribute("data-joined")).toBe("true");
+    expect(item().querySelector('[data-field="joined"]')).not.toBeNull();
+    (item().querySelector('[data-action="withdraw-tournament"]') as HTMLButtonElement).click();
+    await flush();
+    ws.answer(ws.last("withdrawTournament")!, { withdrawTournament: { tournament: CUP } });
+    await flush();
+    expect(item().getAttribute("data-joined")).toBe("false");
+    // Standings: read again when asked for.
+    (item().querySelector('[data-action="standings"]') as HTMLButtonElement).click();
+    await flush();
+    const get = ws.last("getTournament")!;
+    expect(get.body).toMatchObject({ tournamentId: "winter-cup" });
+    ws.answer(get, { getTournament: { tournament: { ...CUP, state: "TOURNAMENT_STATE_RUNNING", openToPlayers: true,
+      rounds: [{ round: 1, bulkId: "tournament:winter-cup:round:1" }],
+      standings: [{ place: 1, player: "bob", score: 1, buchholz: 0.5 }, { place: 2, player: "cy", score: 0, buchholz: 1 }] } } });
+    await flush();
+    const rows = [...item().querySelectorAll('[data-field="standings"] tbody tr')].map((r) => r.getAttribute("data-player"));
+    expect(rows).toEqual(["bob", "cy"]);
+    expect(item().textContent).toContain("Round 1 of 4");
+    // Running: no join button any more.
+    expect(item().querySelector('[data-action="join-tournament"]')).toBeNull();
   });
 
   it("sends the chosen time control with an invite, and the server's default until one is chosen", async () => {

@@ -31,6 +31,10 @@ export const ANSWER_OF = {
   playComputer: "playComputer",
   getMyRating: "getMyRating",
   exportReplay: "exportReplay",
+  listTournaments: "listTournaments",
+  joinTournament: "joinTournament",
+  withdrawTournament: "withdrawTournament",
+  getTournament: "getTournament",
 } as const satisfies { [K in keyof ConnectRequestJson]?: Exclude<keyof AnswerJson, "requestId"> };
 
 /** A request the connection sends (a field of `ConnectRequest`). */

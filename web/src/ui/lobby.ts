@@ -2,11 +2,14 @@
  * The lobby: play the computer, find a match (with the wait shown), create and share an invite,
  * accept one (on /invite/{code}), watch a game by link, the player's games and rating. A match
  * found on the lobby stream opens the game for this page's own ticket or invite, and for a game an
- * organiser paired (a bulk's, started at its set time) while that game is still being played.
+ * organiser paired (a bulk's or a tournament round's, started at its set time) while that game is
+ * still being played. Tournaments open to players are listed with join and withdraw, and each
+ * one's standings on demand.
  */
 import { Connection, ServerError } from "../api/ws.js";
 import type { GameSummaryJson } from "../gen/hiddenfront/v1/game_pb.js";
 import type { LobbyEventJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
+import type { TournamentJson } from "../gen/hiddenfront/v1/organiser_pb.js";
 import { reasonText, t, hasKey, type Key } from "../i18n/index.js";
 import { local, session } from "../state/storage.js";
 import { formatSeconds } from "../state/clock.js";
@@ -49,6 +52,9 @@ export class LobbyScreen {
   private ticket: { id: string; since: number } | null = null;
   private invite: { code: string; link: string } | null = null;
   private games: GameSummaryJson[] | null = null;
+  private tournaments: TournamentJson[] | null = null;
+  /** The tournament whose standings are shown, if any. */
+  private standingsOf: string | null = null;
   private rating: { rating: number; games: number } | null = null;
   private error: { reason: string; text: string } | null = null;
   private busy = false;
@@ -103,11 +109,13 @@ export class LobbyScreen {
 
   private async load(): Promise<void> {
     try {
-      const [games, rating] = await Promise.all([
+      const [games, rating, tournaments] = await Promise.all([
         this.deps.conn.request("listMyGames", {}),
         this.deps.conn.request("getMyRating", {}).catch(() => ({}) as { rating?: undefined }),
+        this.deps.conn.request("listTournaments", {}).catch(() => ({}) as { tournaments?: undefined }),
       ]);
       this.games = games.games ?? [];
+      this.tournaments = tournaments.tournaments ?? [];
       const r = rating.rating;
       this.rating = r ? { rating: Number(r.rating ?? 0), games: Number(r.games ?? 0) } : null;
     } catch (e) {
@@ -254,6 +262,78 @@ export class LobbyScreen {
     });
   }
 
+  /** Joins or withdraws from a tournament; the answer replaces it in the list. */
+  private enter(id: string, join: boolean): Promise<void> {
+    return this.run(async () => {
+      const r = join
+        ? await this.deps.conn.request("joinTournament", { tournamentId: id })
+        : await this.deps.conn.request("withdrawTournament", { tournamentId: id });
+      this.replaceTournament(r.tournament);
+    });
+  }
+
+  /** Shows a tournament's standings, read again now (or hides them). */
+  private toggleStandings(id: string): Promise<void> {
+    if (this.standingsOf === id) {
+      this.standingsOf = null;
+      this.render();
+      return Promise.resolve();
+    }
+    return this.run(async () => {
+      const r = await this.deps.conn.request("getTournament", { tournamentId: id });
+      this.replaceTournament(r.tournament);
+      this.standingsOf = id;
+    });
+  }
+
+  private replaceTournament(t: TournamentJson | undefined): void {
+    if (!t?.tournamentId) return;
+    const list = this.tournaments ?? [];
+    const at = list.findIndex((x) => x.tournamentId === t.tournamentId);
+    this.tournaments = at < 0 ? [t, ...list] : list.map((x, i) => (i === at ? t : x));
+  }
+
+  private tournamentCard(): HTMLElement {
+    const me = this.deps.conn.player;
+    const list = this.tournaments;
+    return h(
+      "div",
+      { class: "card tournaments" },
+      h("h2", {}, t("lobby.tournaments")),
+      h(
+        "ul",
+        { "data-field": "tournaments", class: "game-list" },
+        (list ?? []).map((tm) => {
+          const id = tm.tournamentId ?? "";
+          const entrants = tm.entrants ?? [];
+          const joined = entrants.includes(me);
+          const state = (tm.state ?? "TOURNAMENT_STATE_SCHEDULED").replace("TOURNAMENT_STATE_", "").toLowerCase() as "scheduled" | "running" | "finished";
+          const format = (tm.format ?? "TOURNAMENT_FORMAT_SWISS").replace("TOURNAMENT_FORMAT_", "").toLowerCase() as "swiss" | "round_robin" | "arena";
+          const open = Boolean(tm.openToPlayers) && state === "scheduled";
+          const rounds = tm.rounds ?? [];
+          return h(
+            "li",
+            { "data-tournament-id": id, "data-joined": joined ? "true" : "false" },
+            h("span", { class: "opp" }, id),
+            h("span", { class: "rules" }, `${t(`tournament.format.${format}`)} · ${t("lobby.tournament.players", { n: entrants.length })}`),
+            h("span", { class: `phase phase-${state}` },
+              state === "running" && format !== "arena" && rounds.length
+                ? t("lobby.tournament.round", { n: rounds.length, of: tm.roundCount ?? rounds.length })
+                : t(`tournament.state.${state}`)),
+            joined ? h("span", { class: "help", "data-field": "joined" }, t("lobby.tournament.in")) : null,
+            open
+              ? h("button", { type: "button", "data-action": joined ? "withdraw-tournament" : "join-tournament", disabled: this.busy, onclick: () => void this.enter(id, !joined) },
+                  t(joined ? "lobby.tournament.withdraw" : "lobby.tournament.join"))
+              : null,
+            h("button", { type: "button", class: "ghost", "data-action": "standings", onclick: () => void this.toggleStandings(id) }, t("lobby.tournament.standings")),
+            this.standingsOf === id ? standingsTable(tm) : null,
+          );
+        }),
+      ),
+      list && !list.length ? h("p", { class: "help" }, t("lobby.tournaments.none")) : null,
+    );
+  }
+
   private watch(): void {
     const text = this.watchText.trim();
     const m = /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/i.exec(text);
@@ -342,6 +422,7 @@ export class LobbyScreen {
         ),
         games && !games.length ? h("p", { class: "help" }, t("lobby.games.none")) : null,
       ),
+      this.tournamentCard(),
       h(
         "div",
         { class: "card watch" },
@@ -355,6 +436,21 @@ export class LobbyScreen {
     );
     replaceKeepingFocus(this.root, parts);
   }
+}
+
+/** A tournament's standings as a table: place, player, points, Buchholz. */
+function standingsTable(tm: TournamentJson): HTMLElement {
+  return h(
+    "table",
+    { class: "standings", "data-field": "standings" },
+    h("thead", {}, h("tr", {},
+      h("th", {}, t("standings.place")), h("th", {}, t("standings.player")),
+      h("th", {}, t("standings.score")), h("th", {}, t("standings.buchholz")))),
+    h("tbody", {}, (tm.standings ?? []).map((s) =>
+      h("tr", { "data-player": s.player ?? "" },
+        h("td", {}, String(s.place ?? "")), h("td", {}, s.player ?? ""),
+        h("td", {}, String(s.score ?? 0)), h("td", {}, String(s.buchholz ?? 0))))),
+  );
 }
 
 /** A lobby choice: a `<select>` whose pick is kept in the screen (`set`) and remembered in `localStorage` under `key`. */
