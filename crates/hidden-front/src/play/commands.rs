@@ -219,6 +219,14 @@ pub enum LobbyInput {
     Cancel,
     /// Wait for the next game an organiser pairs (a tournament's round, a bulk) and open it.
     Next,
+    /// List the tournaments open to the player or with the player in them.
+    Tournaments,
+    /// Enter a tournament.
+    Join(String),
+    /// Leave a tournament before its start.
+    Withdraw(String),
+    /// A tournament's standings.
+    Standings(String),
     /// Show the lobby's commands.
     Help,
     /// Leave the client.
@@ -240,6 +248,10 @@ or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules`
   games                           your games
   open [GAME]                     go back into one of your games (the only one in progress if none given)
   rating                          your rating
+  tournaments                     the tournaments you may join or are in
+  join TOURNAMENT                 enter a tournament (until 5 s before its start)
+  withdraw TOURNAMENT             leave a tournament before its start
+  standings TOURNAMENT            a tournament's rounds and standings
   next                            wait for your next organised game (a tournament round, an
                                   organiser's pairing) and open it when it starts
   rules                           the rule sets and time controls
@@ -382,7 +394,20 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
                 time_control: o.time_control.unwrap_or_else(|| "relaxed".to_string()),
             })
         }
-        "accept" | "join" => match rest {
+        "tournaments" => no_args(LobbyInput::Tournaments),
+        "join" => match rest {
+            [id] => Ok(LobbyInput::Join(id.to_string())),
+            _ => Err("usage: join TOURNAMENT (see `tournaments`; an invite is `accept CODE`)".to_string()),
+        },
+        "withdraw" => match rest {
+            [id] => Ok(LobbyInput::Withdraw(id.to_string())),
+            _ => Err("usage: withdraw TOURNAMENT".to_string()),
+        },
+        "standings" => match rest {
+            [id] => Ok(LobbyInput::Standings(id.to_string())),
+            _ => Err("usage: standings TOURNAMENT".to_string()),
+        },
+        "accept" => match rest {
             [code] => Ok(LobbyInput::Accept(code.to_string())),
             _ => Err("usage: accept CODE (or the invite's link)".to_string()),
         },
@@ -399,7 +424,7 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
         "rating" => no_args(LobbyInput::Rating),
         "rules" => no_args(LobbyInput::Rules),
         "cancel" => no_args(LobbyInput::Cancel),
-        "next" | "tournament" => no_args(LobbyInput::Next),
+        "next" => no_args(LobbyInput::Next),
         "help" | "?" => Ok(LobbyInput::Help),
         "quit" | "exit" => no_args(LobbyInput::Quit),
         _ => Err(format!(

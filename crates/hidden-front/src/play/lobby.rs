@@ -73,6 +73,22 @@ pub async fn run(connection: Connection, lines: &mut mpsc::Receiver<String>) -> 
                 lobby.rating().await?;
                 continue;
             }
+            LobbyInput::Tournaments => {
+                lobby.tournaments().await?;
+                continue;
+            }
+            LobbyInput::Join(id) => {
+                lobby.enter(&id, true).await?;
+                continue;
+            }
+            LobbyInput::Withdraw(id) => {
+                lobby.enter(&id, false).await?;
+                continue;
+            }
+            LobbyInput::Standings(id) => {
+                lobby.standings(&id).await?;
+                continue;
+            }
             LobbyInput::Computer {
                 rules,
                 north,
@@ -178,6 +194,90 @@ impl Lobby {
         }
         say(&text)?;
         Ok(())
+    }
+
+    /// Lists the tournaments open to the player or with the player in them.
+    async fn tournaments(&mut self) -> anyhow::Result<()> {
+        let request = Request::ListTournaments(pb::PlayerServiceListTournamentsRequest {});
+        let answer = match (self.connection)
+            .ask::<pb::PlayerServiceListTournamentsResponse>(request)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(status) => return Ok(say(&format!("error: {}", explain(&status)))?),
+        };
+        if answer.tournaments.is_empty() {
+            return Ok(say("no tournament is open to you now")?);
+        }
+        let mut text = format!("tournaments ({}):\n", answer.tournaments.len());
+        for t in &answer.tournaments {
+            text.push_str(&tournament_line(t));
+        }
+        text.push_str("(`join ID`, `withdraw ID`, `standings ID`; `next` waits for your game)");
+        Ok(say(&text)?)
+    }
+
+    /// Joins (`join`) or withdraws from a tournament.
+    async fn enter(&mut self, id: &str, join: bool) -> anyhow::Result<()> {
+        let tournament_id = id.to_string();
+        let answer = if join {
+            (self.connection)
+                .ask::<pb::PlayerServiceJoinTournamentResponse>(Request::JoinTournament(
+                    pb::PlayerServiceJoinTournamentRequest { tournament_id },
+                ))
+                .await
+                .map(|a| a.tournament)
+        } else {
+            (self.connection)
+                .ask::<pb::PlayerServiceWithdrawTournamentResponse>(Request::WithdrawTournament(
+                    pb::PlayerServiceWithdrawTournamentRequest { tournament_id },
+                ))
+                .await
+                .map(|a| a.tournament)
+        };
+        match answer {
+            Ok(Some(t)) => {
+                let verb = if join { "you are in" } else { "you left" };
+                Ok(say(&format!(
+                    "{verb} {} ({} players); `next` waits for your game when it starts",
+                    printable(&t.tournament_id),
+                    t.entrants.len()
+                ))?)
+            }
+            Ok(None) => Ok(say("the server answered without the tournament")?),
+            Err(status) => Ok(say(&format!("error: {}", explain(&status)))?),
+        }
+    }
+
+    /// Prints a tournament's rounds and standings.
+    async fn standings(&mut self, id: &str) -> anyhow::Result<()> {
+        let request = Request::GetTournament(pb::PlayerServiceGetTournamentRequest {
+            tournament_id: id.to_string(),
+        });
+        let t = match (self.connection)
+            .ask::<pb::PlayerServiceGetTournamentResponse>(request)
+            .await
+        {
+            Ok(pb::PlayerServiceGetTournamentResponse {
+                tournament: Some(t),
+            }) => t,
+            Ok(_) => return Ok(say("the server answered without the tournament")?),
+            Err(status) => return Ok(say(&format!("error: {}", explain(&status)))?),
+        };
+        let mut text = tournament_line(&t);
+        for s in &t.standings {
+            text.push_str(&format!(
+                "  {:>3}. {:<24} {:>5} points  Buchholz {:>5}\n",
+                s.place,
+                printable(&s.player),
+                s.score,
+                s.buchholz
+            ));
+        }
+        if t.standings.is_empty() {
+            text.push_str("  no standings yet\n");
+        }
+        Ok(say(text.trim_end())?)
     }
 
     /// Prints the player's rating.
@@ -593,6 +693,32 @@ impl Wanted {
             _ => None,
         })
     }
+}
+
+/// One tournament as `tournaments` lists it: id, format, players, state, whether it takes players.
+fn tournament_line(t: &pb::Tournament) -> String {
+    let format = match t.format() {
+        pb::TournamentFormat::Swiss => "Swiss",
+        pb::TournamentFormat::RoundRobin => "round robin",
+        pb::TournamentFormat::Arena => "arena",
+        pb::TournamentFormat::Unspecified => "?",
+    };
+    let state = match t.state() {
+        pb::TournamentState::Scheduled => format!("starts in {}", lapses_in(t.start_at_unix_ms)),
+        pb::TournamentState::Running => format!("round {} of {}", t.rounds.len(), t.round_count),
+        pb::TournamentState::Finished => "finished".to_string(),
+        pb::TournamentState::Unspecified => "?".to_string(),
+    };
+    let open = if t.open_to_players && t.state() == pb::TournamentState::Scheduled {
+        ", open to players"
+    } else {
+        ""
+    };
+    format!(
+        "  {}  {format}, {} players, {state}{open}\n",
+        printable(&t.tournament_id),
+        t.entrants.len()
+    )
 }
 
 /// The time left until `deadline_ms` in words a person reads at a glance: seconds, minutes or

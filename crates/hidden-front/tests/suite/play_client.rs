@@ -449,6 +449,39 @@ impl Conn {
             Some(R::Concede(_)) => failed("you may not resign in this test"),
             Some(R::FindMatch(request)) => Ok(Answered::FindMatch(self.fake.find_match(request))),
             Some(R::CancelMatch(_)) => Ok(Answered::CancelMatch(Default::default())),
+            Some(R::ListTournaments(_)) => Ok(Answered::ListTournaments(
+                pb::PlayerServiceListTournamentsResponse {
+                    tournaments: vec![cup(&["bob"])],
+                },
+            )),
+            Some(R::JoinTournament(join)) if join.tournament_id == "winter-cup" => {
+                Ok(Answered::JoinTournament(pb::PlayerServiceJoinTournamentResponse {
+                    tournament: Some(cup(&["bob", "alice"])),
+                }))
+            }
+            Some(R::JoinTournament(_)) => Err(Status::not_found("no tournament \"nope\" exists")),
+            Some(R::GetTournament(_)) => {
+                let mut t = cup(&["bob", "alice"]);
+                t.standings = vec![
+                    pb::TournamentStanding {
+                        place: 1,
+                        player: "alice".into(),
+                        score: 1.0,
+                        buchholz: 0.5,
+                        ..Default::default()
+                    },
+                    pb::TournamentStanding {
+                        place: 2,
+                        player: "bob".into(),
+                        score: 0.5,
+                        buchholz: 1.0,
+                        ..Default::default()
+                    },
+                ];
+                Ok(Answered::GetTournament(pb::PlayerServiceGetTournamentResponse {
+                    tournament: Some(t),
+                }))
+            }
             _ => Err(Status::unimplemented("not in this fake")),
         };
         let message = match answered {
@@ -1214,6 +1247,53 @@ async fn after_a_goodbye_the_game_is_followed_again_with_nothing_missed_or_repea
     let state = fake.state.lock().unwrap();
     assert_eq!(state.follow_from, [1, 6, 6, 7, 2]);
     assert!(state.unary_calls.is_empty(), "{:?}", state.unary_calls);
+}
+
+/// An open Swiss with `entrants`, not started.
+fn cup(entrants: &[&str]) -> pb::Tournament {
+    pb::Tournament {
+        tournament_id: "winter-cup".into(),
+        format: pb::TournamentFormat::Swiss as i32,
+        round_count: 3,
+        state: pb::TournamentState::Scheduled as i32,
+        open_to_players: true,
+        entrants: entrants.iter().map(|e| e.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tournaments_are_listed_joined_and_their_standings_printed() {
+    let fake = Fake::new();
+    let url = serve(fake.clone()).await;
+    let mut player =
+        tokio::task::spawn_blocking(move || Player::start(&["--gateway", &url, "--token", TOKEN]))
+            .await
+            .unwrap();
+    player.wait_for("lobby: play the computer");
+    player.send("tournaments");
+    let listed = player.wait_for("`standings ID`");
+    assert!(
+        listed.contains("winter-cup  Swiss, 1 players, starts in"),
+        "{listed}"
+    );
+    assert!(listed.contains("open to players"), "{listed}");
+    player.send("join winter-cup");
+    player.wait_for("you are in winter-cup (2 players)");
+    player.send("join nope");
+    let refused = player.wait_for("error: ");
+    assert!(!refused.contains("you are in nope"), "{refused}");
+    player.send("standings winter-cup");
+    let table = player.wait_for("2. bob");
+    assert!(table.contains("1. alice"), "{table}");
+    assert!(table.contains("1 points  Buchholz   0.5"), "{table}");
+    player.send("join");
+    player.wait_for("usage: join TOURNAMENT");
+    player.send("quit");
+    let status = tokio::task::spawn_blocking(move || player.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -294,6 +294,10 @@ answered!(
     CancelInvite => pb::PlayerServiceCancelInviteResponse,
     PlayComputer => pb::PlayerServicePlayComputerResponse,
     GetMyRating => pb::GetMyRatingResponse,
+    ListTournaments => pb::PlayerServiceListTournamentsResponse,
+    JoinTournament => pb::PlayerServiceJoinTournamentResponse,
+    WithdrawTournament => pb::PlayerServiceWithdrawTournamentResponse,
+    GetTournament => pb::PlayerServiceGetTournamentResponse,
 );
 
 #[cfg(test)]
