@@ -7,7 +7,7 @@ use crate::pairing::{pair_casual, pair_rated};
 use crate::policy;
 use crate::store::{
     ComputerGame, EndedGame, EndedResult, Invite, InviteState, LobbyEvent, LobbyEventKind, Match,
-    MatchError, MatchStore, NewBulk, Queue, Ticket, TicketState, round_bulk_id,
+    MatchError, MatchStore, NewBulk, Queue, Ticket, TicketState, Tournament, round_bulk_id,
 };
 use crate::tournament::{self, Step};
 use futures_util::StreamExt;
@@ -398,7 +398,7 @@ impl MatchmakingService {
         let now = self.inner.config.clock.now_unix_ms();
         store.expire(now).await?;
         // Before the bulks: a round paired now to start now is started in this same round.
-        self.tournament_round(now).await?;
+        self.tournament_round(now).await;
         // First, so a bulk starts as close to its time as the loop's interval allows.
         let due = store.due_matches(now, DUE_PER_ROUND).await?;
         if !due.is_empty() {
@@ -451,64 +451,74 @@ impl MatchmakingService {
     /// Advances every running tournament by one step ([`crate::tournament::progress`]): pairs
     /// and stores the next round's bulk once the round before has ended (to start the
     /// tournament's pause later; the first round at its start), or marks it finished after the
-    /// last. A tournament that cannot go on is logged and left as it is; the others go on.
-    pub async fn tournament_round(&self, now: u64) -> Result<(), MatchError> {
-        let store = &self.inner.store;
-        for t in store.running_tournaments(TOURNAMENTS_PER_ROUND).await? {
-            let total = tournament::total_rounds(&t);
-            let mut rounds = Vec::new();
-            while rounds.len() < total {
-                match store
-                    .bulk(&round_bulk_id(&t.tournament_id, rounds.len() + 1))
-                    .await?
-                {
-                    Some(bulk) => rounds.push(bulk),
-                    None => break,
-                }
+    /// last. A tournament that cannot go on is logged and left as it is; the others, and the
+    /// rest of the pairing round, go on.
+    pub async fn tournament_round(&self, now: u64) {
+        let running = match self
+            .inner
+            .store
+            .running_tournaments(TOURNAMENTS_PER_ROUND)
+            .await
+        {
+            Ok(running) => running,
+            Err(error) => {
+                tracing::warn!(%error, "could not read the running tournaments");
+                return;
             }
-            let progress = match tournament::progress(&t, &rounds, now) {
-                Ok(progress) => progress,
-                Err(error) => {
-                    tracing::error!(tournament_id = %t.tournament_id, %error, "a tournament cannot go on");
-                    continue;
+        };
+        for t in running {
+            if let Err(error) = self.advance_tournament(&t, now).await {
+                tracing::warn!(tournament_id = %t.tournament_id, %error, "could not advance a tournament; retrying next round");
+            }
+        }
+    }
+
+    /// One step of one tournament ([`MatchmakingService::tournament_round`]).
+    async fn advance_tournament(&self, t: &Tournament, now: u64) -> Result<(), MatchError> {
+        let store = &self.inner.store;
+        let rounds = tournament::round_bulks(&**store, t).await?;
+        let progress = match tournament::progress(t, &rounds, now) {
+            Ok(progress) => progress,
+            Err(error) => {
+                tracing::error!(tournament_id = %t.tournament_id, %error, "a tournament cannot go on");
+                return Ok(());
+            }
+        };
+        match progress.next {
+            Step::Wait => {}
+            Step::Finished => {
+                store.finish_tournament(&t.tournament_id, now).await?;
+                tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
+            }
+            // Round 1 is paired at the start, from the entrants then (players of a
+            // tournament open to them join until shortly before).
+            Step::Pair(_) if progress.made == 0 && now < t.start_ms => {}
+            Step::Pair(pairing) => {
+                let round = progress.made + 1;
+                let start_ms = match round {
+                    1 => t.start_ms.max(now),
+                    _ => now.saturating_add(t.pause_ms),
+                };
+                let bulk = NewBulk {
+                    bulk_id: round_bulk_id(&t.tournament_id, round),
+                    organiser: t.organiser.clone(),
+                    rules: t.rules.clone(),
+                    time_control: t.time_control.clone(),
+                    rated: t.rated,
+                    start_ms,
+                    created_ms: now,
+                    pairs: pairing
+                        .games
+                        .iter()
+                        .map(|p| (p.first.clone(), p.second.clone()))
+                        .collect(),
+                };
+                match store.create_bulk(bulk).await {
+                    // Another process paired it a moment before (its start may differ).
+                    Ok(_) | Err(MatchError::AlreadyExists(..)) => {}
+                    Err(error) => return Err(error),
                 }
-            };
-            match progress.next {
-                Step::Wait => {}
-                Step::Finished => {
-                    store.finish_tournament(&t.tournament_id, now).await?;
-                    tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
-                }
-                // Round 1 is paired at the start, from the entrants then (players of a
-                // tournament open to them join until shortly before).
-                Step::Pair(_) if progress.made == 0 && now < t.start_ms => {}
-                Step::Pair(pairing) => {
-                    let round = progress.made + 1;
-                    let start_ms = match round {
-                        1 => t.start_ms.max(now),
-                        _ => now.saturating_add(t.pause_ms),
-                    };
-                    let bulk = NewBulk {
-                        bulk_id: round_bulk_id(&t.tournament_id, round),
-                        organiser: t.organiser.clone(),
-                        rules: t.rules.clone(),
-                        time_control: t.time_control.clone(),
-                        rated: t.rated,
-                        start_ms,
-                        created_ms: now,
-                        pairs: pairing
-                            .games
-                            .iter()
-                            .map(|p| (p.first.clone(), p.second.clone()))
-                            .collect(),
-                    };
-                    match store.create_bulk(bulk).await {
-                        // Another process paired it a moment before (its start may differ).
-                        Ok(_) | Err(MatchError::AlreadyExists(..)) => {}
-                        Err(error) => return Err(error),
-                    }
-                    tracing::info!(tournament_id = %t.tournament_id, round, games = pairing.games.len(), bye = ?pairing.bye, start_ms, "tournament round paired");
-                }
+                tracing::info!(tournament_id = %t.tournament_id, round, games = pairing.games.len(), bye = ?pairing.bye, start_ms, "tournament round paired");
             }
         }
         Ok(())

@@ -15,7 +15,9 @@
 //! paired by `arena::pair_wave`; a wave depends on which games had ended when it was made, so
 //! waves are not checked against the rules afterwards as a Swiss's rounds are.
 
-use crate::store::{Bulk, GameOutcome, Tournament, TournamentFormat};
+use crate::store::{
+    Bulk, GameOutcome, MatchError, MatchStore, Tournament, TournamentFormat, round_bulk_id,
+};
 use hidden_front_tournament::arena::{self, ArenaScore, Waiting};
 use hidden_front_tournament::standings::{Standing, standings};
 use hidden_front_tournament::swiss::{self, RoundPairings};
@@ -74,6 +76,26 @@ pub struct Progress {
     pub table: Vec<Standing>,
     /// What to do next.
     pub next: Step,
+}
+
+/// The bulks of `tournament`'s rounds made so far, round 1's first: read until a round has no
+/// bulk, or the tournament's last.
+pub async fn round_bulks(
+    store: &dyn MatchStore,
+    tournament: &Tournament,
+) -> Result<Vec<Bulk>, MatchError> {
+    let total = total_rounds(tournament);
+    let mut rounds = Vec::new();
+    while rounds.len() < total {
+        match store
+            .bulk(&round_bulk_id(&tournament.tournament_id, rounds.len() + 1))
+            .await?
+        {
+            Some(bulk) => rounds.push(bulk),
+            None => break,
+        }
+    }
+    Ok(rounds)
 }
 
 /// The rounds a tournament has in all: the most rounds to read for it (an arena's waves have no

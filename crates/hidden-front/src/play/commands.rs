@@ -397,7 +397,10 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
         "tournaments" => no_args(LobbyInput::Tournaments),
         "join" => match rest {
             [id] => Ok(LobbyInput::Join(id.to_string())),
-            _ => Err("usage: join TOURNAMENT (see `tournaments`; an invite is `accept CODE`)".to_string()),
+            _ => Err(
+                "usage: join TOURNAMENT (see `tournaments`; an invite is `accept CODE`)"
+                    .to_string(),
+            ),
         },
         "withdraw" => match rest {
             [id] => Ok(LobbyInput::Withdraw(id.to_string())),

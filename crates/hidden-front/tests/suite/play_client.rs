@@ -454,11 +454,11 @@ impl Conn {
                     tournaments: vec![cup(&["bob"])],
                 },
             )),
-            Some(R::JoinTournament(join)) if join.tournament_id == "winter-cup" => {
-                Ok(Answered::JoinTournament(pb::PlayerServiceJoinTournamentResponse {
+            Some(R::JoinTournament(join)) if join.tournament_id == "winter-cup" => Ok(
+                Answered::JoinTournament(pb::PlayerServiceJoinTournamentResponse {
                     tournament: Some(cup(&["bob", "alice"])),
-                }))
-            }
+                }),
+            ),
             Some(R::JoinTournament(_)) => Err(Status::not_found("no tournament \"nope\" exists")),
             Some(R::GetTournament(_)) => {
                 let mut t = cup(&["bob", "alice"]);
@@ -478,9 +478,11 @@ impl Conn {
                         ..Default::default()
                     },
                 ];
-                Ok(Answered::GetTournament(pb::PlayerServiceGetTournamentResponse {
-                    tournament: Some(t),
-                }))
+                Ok(Answered::GetTournament(
+                    pb::PlayerServiceGetTournamentResponse {
+                        tournament: Some(t),
+                    },
+                ))
             }
             _ => Err(Status::unimplemented("not in this fake")),
         };

@@ -5,10 +5,8 @@ use super::{Organiser, Players, bulk_to_proto, checked_start};
 use crate::service::{check_id, match_error_status, parse_rules, parse_time_control};
 use crate::store::tournament::ROUND_BULK_PREFIX;
 use crate::store::tournament::capacity;
-use crate::store::{
-    MatchError, MatchStore, Tournament, TournamentEntrant, TournamentFormat, round_bulk_id,
-};
-use crate::tournament::{Step, progress, total_rounds};
+use crate::store::{MatchError, MatchStore, Tournament, TournamentEntrant, TournamentFormat};
+use crate::tournament::{Step, progress, round_bulks};
 use hidden_front_api_error::ApiError;
 use hidden_front_operator_auth::Operator;
 use hidden_front_proto::v1 as pb;
@@ -253,81 +251,69 @@ pub(crate) async fn tournament_to_proto(
     t: &Tournament,
     now: u64,
 ) -> Result<pb::Tournament, Status> {
-    {
-        let total = total_rounds(t);
-        let mut rounds = Vec::new();
-        while rounds.len() < total {
-            match store
-                .bulk(&round_bulk_id(&t.tournament_id, rounds.len() + 1))
-                .await
-                .map_err(match_error_status)?
-            {
-                Some(bulk) => rounds.push(bulk),
-                None => break,
-            }
-        }
-        let progress = progress(t, &rounds, now).map_err(|e| {
-            match_error_status(MatchError::Corrupt(format!(
-                "tournament {:?}: {e}",
-                t.tournament_id
-            )))
-        })?;
-        let standings = &progress.table;
-        let state = if t.finished_ms.is_some() || progress.next == Step::Finished {
-            pb::TournamentState::Finished
-        } else if rounds.is_empty() || now < rounds[0].start_ms {
-            pb::TournamentState::Scheduled
-        } else {
-            pb::TournamentState::Running
-        };
-        let halves = |h: u32| f64::from(h) / 2.0;
-        Ok(pb::Tournament {
-            tournament_id: t.tournament_id.clone(),
-            organiser: t.organiser.clone(),
-            format: format_to_proto(t.format) as i32,
-            round_count: u32::try_from(progress.total).unwrap_or(u32::MAX),
-            rules: t.rules.clone(),
-            time_control: t.time_control.clone(),
-            rated: t.rated,
-            start_at_unix_ms: t.start_ms,
-            pause_seconds: u32::try_from(t.pause_ms / 1000).unwrap_or(u32::MAX),
-            entrants: t.entrants.iter().map(|e| e.id.clone()).collect(),
-            state: state as i32,
-            rounds_completed: u32::try_from(progress.completed).unwrap_or(u32::MAX),
-            rounds: rounds
-                .iter()
-                .zip(&progress.byes)
-                .enumerate()
-                .map(|(i, (bulk, bye))| pb::TournamentRound {
-                    round: u32::try_from(i + 1).unwrap_or(u32::MAX),
-                    bulk_id: bulk.bulk_id.clone(),
-                    bye: bye.clone().unwrap_or_default(),
-                    state: bulk_to_proto(bulk, now).state,
-                })
-                .collect(),
-            standings: standings
-                .iter()
-                .map(|s| pb::TournamentStanding {
-                    place: u32::try_from(s.place).unwrap_or(u32::MAX),
-                    player: s.id.clone(),
-                    score: halves(s.score_halves),
-                    buchholz: halves(s.buchholz_halves),
-                    sonneborn_berger: f64::from(s.sonneborn_berger_quarters) / 4.0,
-                    rating: s.rating,
-                })
-                .collect(),
-            created_at_unix_ms: t.created_ms,
-            finished_at_unix_ms: t.finished_ms.unwrap_or(0),
-            duration_minutes: u32::try_from(t.duration_ms / 60_000).unwrap_or(u32::MAX),
-            open_to_players: t.open_to_players,
-            allow_bots: t.allow_bots,
-        })
-    }
+    let rounds = round_bulks(store, t).await.map_err(match_error_status)?;
+    let progress = progress(t, &rounds, now).map_err(|e| {
+        match_error_status(MatchError::Corrupt(format!(
+            "tournament {:?}: {e}",
+            t.tournament_id
+        )))
+    })?;
+    let standings = &progress.table;
+    let state = if t.finished_ms.is_some() || progress.next == Step::Finished {
+        pb::TournamentState::Finished
+    } else if rounds.is_empty() || now < rounds[0].start_ms {
+        pb::TournamentState::Scheduled
+    } else {
+        pb::TournamentState::Running
+    };
+    let halves = |h: u32| f64::from(h) / 2.0;
+    Ok(pb::Tournament {
+        tournament_id: t.tournament_id.clone(),
+        organiser: t.organiser.clone(),
+        format: format_to_proto(t.format) as i32,
+        round_count: u32::try_from(progress.total).unwrap_or(u32::MAX),
+        rules: t.rules.clone(),
+        time_control: t.time_control.clone(),
+        rated: t.rated,
+        start_at_unix_ms: t.start_ms,
+        pause_seconds: u32::try_from(t.pause_ms / 1000).unwrap_or(u32::MAX),
+        entrants: t.entrants.iter().map(|e| e.id.clone()).collect(),
+        state: state as i32,
+        rounds_completed: u32::try_from(progress.completed).unwrap_or(u32::MAX),
+        rounds: rounds
+            .iter()
+            .zip(&progress.byes)
+            .enumerate()
+            .map(|(i, (bulk, bye))| pb::TournamentRound {
+                round: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                bulk_id: bulk.bulk_id.clone(),
+                bye: bye.clone().unwrap_or_default(),
+                state: bulk_to_proto(bulk, now).state,
+            })
+            .collect(),
+        standings: standings
+            .iter()
+            .map(|s| pb::TournamentStanding {
+                place: u32::try_from(s.place).unwrap_or(u32::MAX),
+                player: s.id.clone(),
+                score: halves(s.score_halves),
+                buchholz: halves(s.buchholz_halves),
+                sonneborn_berger: f64::from(s.sonneborn_berger_quarters) / 4.0,
+                rating: s.rating,
+            })
+            .collect(),
+        created_at_unix_ms: t.created_ms,
+        finished_at_unix_ms: t.finished_ms.unwrap_or(0),
+        duration_minutes: u32::try_from(t.duration_ms / 60_000).unwrap_or(u32::MAX),
+        open_to_players: t.open_to_players,
+        allow_bots: t.allow_bots,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::round_bulk_id;
     use hidden_front_api_error::ErrorSummary;
 
     fn reason(status: &Status) -> String {
