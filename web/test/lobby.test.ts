@@ -2,6 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Connection } from "../src/api/ws.js";
 import { LobbyScreen } from "../src/ui/lobby.js";
+import type { TournamentJson } from "../src/gen/hiddenfront/v1/organiser_pb.js";
 import { FakeSocket } from "./fakes.js";
 
 beforeEach(() => {
@@ -32,7 +33,7 @@ async function open(invite: string | null = null) {
 }
 
 /** A Swiss open to players, not started, with bob in it. */
-const CUP = {
+const CUP: TournamentJson = {
   tournamentId: "winter-cup",
   format: "TOURNAMENT_FORMAT_SWISS",
   roundCount: 4,
