@@ -154,6 +154,21 @@ impl Lobby {
         self.connection.ask(request).await
     }
 
+    /// The player's games in progress, or `None` after telling the player they could not be
+    /// listed.
+    async fn games_in_progress(&self) -> anyhow::Result<Option<Vec<pb::GameSummary>>> {
+        match self.list_my_games(true).await {
+            Ok(answer) => Ok(Some(answer.games)),
+            Err(status) => {
+                say(&format!(
+                    "error: cannot list your games: {}",
+                    explain(&status)
+                ))?;
+                Ok(None)
+            }
+        }
+    }
+
     /// Tells the player about games still in progress, which they may want to go back to.
     async fn in_progress_hint(&mut self) -> anyhow::Result<()> {
         let Ok(answer) = self.list_my_games(true).await else {
@@ -382,16 +397,8 @@ impl Lobby {
         if let Some(game) = game {
             return Ok(Some((game, false)));
         }
-        let answer = self.list_my_games(true).await;
-        let games = match answer {
-            Ok(answer) => answer.games,
-            Err(status) => {
-                say(&format!(
-                    "error: cannot list your games: {}",
-                    explain(&status)
-                ))?;
-                return Ok(None);
-            }
+        let Some(games) = self.games_in_progress().await? else {
+            return Ok(None);
         };
         match games.as_slice() {
             [] => {
@@ -583,15 +590,8 @@ impl Lobby {
         if found.bulk_id.is_empty() {
             return Ok(None);
         }
-        let active = match self.list_my_games(true).await {
-            Ok(answer) => answer.games,
-            Err(status) => {
-                say(&format!(
-                    "error: cannot list your games: {}",
-                    explain(&status)
-                ))?;
-                return Ok(None);
-            }
+        let Some(active) = self.games_in_progress().await? else {
+            return Ok(None);
         };
         if !active.iter().any(|g| g.game_id == found.game_id) {
             return Ok(None);
