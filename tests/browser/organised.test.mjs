@@ -13,6 +13,10 @@ import { promisify } from "node:util";
 import { Person, freePort, launchBrowser, serverBinary, startServer } from "./harness.mjs";
 
 const TOKEN = "browser-league-token-0123456789abcdef";
+/** Ids of this run: the server may share a database with earlier runs (scripts/test sets DATABASE_URL). */
+const RUN = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+const BULK = `browser-league-${RUN}`;
+const CUP = `browser-cup-${RUN}`;
 
 let server;
 let browser;
@@ -45,14 +49,14 @@ test("a game an organiser pairs opens by itself on both players' pages", async (
     writeFileSync(pairs, `# board 1\n${annId} ${bobId}\n`);
     const { stdout } = await promisify(execFile)(serverBinary(), [
       "organiser", "bulk", "create",
-      "--id", "browser-league-1",
+      "--id", BULK,
       "--pairs", pairs,
       "--start-in", "1",
       "--matchmaking-url", internal,
       "--admin-token", TOKEN,
     ]);
     const bulk = JSON.parse(stdout);
-    assert.equal(bulk.bulkId, "browser-league-1");
+    assert.equal(bulk.bulkId, BULK);
     assert.equal(bulk.games.length, 1);
     assert.equal(bulk.games[0].southPlayer, annId);
 
@@ -64,7 +68,7 @@ test("a game an organiser pairs opens by itself on both players' pages", async (
     assert.equal(await bob.attribute("data-seat"), "north");
 
     const { stdout: shown } = await promisify(execFile)(serverBinary(), [
-      "organiser", "bulk", "show", "browser-league-1",
+      "organiser", "bulk", "show", BULK,
       "--matchmaking-url", internal,
       "--admin-token", TOKEN,
     ]);
@@ -84,7 +88,7 @@ test("two guests join an open tournament by clicking, and its first round opens 
   try {
     const { stdout } = await promisify(execFile)(serverBinary(), [
       "organiser", "tournament", "create",
-      "--id", "browser-cup",
+      "--id", CUP,
       "--format", "swiss", "--rounds", "1",
       "--open",
       "--start-in", "12",
@@ -94,9 +98,9 @@ test("two guests join an open tournament by clicking, and its first round opens 
     assert.equal(JSON.parse(stdout).state, "TOURNAMENT_STATE_SCHEDULED");
     for (const person of [ann, bob]) {
       await person.signInAsGuest(server.url);
-      const line = person.page.locator('[data-tournament-id="browser-cup"]');
+      const line = person.page.locator(`[data-tournament-id="${CUP}"]`);
       await line.locator('[data-action="join-tournament"]').click();
-      await person.page.locator('[data-tournament-id="browser-cup"][data-joined="true"]').waitFor();
+      await person.page.locator(`[data-tournament-id="${CUP}"][data-joined="true"]`).waitFor();
     }
     // At the start the round is paired from the two who joined; no click opens the game.
     await ann.waitForGame("phase", "deployment", 60_000);
