@@ -26,7 +26,7 @@ pub struct CloudEvent {
     /// The versioned type (`hiddenfront.game.ended.v1`, ...).
     #[serde(rename = "type")]
     pub event_type: String,
-    /// `games/<game id>`.
+    /// `games/<game id>`, or `tournaments/<tournament id>` for a tournament's facts.
     pub subject: String,
     /// When the fact was written (RFC 3339, UTC).
     pub time: String,
@@ -46,7 +46,7 @@ impl CloudEvent {
             id: fact.id.to_string(),
             source: source.to_owned(),
             event_type: fact.body.kind().event_type().to_owned(),
-            subject: format!("games/{}", fact.game_id),
+            subject: fact.subject(),
             time: rfc3339(fact.occurred_at),
             datacontenttype: "application/json".to_owned(),
             hfposition: fact.position,
@@ -62,14 +62,17 @@ impl CloudEvent {
 }
 
 /// A fact's data: the body's fields (without the `kind` tag, which the `type` carries), the
-/// `game_id`, and for a game's end its `duration_ms` since creation.
+/// `game_id` of a game's fact (a tournament's carries its `tournament_id` in its body), and for
+/// a game's end its `duration_ms` since creation.
 pub fn data(fact: &Fact) -> Value {
     let mut fields = match serde_json::to_value(&fact.body) {
         Ok(Value::Object(fields)) => fields,
         _ => Map::new(),
     };
     fields.remove("kind");
-    fields.insert("game_id".into(), Value::String(fact.game_id.to_string()));
+    if fact.body.tournament_id().is_none() {
+        fields.insert("game_id".into(), Value::String(fact.game_id.to_string()));
+    }
     if let FactBody::GameEnded { .. } = fact.body {
         let millis = u64::try_from(fact.game_age().as_millis()).unwrap_or(u64::MAX);
         fields.insert("duration_ms".into(), Value::from(millis));
@@ -132,6 +135,21 @@ mod tests {
     }
 
     #[test]
+    fn a_tournament_fact_is_about_the_tournament_not_a_game() {
+        let finished = crate::tests::tournament_bodies().pop().expect("a body");
+        let mut stored = fact(finished);
+        stored.game_id = crate::tournament_key("cup");
+        let event = CloudEvent::of(&stored, "/hiddenfront/test");
+        assert_eq!(event.event_type, "hiddenfront.tournament.finished.v1");
+        assert_eq!(event.subject, "tournaments/cup");
+        assert_eq!(event.data["tournament_id"], "cup");
+        assert!(event.data.get("game_id").is_none(), "{}", event.data);
+        assert!(event.data.get("duration_ms").is_none());
+        assert_eq!(event.data["standings"][0]["player"], "ann");
+        assert_eq!(event.data["standings"][0]["score"], 1.5);
+    }
+
+    #[test]
     fn every_kind_round_trips_through_the_stored_json_and_has_a_distinct_type() {
         let bodies = [
             FactBody::GameCreated {
@@ -172,6 +190,10 @@ mod tests {
                 reason: "stuck".into(),
             },
         ];
+        let bodies: Vec<FactBody> = bodies
+            .into_iter()
+            .chain(crate::tests::tournament_bodies())
+            .collect();
         let kinds: Vec<FactKind> = bodies.iter().map(FactBody::kind).collect();
         assert_eq!(kinds, FactKind::ALL);
         let mut types: Vec<&str> = kinds.iter().map(|k| k.event_type()).collect();

@@ -45,6 +45,25 @@ impl NewFact {
             body,
         }
     }
+
+    /// A fact about a tournament (a body whose [`FactBody::tournament_id`] is set) with a fresh
+    /// id, keyed in the outbox by [`tournament_key`] of its id.
+    pub fn about_tournament(body: FactBody) -> NewFact {
+        let key = tournament_key(body.tournament_id().unwrap_or_default());
+        NewFact::new(key, body)
+    }
+}
+
+/// The namespace of [`tournament_key`]'s UUIDs (a v4 drawn once for this purpose).
+const TOURNAMENT_NAMESPACE: Uuid = Uuid::from_u128(0x6b1f_4a3e_8c2d_4e59_9a7b_30c1_d5e8_f207);
+
+/// The outbox key of a tournament's facts: the outbox keys every fact by a UUID (its `game_id`
+/// column, indexed with the position), and a tournament's id is the organiser's text, so its
+/// facts are keyed by this name-based UUID (v5) of it. Why not a column of their own: every
+/// reader, cursor and webhook deliverer handles a tournament's facts exactly as a game's; only the
+/// subject a consumer is shown differs ([`Fact::subject`]).
+pub fn tournament_key(tournament_id: &str) -> Uuid {
+    Uuid::new_v5(&TOURNAMENT_NAMESPACE, tournament_id.as_bytes())
 }
 
 /// A fact as the outbox holds it.
@@ -78,6 +97,15 @@ pub struct PositionedFact {
 }
 
 impl Fact {
+    /// What the fact is about, as the CloudEvents `subject` says it: `games/<game id>`, or
+    /// `tournaments/<tournament id>` for a tournament's facts.
+    pub fn subject(&self) -> String {
+        match self.body.tournament_id() {
+            Some(tournament_id) => format!("tournaments/{tournament_id}"),
+            None => format!("games/{}", self.game_id),
+        }
+    }
+
     /// How long the game had lasted when this fact was written.
     pub fn game_age(&self) -> Duration {
         self.occurred_at
@@ -156,6 +184,90 @@ pub enum FactBody {
         /// The operator's reason.
         reason: String,
     },
+    /// An organiser made a tournament (`OrganiserService.CreateTournament`).
+    TournamentCreated {
+        /// The organiser's id for it.
+        tournament_id: String,
+        /// The operator who made it.
+        organiser: String,
+        /// `swiss`, `round_robin` or `arena`.
+        format: String,
+        /// The games' rule set.
+        rules: String,
+        /// The games' time control name.
+        time_control: String,
+        /// Whether its games are rated.
+        rated: bool,
+        /// The rounds asked for (a round robin's follow from its entrants; 0 for an arena).
+        rounds: u32,
+        /// An arena's duration (0 for the other formats).
+        duration_ms: u64,
+        /// When its first round starts (ms since the Unix epoch).
+        starts_at_ms: u64,
+        /// Whether players enter it themselves.
+        open_to_players: bool,
+        /// The entrants the organiser named (players of an open one join later).
+        entrants: Vec<String>,
+    },
+    /// A tournament's first round (an arena's first wave) was paired: it has begun, with these
+    /// entrants.
+    TournamentStarted {
+        /// The tournament.
+        tournament_id: String,
+        /// Every entrant at the start.
+        entrants: Vec<String>,
+    },
+    /// A Swiss's or round robin's round was paired; its games start at `games_start_at_ms`.
+    /// An arena's waves have no fact of their own (each of their games has its own facts).
+    TournamentRoundStarted {
+        /// The tournament.
+        tournament_id: String,
+        /// The round, from 1.
+        round: u32,
+        /// The rounds the tournament has in all.
+        rounds: u32,
+        /// The round's games, the south player first.
+        pairs: Vec<TournamentPair>,
+        /// The player who sits this round out with a bye's point, if any.
+        bye: Option<String>,
+        /// When the round's games start (ms since the Unix epoch).
+        games_start_at_ms: u64,
+    },
+    /// A tournament's last round ended (an arena: its time ran out and its last games ended).
+    TournamentFinished {
+        /// The tournament.
+        tournament_id: String,
+        /// Rounds played (an arena: waves).
+        rounds: u32,
+        /// The final table, first place first.
+        standings: Vec<TournamentStanding>,
+    },
+}
+
+/// One game of a tournament's round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TournamentPair {
+    /// The player in the south seat.
+    pub south_player: String,
+    /// The player in the north seat.
+    pub north_player: String,
+}
+
+/// One line of a tournament's table, as `GetTournament` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TournamentStanding {
+    /// From 1.
+    pub place: u32,
+    /// The player.
+    pub player: String,
+    /// Points (a win 1, a draw 0.5, a bye 1; an arena's doubled on a streak).
+    pub score: f64,
+    /// The opponents' scores summed (0 in an arena).
+    pub buchholz: f64,
+    /// The scores of the opponents beaten plus half those drawn (0 in an arena).
+    pub sonneborn_berger: f64,
+    /// The rating the player entered with.
+    pub rating: i32,
 }
 
 /// The end reason of a fact as its wire name, written as [`EndReason::name`] and read from
@@ -245,9 +357,30 @@ fact_kinds! {
     SeatLost = "seat_lost", "hiddenfront.game.seat_lost.v1";
     RatingChanged = "rating_changed", "hiddenfront.rating.changed.v1";
     GameAborted = "game_aborted", "hiddenfront.game.aborted.v1";
+    TournamentCreated = "tournament_created", "hiddenfront.tournament.created.v1";
+    TournamentStarted = "tournament_started", "hiddenfront.tournament.started.v1";
+    TournamentRoundStarted = "tournament_round_started", "hiddenfront.tournament.round_started.v1";
+    TournamentFinished = "tournament_finished", "hiddenfront.tournament.finished.v1";
 }
 
 impl FactBody {
+    /// The tournament a tournament's fact is about; `None` for a game's.
+    pub fn tournament_id(&self) -> Option<&str> {
+        match self {
+            FactBody::TournamentCreated { tournament_id, .. }
+            | FactBody::TournamentStarted { tournament_id, .. }
+            | FactBody::TournamentRoundStarted { tournament_id, .. }
+            | FactBody::TournamentFinished { tournament_id, .. } => Some(tournament_id),
+            FactBody::GameCreated { .. }
+            | FactBody::SeatsFilled { .. }
+            | FactBody::PlayStarted { .. }
+            | FactBody::GameEnded { .. }
+            | FactBody::SeatLost { .. }
+            | FactBody::RatingChanged { .. }
+            | FactBody::GameAborted { .. } => None,
+        }
+    }
+
     /// The JSON the outbox stores (tagged by `kind`).
     pub fn to_json(&self) -> String {
         // A plain data enum of strings, numbers and options always serializes.
@@ -328,6 +461,71 @@ mod tests {
                 reason: "stuck".into(),
             },
         ]
+        .into_iter()
+        .chain(tournament_bodies())
+        .collect()
+    }
+
+    /// One tournament fact of every kind, in [`FactKind::ALL`]'s order.
+    pub(crate) fn tournament_bodies() -> Vec<FactBody> {
+        vec![
+            FactBody::TournamentCreated {
+                tournament_id: "cup".into(),
+                organiser: "league".into(),
+                format: "swiss".into(),
+                rules: "junqi".into(),
+                time_control: "online".into(),
+                rated: true,
+                rounds: 4,
+                duration_ms: 0,
+                starts_at_ms: 1_800_000_000_000,
+                open_to_players: false,
+                entrants: vec!["ann".into(), "bob".into(), "cy".into()],
+            },
+            FactBody::TournamentStarted {
+                tournament_id: "cup".into(),
+                entrants: vec!["ann".into(), "bob".into(), "cy".into()],
+            },
+            FactBody::TournamentRoundStarted {
+                tournament_id: "cup".into(),
+                round: 1,
+                rounds: 2,
+                pairs: vec![TournamentPair {
+                    south_player: "ann".into(),
+                    north_player: "bob".into(),
+                }],
+                bye: Some("cy".into()),
+                games_start_at_ms: 1_800_000_000_000,
+            },
+            FactBody::TournamentFinished {
+                tournament_id: "cup".into(),
+                rounds: 2,
+                standings: vec![TournamentStanding {
+                    place: 1,
+                    player: "ann".into(),
+                    score: 1.5,
+                    buchholz: 2.0,
+                    sonneborn_berger: 1.25,
+                    rating: 1500,
+                }],
+            },
+        ]
+    }
+
+    #[test]
+    fn tournament_facts_are_keyed_by_their_tournament_and_say_so_in_their_subject() {
+        for body in tournament_bodies() {
+            let fact = NewFact::about_tournament(body.clone());
+            assert_eq!(fact.game_id, tournament_key("cup"));
+            assert_eq!(body.tournament_id(), Some("cup"));
+        }
+        assert_ne!(tournament_key("cup"), tournament_key("cup2"));
+        assert_eq!(
+            tournament_key("cup"),
+            tournament_key("cup"),
+            "the same key every time"
+        );
+        assert_eq!(ended(EndReason::Resigned).tournament_id(), None);
     }
 
     #[test]

@@ -91,13 +91,15 @@ pub async fn bulks_are_stored_whole_and_retried_by_content(store: Arc<dyn MatchS
 /// with the stored matches.
 pub async fn racing_creations_of_one_bulk_store_it_once(store: Arc<dyn MatchStore>) {
     let new = new_bulk(20, 10_000, false);
+    let watcher = player("watcher");
     let barrier = Arc::new(Barrier::new(8));
     let racers: Vec<_> = (0..8)
         .map(|_| {
             let (store, new, barrier) = (store.clone(), new.clone(), barrier.clone());
+            let notices = standings_notice(&watcher, &new.bulk_id);
             tokio::spawn(async move {
                 barrier.wait().await;
-                store.create_bulk(new).await
+                store.create_bulk_noting(new, notices).await
             })
         })
         .collect();
@@ -115,6 +117,45 @@ pub async fn racing_creations_of_one_bulk_store_it_once(store: Arc<dyn MatchStor
     assert!(answers.iter().all(|a| *a == stored), "{answers:?}");
     let due = store.due_matches(10_000, 1_000).await.unwrap();
     assert_eq!(due.len(), 20, "one match per pair, however many racers");
+    // Only the racer that stored the bulk wrote its notices.
+    assert_eq!(
+        standings_events(&*store, &watcher).await,
+        vec![new.bulk_id.clone()],
+        "the round's notices are written once"
+    );
+}
+
+/// Notices of a tournament's step telling `to` about `tag` (carried as the tournament id).
+fn standings_notice(to: &str, tag: &str) -> Notices {
+    Notices {
+        facts: Vec::new(),
+        events: vec![(
+            to.to_owned(),
+            LobbyEventKind::TournamentStandings(Box::new(TournamentUpdate {
+                tournament_id: tag.to_owned(),
+                rounds_completed: 0,
+                rounds: 1,
+                finished: false,
+                table: Vec::new(),
+                you: None,
+                next: None,
+            })),
+        )],
+    }
+}
+
+/// The tags of the standings events `player` was told, in order.
+async fn standings_events(store: &dyn MatchStore, player: &str) -> Vec<String> {
+    store
+        .lobby_events(player, 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            LobbyEventKind::TournamentStandings(update) => Some(update.tournament_id),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A bulk's matches are due from their start only, earliest start first, never "pending"; a
@@ -346,11 +387,12 @@ pub fn new_tournament(players: usize) -> Tournament {
             .collect(),
         created_ms: 1_000,
         finished_ms: None,
+        paused: Vec::new(),
     }
 }
 
 /// A tournament is stored as given, retried by content, listed while running (oldest first),
-/// and finished once.
+/// and finished once; each step's notices are written by the call that made it only.
 pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn MatchStore>) {
     let first = new_tournament(5);
     let mut second = new_tournament(4);
@@ -358,7 +400,14 @@ pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn Mat
     second.rounds = 0;
     second.duration_ms = 120_000;
     second.created_ms = 2_000;
-    assert_eq!(store.create_tournament(first.clone()).await.unwrap(), first);
+    let watcher = player("watcher");
+    assert_eq!(
+        store
+            .create_tournament_noting(first.clone(), standings_notice(&watcher, "created"))
+            .await
+            .unwrap(),
+        first
+    );
     assert_eq!(
         store.create_tournament(second.clone()).await.unwrap(),
         second
@@ -373,7 +422,13 @@ pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn Mat
         created_ms: 9_000,
         ..first.clone()
     };
-    assert_eq!(store.create_tournament(retry).await.unwrap(), first);
+    assert_eq!(
+        store
+            .create_tournament_noting(retry, standings_notice(&watcher, "retried"))
+            .await
+            .unwrap(),
+        first
+    );
     let mut other = first.clone();
     other.entrants.pop();
     assert!(matches!(
@@ -386,14 +441,32 @@ pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn Mat
         store.running_tournaments(1).await.unwrap(),
         vec![first.clone()]
     );
-    store
-        .finish_tournament(&first.tournament_id, 50_000)
-        .await
-        .unwrap();
-    store
-        .finish_tournament(&first.tournament_id, 60_000)
-        .await
-        .unwrap();
+    assert!(
+        store
+            .finish_tournament(
+                &first.tournament_id,
+                50_000,
+                standings_notice(&watcher, "finished")
+            )
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_tournament(
+                &first.tournament_id,
+                60_000,
+                standings_notice(&watcher, "finished again")
+            )
+            .await
+            .unwrap(),
+        "finished already"
+    );
+    assert_eq!(
+        standings_events(&*store, &watcher).await,
+        ["created", "finished"],
+        "a retry and a second finish write nothing"
+    );
     let finished = store
         .tournament(&first.tournament_id)
         .await
@@ -402,7 +475,9 @@ pub async fn tournaments_are_stored_retried_and_finished_once(store: Arc<dyn Mat
     assert_eq!(finished.finished_ms, Some(50_000), "the first finish stays");
     assert_eq!(store.running_tournaments(10).await.unwrap(), vec![second]);
     assert!(matches!(
-        store.finish_tournament("no-such-cup", 1).await,
+        store
+            .finish_tournament("no-such-cup", 1, Notices::default())
+            .await,
         Err(MatchError::NotFound(Reason::TournamentNotFound, _))
     ));
 }
@@ -447,6 +522,34 @@ pub async fn entrants_change_one_at_a_time(store: Arc<dyn MatchStore>) {
         .await
         .unwrap();
     assert_eq!(after.entrants.len(), 7);
+    // A pause is stored with the entrants, and so is the return.
+    let pause = |t: Tournament| Ok(t.paused_by("joiner-5"));
+    store
+        .change_entrants(&open.tournament_id, &pause)
+        .await
+        .unwrap();
+    let read = |store: Arc<dyn MatchStore>, id: String| async move {
+        store.tournament(&id).await.unwrap().unwrap()
+    };
+    assert_eq!(
+        read(store.clone(), open.tournament_id.clone()).await.paused,
+        ["joiner-5"]
+    );
+    let back = |t: Tournament| {
+        let entrant = t.entrants.iter().find(|e| e.id == "joiner-5").cloned();
+        t.resumed_or_joined(entrant.expect("an entrant"))
+    };
+    let after = store
+        .change_entrants(&open.tournament_id, &back)
+        .await
+        .unwrap();
+    assert!(after.paused.is_empty());
+    assert!(
+        read(store.clone(), open.tournament_id.clone())
+            .await
+            .paused
+            .is_empty()
+    );
     let refuse = |_: Tournament| {
         Err(MatchError::FailedPrecondition(
             Reason::TournamentClosed,

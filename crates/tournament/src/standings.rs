@@ -10,7 +10,7 @@
 use crate::{Outcome, Played, Record, TournamentError, check_records};
 
 /// One line of the table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Standing {
     /// Place, from 1 (no two share one: the last key is the id).
     pub place: usize,

@@ -1069,6 +1069,78 @@ pub fn lifecycle_fact_to_proto(
             operator: operator.clone(),
             reason: reason.clone(),
         }),
+        FactBody::TournamentCreated {
+            tournament_id,
+            organiser,
+            format,
+            rules,
+            time_control,
+            rated,
+            rounds,
+            duration_ms,
+            starts_at_ms,
+            open_to_players,
+            entrants,
+        } => Body::TournamentCreated(pb::TournamentCreatedFact {
+            tournament_id: tournament_id.clone(),
+            organiser: organiser.clone(),
+            format: format.clone(),
+            rules: rules.clone(),
+            time_control: time_control.clone(),
+            rated: *rated,
+            rounds: *rounds,
+            duration_millis: *duration_ms,
+            starts_at_unix_millis: *starts_at_ms,
+            open_to_players: *open_to_players,
+            entrants: entrants.clone(),
+        }),
+        FactBody::TournamentStarted {
+            tournament_id,
+            entrants,
+        } => Body::TournamentStarted(pb::TournamentStartedFact {
+            tournament_id: tournament_id.clone(),
+            entrants: entrants.clone(),
+        }),
+        FactBody::TournamentRoundStarted {
+            tournament_id,
+            round,
+            rounds,
+            pairs,
+            bye,
+            games_start_at_ms,
+        } => Body::TournamentRoundStarted(pb::TournamentRoundStartedFact {
+            tournament_id: tournament_id.clone(),
+            round: *round,
+            rounds: *rounds,
+            pairs: pairs
+                .iter()
+                .map(|pair| pb::TournamentPairFact {
+                    south_player: pair.south_player.clone(),
+                    north_player: pair.north_player.clone(),
+                })
+                .collect(),
+            bye: bye.clone().unwrap_or_default(),
+            games_start_at_unix_millis: *games_start_at_ms,
+        }),
+        FactBody::TournamentFinished {
+            tournament_id,
+            rounds,
+            standings,
+        } => Body::TournamentFinished(pb::TournamentFinishedFact {
+            tournament_id: tournament_id.clone(),
+            rounds: *rounds,
+            standings: standings
+                .iter()
+                .map(|line| pb::TournamentStandingFact {
+                    place: line.place,
+                    player: line.player.clone(),
+                    score: line.score,
+                    buchholz: line.buchholz,
+                    sonneborn_berger: line.sonneborn_berger,
+                    rating: line.rating,
+                })
+                .collect(),
+        }),
     };
     let occurred_at = fact
         .occurred_at
@@ -1078,7 +1150,12 @@ pub fn lifecycle_fact_to_proto(
         cursor: fact.position,
         id: fact.id.to_string(),
         r#type: fact.body.kind().event_type().to_owned(),
-        game_id: fact.game_id.to_string(),
+        game_id: match fact.body.tournament_id() {
+            Some(_) => String::new(),
+            None => fact.game_id.to_string(),
+        },
+        tournament_id: fact.body.tournament_id().unwrap_or_default().to_owned(),
+        subject: fact.subject(),
         occurred_at_unix_millis: u64::try_from(occurred_at.as_millis()).unwrap_or(u64::MAX),
         data_json: hidden_front_lifecycle::cloudevents::data(fact).to_string(),
         position: position.to_string(),

@@ -2,6 +2,9 @@
 //! `JoinTournament`, `WithdrawTournament`, which the gateway forwards for the authenticated
 //! player): the tournaments a player may see, and entering or leaving one open to players until
 //! [`REGISTRATION_MARGIN`] before its start, when its first round may be paired from its entrants.
+//! An arena under way takes the same two calls as pause and resume: an entrant who withdraws is
+//! paused (paired in no new wave, points kept), and joining again resumes them; a player not in
+//! an arena open to players joins it late.
 
 use crate::organiser::tournament_to_proto;
 use crate::service::{MatchmakingService, check_id, match_error_status};
@@ -80,7 +83,14 @@ impl MatchmakingService {
         let now = self.config().clock.now_unix_ms();
         let (guest, bot) = (r.guest, r.bot);
         let join = move |t: Tournament| {
-            t.check_registration(now, margin_ms())?;
+            let entrant_already = t.entrants.iter().any(|e| e.id == entrant.id);
+            let under_way = t.is_arena_under_way(now, margin_ms());
+            if !under_way {
+                t.check_registration(now, margin_ms())?;
+            }
+            if entrant_already && under_way {
+                return t.resumed_or_joined(entrant.clone());
+            }
             if bot && !t.allow_bots {
                 return Err(not_allowed(
                     "accounts marked as bots may enter only tournaments that allow bots",
@@ -91,7 +101,10 @@ impl MatchmakingService {
                     "guests may enter unrated tournaments only; sign in for rated ones",
                 ));
             }
-            t.joined(entrant.clone())
+            match under_way {
+                true => t.resumed_or_joined(entrant.clone()),
+                false => t.joined(entrant.clone()),
+            }
         };
         let t = store
             .change_entrants(&r.tournament_id, &join)
@@ -102,7 +115,8 @@ impl MatchmakingService {
         })
     }
 
-    /// Takes `r.player` out of a tournament before its start (as it is, if they are not in it).
+    /// Takes `r.player` out of a tournament before its start, or pauses them in an arena under
+    /// way (as it is, if they are not in it).
     pub(crate) async fn withdraw_for(
         &self,
         r: pb::WithdrawTournamentRequest,
@@ -113,6 +127,9 @@ impl MatchmakingService {
         let now = self.config().clock.now_unix_ms();
         let player = r.player.clone();
         let withdraw = move |t: Tournament| {
+            if t.is_arena_under_way(now, margin_ms()) {
+                return Ok(t.paused_by(&player));
+            }
             t.check_registration(now, margin_ms())?;
             Ok(t.withdrawn(&player))
         };

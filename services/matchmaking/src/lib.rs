@@ -13,13 +13,17 @@
 //!   for both stores).
 //! - Organisers' bulks ([`organiser`]): games for given pairs created together at a set time,
 //!   followed and cancelled as one.
-//! - Lobby events (match found, ticket expired, seated again, invite expired) pushed on
+//! - Tournaments ([`tournament`]) on bulks, their facts and their standings pushed to the
+//!   entrants ([`announce`]).
+//! - Lobby events (match found, ticket expired, seated again, invite expired, a tournament's
+//!   standings) pushed on
 //!   `WatchPlayer`, from any process (Postgres LISTEN/NOTIFY), resumable by sequence number.
 //!
 //! Wiring: [`MatchmakingService::new`] with a [`store::MatchStore`] (memory or Postgres), a
 //! session client and a [`MatchmakingConfig`]; serve [`MatchmakingService::server`] on the
 //! internal port; run [`MatchmakingService::spawn_background`].
 
+pub mod announce;
 pub mod config;
 pub mod driver;
 pub mod entrants;

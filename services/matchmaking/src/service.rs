@@ -1,8 +1,10 @@
 //! The `MatchmakingService` gRPC implementation and its background loops (pairing, the
 //! ended-games feed, the computer seats' driver).
 
+use crate::announce;
 use crate::config::MatchmakingConfig;
 use crate::driver::{self, DriverStats};
+use crate::organiser::standing_to_proto;
 use crate::pairing::{pair_casual, pair_rated};
 use crate::policy;
 use crate::store::{
@@ -200,6 +202,25 @@ pub fn lobby_event_to_proto(event: &LobbyEvent) -> pb::LobbyEvent {
         }),
         LobbyEventKind::InviteExpired { code } => {
             Kind::InviteExpired(pb::InviteExpired { code: code.clone() })
+        }
+        LobbyEventKind::TournamentStandings(update) => {
+            Kind::TournamentStandings(pb::TournamentStandings {
+                tournament_id: update.tournament_id.clone(),
+                rounds_completed: update.rounds_completed,
+                rounds: update.rounds,
+                finished: update.finished,
+                table: update.table.iter().map(standing_to_proto).collect(),
+                you: update.you.as_ref().map(standing_to_proto),
+                next: update.next.as_ref().map(|next| pb::TournamentNextGame {
+                    round: next.round,
+                    opponent: next.opponent.clone().unwrap_or_default(),
+                    seat: next
+                        .seat
+                        .map_or(pb::Side::Unspecified as i32, side_to_proto),
+                    bye: next.opponent.is_none(),
+                    starts_at_unix_ms: next.start_ms,
+                }),
+            })
         }
     };
     pb::LobbyEvent {
@@ -487,13 +508,18 @@ impl MatchmakingService {
         match progress.next {
             Step::Wait => {}
             Step::Finished => {
-                store.finish_tournament(&t.tournament_id, now).await?;
-                tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
+                let notices = announce::finished(t, &progress);
+                if store
+                    .finish_tournament(&t.tournament_id, now, notices)
+                    .await?
+                {
+                    tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
+                }
             }
             // Round 1 is paired at the start, from the entrants then (players of a
             // tournament open to them join until shortly before).
             Step::Pair(_) if progress.made == 0 && now < t.start_ms => {}
-            Step::Pair(pairing) => {
+            Step::Pair(ref pairing) => {
                 let round = progress.made + 1;
                 let start_ms = match round {
                     1 => t.start_ms.max(now),
@@ -513,7 +539,8 @@ impl MatchmakingService {
                         .map(|p| (p.first.clone(), p.second.clone()))
                         .collect(),
                 };
-                match store.create_bulk(bulk).await {
+                let notices = announce::round_paired(t, &progress, pairing, round, start_ms);
+                match store.create_bulk_noting(bulk, notices).await {
                     // Another process paired it a moment before (its start may differ).
                     Ok(_) | Err(MatchError::AlreadyExists(..)) => {}
                     Err(error) => return Err(error),

@@ -311,8 +311,9 @@ fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progres
     {
         Step::Wait
     } else {
+        let paused: std::collections::HashSet<&str> = t.paused.iter().map(String::as_str).collect();
         let waiting: Vec<Waiting> = (0..n)
-            .filter(|&i| !busy[i])
+            .filter(|&i| !busy[i] && !paused.contains(t.entrants[i].id.as_str()))
             .map(|i| Waiting {
                 id: t.entrants[i].id.clone(),
                 points: score[i].points,
@@ -365,7 +366,7 @@ fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progres
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{BulkGame, NewBulk, TournamentEntrant, round_bulk_id};
+    use crate::store::{BulkGame, NewBulk, Reason, TournamentEntrant, round_bulk_id};
 
     fn tournament(format: TournamentFormat, players: usize, rounds: u32) -> Tournament {
         Tournament {
@@ -389,6 +390,7 @@ mod tests {
                 .collect(),
             created_ms: 0,
             finished_ms: None,
+            paused: Vec::new(),
         }
     }
 
@@ -560,6 +562,81 @@ mod tests {
             progress(&t, &waves, end - 1).unwrap().next,
             Step::Pair(_)
         ));
+    }
+
+    #[test]
+    fn a_paused_arena_entrant_is_in_no_wave_until_they_resume_and_keeps_their_points() {
+        let mut t = tournament(TournamentFormat::Arena, 5, 0);
+        t.duration_ms = 60_000;
+        let Step::Pair(first) = progress(&t, &[], 1_000).unwrap().next else {
+            panic!("the start pairs a wave");
+        };
+        let mut waves = vec![wave(&t, 1, &first, 1_000)];
+        end_all(&mut waves[0], |_, _| GameOutcome::SouthWon);
+        let winner = first.games[0].first.clone();
+        t = t.paused_by(&winner);
+        let p = progress(&t, &waves, 5_000).unwrap();
+        let Step::Pair(second) = p.next else {
+            panic!("the others are paired");
+        };
+        let paired: Vec<&String> = second
+            .games
+            .iter()
+            .flat_map(|g| [&g.first, &g.second])
+            .collect();
+        assert!(!paired.contains(&&winner), "{winner} paused: {paired:?}");
+        assert_eq!(paired.len(), 4, "everyone else plays");
+        let line = p
+            .table
+            .iter()
+            .find(|s| s.id == winner)
+            .expect("in the table");
+        assert_eq!(line.score_halves, 2, "a paused entrant keeps their points");
+        // Pausing twice is one pause; joining again resumes.
+        t = t.paused_by(&winner);
+        assert_eq!(t.paused, std::slice::from_ref(&winner));
+        let entrant = t.entrants.iter().find(|e| e.id == winner).unwrap().clone();
+        t = t.resumed_or_joined(entrant).unwrap();
+        assert!(t.paused.is_empty());
+        let Step::Pair(back) = progress(&t, &waves, 5_000).unwrap().next else {
+            panic!("paired again");
+        };
+        assert!(
+            back.games
+                .iter()
+                .any(|g| g.first == winner || g.second == winner),
+            "{back:?}"
+        );
+    }
+
+    #[test]
+    fn an_arena_under_way_takes_latecomers_only_when_open_to_players() {
+        let mut t = tournament(TournamentFormat::Arena, 4, 0);
+        t.duration_ms = 60_000;
+        t.start_ms = 100_000;
+        let margin = 5_000;
+        assert!(!t.is_arena_under_way(t.start_ms - margin - 1, margin));
+        assert!(t.is_arena_under_way(t.start_ms, margin));
+        assert!(
+            !t.is_arena_under_way(t.start_ms + t.duration_ms, margin),
+            "over"
+        );
+        let late = TournamentEntrant {
+            id: "late".into(),
+            rating: 1500,
+        };
+        assert!(matches!(
+            t.clone().resumed_or_joined(late.clone()),
+            Err(MatchError::FailedPrecondition(Reason::TournamentClosed, _))
+        ));
+        t.open_to_players = true;
+        let joined = t.clone().resumed_or_joined(late).unwrap();
+        assert_eq!(joined.entrants.len(), 5);
+        // Pausing someone not in it changes nothing.
+        assert_eq!(t.clone().paused_by("stranger"), t);
+        let mut swiss = tournament(TournamentFormat::Swiss, 4, 3);
+        swiss.duration_ms = 60_000;
+        assert!(!swiss.is_arena_under_way(swiss.start_ms, margin));
     }
 
     #[test]

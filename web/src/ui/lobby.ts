@@ -4,12 +4,13 @@
  * found on the lobby stream opens the game for this page's own ticket or invite, and for a game an
  * organiser paired (a bulk's or a tournament round's, started at its set time) while that game is
  * still being played. Tournaments open to players are listed with join and withdraw, and each
- * one's standings on demand.
+ * one's standings on demand; the standings pushed on the lobby stream to an entrant (at each
+ * round's pairing and at the end) show the player's next game and place, and the table, live.
  */
 import { Connection, ServerError } from "../api/ws.js";
 import type { GameSummaryJson } from "../gen/hiddenfront/v1/game_pb.js";
-import type { LobbyEventJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
-import type { TournamentJson } from "../gen/hiddenfront/v1/organiser_pb.js";
+import type { LobbyEventJson, TournamentStandingsJson } from "../gen/hiddenfront/v1/matchmaking_pb.js";
+import type { TournamentJson, TournamentStandingJson } from "../gen/hiddenfront/v1/organiser_pb.js";
 import { reasonText, t, hasKey, type Key } from "../i18n/index.js";
 import { local, session } from "../state/storage.js";
 import { formatSeconds } from "../state/clock.js";
@@ -36,6 +37,15 @@ export interface LobbyDeps {
   navigate(path: string): void;
 }
 
+/** A tournament's standings pushed on the lobby stream, with the seq of the event that held them. */
+interface Pushed {
+  seq: number;
+  standings: TournamentStandingsJson;
+}
+
+/** The most lines of a pushed table shown (the server sends at most that many). */
+const PUSHED_LINES = 10;
+
 function uid(): string {
   return typeof crypto !== "undefined" && "randomUUID" in crypto ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`;
 }
@@ -55,6 +65,8 @@ export class LobbyScreen {
   private tournaments: TournamentJson[] | null = null;
   /** The tournament whose standings are shown, if any. */
   private standingsOf: string | null = null;
+  /** Tournaments pushed standings named that were not listed, and the list was read again for. */
+  private relisted = new Set<string>();
   private rating: { rating: number; games: number } | null = null;
   private error: { reason: string; text: string } | null = null;
   private busy = false;
@@ -147,6 +159,52 @@ export class LobbyScreen {
       this.clearInvite();
       this.render();
     }
+    if (e.tournamentStandings?.tournamentId) this.onStandings(seq, e.tournamentStandings);
+  }
+
+  /**
+   * Keeps a tournament's pushed standings (the latest by seq: a new tab gets the stored events
+   * replayed from the first, the last one wins), reads the list again once if that tournament is
+   * not in it, and redraws (an open table shows them at once).
+   */
+  private onStandings(seq: number, standings: TournamentStandingsJson): void {
+    const id = standings.tournamentId ?? "";
+    const held = this.pushed();
+    const had = held[id];
+    if (had && had.seq > seq) return;
+    held[id] = { seq, standings };
+    session.setItem(this.standingsKey(), JSON.stringify(held));
+    const list = this.tournaments;
+    if (list && !list.some((x) => x.tournamentId === id) && !this.relisted.has(id)) {
+      this.relisted.add(id);
+      void this.relist();
+    }
+    this.render();
+  }
+
+  /** Reads the tournaments again (as the lobby does when it opens, a refusal keeping the list). */
+  private async relist(): Promise<void> {
+    const r = await this.deps.conn.request("listTournaments", {}).catch(() => null);
+    if (!r) return;
+    this.tournaments = r.tournaments ?? [];
+    this.render();
+  }
+
+  /**
+   * The latest standings pushed per tournament, kept in sessionStorage per player: the stream
+   * resumes after the last event seen, so a lobby opened again (after a game) is not sent them again.
+   */
+  private pushed(): Record<string, Pushed> {
+    try {
+      const held = JSON.parse(session.getItem(this.standingsKey()) ?? "{}") as unknown;
+      return held && typeof held === "object" ? (held as Record<string, Pushed>) : {};
+    } catch {
+      return {};
+    }
+  }
+
+  private standingsKey(): string {
+    return `hf.tournamentStandings.${this.deps.conn.player}`;
   }
 
   /**
@@ -296,6 +354,7 @@ export class LobbyScreen {
   private tournamentCard(): HTMLElement {
     const me = this.deps.conn.player;
     const list = this.tournaments;
+    const pushed = this.pushed();
     return h(
       "div",
       { class: "card tournaments" },
@@ -307,26 +366,53 @@ export class LobbyScreen {
           const id = tm.tournamentId ?? "";
           const entrants = tm.entrants ?? [];
           const joined = entrants.includes(me);
-          const state = (tm.state ?? "TOURNAMENT_STATE_SCHEDULED").replace("TOURNAMENT_STATE_", "").toLowerCase() as "scheduled" | "running" | "finished";
+          const listed = (tm.state ?? "TOURNAMENT_STATE_SCHEDULED").replace("TOURNAMENT_STATE_", "").toLowerCase() as "scheduled" | "running" | "finished";
+          // The latest update pushed, unless the tournament is listed as over and it is not.
+          const latest = pushed[id]?.standings;
+          const up = listed === "finished" && !latest?.finished ? undefined : latest;
+          // A pushed update means a round was paired (so it has started), or says it is over.
+          const state = up?.finished ? "finished" : up && listed === "scheduled" ? "running" : listed;
           const format = (tm.format ?? "TOURNAMENT_FORMAT_SWISS").replace("TOURNAMENT_FORMAT_", "").toLowerCase() as "swiss" | "round_robin" | "arena";
           const open = Boolean(tm.openToPlayers) && state === "scheduled";
-          const rounds = tm.rounds ?? [];
+          // An arena under way: its entrants pause and resume, and one open to players takes latecomers.
+          const arenaOn = format === "arena" && state === "running";
+          const paused = joined && (tm.paused ?? []).includes(me);
+          const rounds = Math.max((tm.rounds ?? []).length, up?.rounds ?? 0);
+          const next = state !== "finished" ? up?.next : undefined;
+          const you = up?.you;
           return h(
             "li",
             { "data-tournament-id": id, "data-joined": joined ? "true" : "false" },
             h("span", { class: "opp" }, id),
             h("span", { class: "rules" }, `${t(`tournament.format.${format}`)} · ${t("lobby.tournament.players", { n: entrants.length })}`),
             h("span", { class: `phase phase-${state}` },
-              state === "running" && format !== "arena" && rounds.length
-                ? t("lobby.tournament.round", { n: rounds.length, of: tm.roundCount ?? rounds.length })
+              state === "running" && format !== "arena" && rounds
+                ? t("lobby.tournament.round", { n: rounds, of: tm.roundCount ?? rounds })
                 : t(`tournament.state.${state}`)),
             joined ? h("span", { class: "help", "data-field": "joined" }, t("lobby.tournament.in")) : null,
+            next
+              ? h("span", { class: "help", "data-field": "next-game" }, next.bye
+                  ? t("lobby.tournament.bye", { n: next.round ?? 0 })
+                  : t("lobby.tournament.next", { n: next.round ?? 0, name: next.opponent ?? "?" }))
+              : null,
+            you
+              ? h("span", { class: "help", "data-field": "place" },
+                  t(state === "finished" ? "lobby.tournament.final" : "lobby.tournament.place", { place: you.place ?? 0, score: String(you.score ?? 0) }))
+              : null,
+            paused ? h("span", { class: "help", "data-field": "paused" }, t("lobby.tournament.paused")) : null,
             open
               ? h("button", { type: "button", "data-action": joined ? "withdraw-tournament" : "join-tournament", disabled: this.busy, onclick: () => void this.enter(id, !joined) },
                   t(joined ? "lobby.tournament.withdraw" : "lobby.tournament.join"))
               : null,
+            arenaOn && joined
+              ? h("button", { type: "button", "data-action": paused ? "resume-tournament" : "pause-tournament", disabled: this.busy, onclick: () => void this.enter(id, paused) },
+                  t(paused ? "lobby.tournament.resume" : "lobby.tournament.pause"))
+              : null,
+            arenaOn && !joined && tm.openToPlayers
+              ? h("button", { type: "button", "data-action": "join-tournament", disabled: this.busy, onclick: () => void this.enter(id, true) }, t("lobby.tournament.join"))
+              : null,
             h("button", { type: "button", class: "ghost", "data-action": "standings", onclick: () => void this.toggleStandings(id) }, t("lobby.tournament.standings")),
-            this.standingsOf === id ? standingsTable(tm) : null,
+            this.standingsOf === id ? standingsTable(standingLines(tm, up)) : null,
           );
         }),
       ),
@@ -438,15 +524,27 @@ export class LobbyScreen {
   }
 }
 
+/**
+ * The lines of a tournament's table: the pushed ones (the first lines, then the player's own if
+ * not among them) when they are after as many rounds as the tournament read, else those read.
+ */
+function standingLines(tm: TournamentJson, up: TournamentStandingsJson | undefined): TournamentStandingJson[] {
+  if (!up || (up.roundsCompleted ?? 0) < (tm.roundsCompleted ?? 0)) return tm.standings ?? [];
+  const lines = (up.table ?? []).slice(0, PUSHED_LINES);
+  const you = up.you;
+  if (you?.player && !lines.some((s) => s.player === you.player)) lines.push(you);
+  return lines;
+}
+
 /** A tournament's standings as a table: place, player, points, Buchholz. */
-function standingsTable(tm: TournamentJson): HTMLElement {
+function standingsTable(lines: TournamentStandingJson[]): HTMLElement {
   return h(
     "table",
     { class: "standings", "data-field": "standings" },
     h("thead", {}, h("tr", {},
       h("th", {}, t("standings.place")), h("th", {}, t("standings.player")),
       h("th", {}, t("standings.score")), h("th", {}, t("standings.buchholz")))),
-    h("tbody", {}, (tm.standings ?? []).map((s) =>
+    h("tbody", {}, lines.map((s) =>
       h("tr", { "data-player": s.player ?? "" },
         h("td", {}, String(s.place ?? "")), h("td", {}, s.player ?? ""),
         h("td", {}, String(s.score ?? 0)), h("td", {}, String(s.buchholz ?? 0))))),

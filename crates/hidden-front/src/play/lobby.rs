@@ -252,12 +252,23 @@ impl Lobby {
         };
         match answer {
             Ok(Some(t)) => {
-                let verb = if join { "you are in" } else { "you left" };
-                Ok(say(&format!(
-                    "{verb} {} ({} players); `next` waits for your game when it starts",
-                    printable(&t.tournament_id),
-                    t.entrants.len()
-                ))?)
+                let id = printable(&t.tournament_id);
+                // An arena under way takes a withdrawal as a pause and a join as the return.
+                let arena_under_way = t.format() == pb::TournamentFormat::Arena
+                    && t.state() == pb::TournamentState::Running;
+                Ok(say(&match (join, arena_under_way) {
+                    (true, true) => format!(
+                        "you play in {id}: its next wave pairs you; `next` waits for your game"
+                    ),
+                    (false, true) => format!(
+                        "paused in {id}: no new game pairs you until you `join {id}` again; your points stay"
+                    ),
+                    (true, false) => format!(
+                        "you are in {id} ({} players); `next` waits for your game when it starts",
+                        t.entrants.len()
+                    ),
+                    (false, false) => format!("you left {id} ({} players)", t.entrants.len()),
+                })?)
             }
             Ok(None) => Ok(say("the server answered without the tournament")?),
             Err(status) => Ok(say(&format!("error: {}", explain(&status)))?),
@@ -547,6 +558,9 @@ impl Lobby {
                         if let Some(done) = wanted.judge(&event, started)? {
                             break done;
                         }
+                        if let Some(line) = wanted.pairing_notice(&event) {
+                            say(&line)?;
+                        }
                         if let Some(game) = self.organised_game_to_open(wanted, &event).await? {
                             break Waited::Game(game);
                         }
@@ -651,6 +665,48 @@ enum Wanted {
 }
 
 impl Wanted {
+    /// What a wait for an organised game tells of a tournament's round just paired for the
+    /// player: the opponent and when the game starts, or the bye. Only for a round still to start
+    /// (or started less than [`PAIRING_NOTICE_AFTER_START_MS`] ago): the follow replays the
+    /// player's older events too, whose rounds are history.
+    fn pairing_notice(&self, event: &pb::LobbyEvent) -> Option<String> {
+        let (Wanted::Organised, Some(pb::lobby_event::Kind::TournamentStandings(update))) =
+            (self, &event.kind)
+        else {
+            return None;
+        };
+        let next = update.next.as_ref()?;
+        let now = super::clock::server_now_unix_millis();
+        if next
+            .starts_at_unix_ms
+            .saturating_add(PAIRING_NOTICE_AFTER_START_MS)
+            < now
+        {
+            return None;
+        }
+        let tournament = printable(&update.tournament_id);
+        let place = update.you.as_ref().map_or(String::new(), |you| {
+            format!(
+                "; you stand at place {} with {} points",
+                you.place, you.score
+            )
+        });
+        Some(if next.bye {
+            format!(
+                "{tournament}: round {} is paired and you have the bye (a point){place}; still waiting for your next game",
+                next.round
+            )
+        } else {
+            format!(
+                "{tournament}: round {} is paired: you play {} against {}, starting in {}{place}",
+                next.round,
+                side_name(next.seat()),
+                printable(&next.opponent),
+                lapses_in(next.starts_at_unix_ms)
+            )
+        })
+    }
+
     /// Whether `event` ends the wait, and how (telling the player).
     fn judge(&self, event: &pb::LobbyEvent, started: Instant) -> anyhow::Result<Option<Waited>> {
         use pb::lobby_event::Kind;
@@ -694,6 +750,9 @@ impl Wanted {
         })
     }
 }
+
+/// How long after a round's start its pairing is still news to a wait for an organised game.
+const PAIRING_NOTICE_AFTER_START_MS: u64 = 60_000;
 
 /// One tournament as `tournaments` lists it: id, format, players, state, whether it takes players.
 fn tournament_line(t: &pb::Tournament) -> String {

@@ -459,6 +459,16 @@ impl Conn {
                     tournament: Some(cup(&["bob", "alice"])),
                 }),
             ),
+            Some(R::JoinTournament(join)) if join.tournament_id == "blitz-arena" => Ok(
+                Answered::JoinTournament(pb::PlayerServiceJoinTournamentResponse {
+                    tournament: Some(arena_under_way(&[])),
+                }),
+            ),
+            Some(R::WithdrawTournament(leave)) if leave.tournament_id == "blitz-arena" => Ok(
+                Answered::WithdrawTournament(pb::PlayerServiceWithdrawTournamentResponse {
+                    tournament: Some(arena_under_way(&["alice"])),
+                }),
+            ),
             Some(R::JoinTournament(_)) => Err(Status::not_found("no tournament \"nope\" exists")),
             Some(R::GetTournament(_)) => {
                 let mut t = cup(&["bob", "alice"]);
@@ -1264,6 +1274,18 @@ fn cup(entrants: &[&str]) -> pb::Tournament {
     }
 }
 
+/// An arena under way with alice and bob in it, `paused` paused.
+fn arena_under_way(paused: &[&str]) -> pb::Tournament {
+    pb::Tournament {
+        tournament_id: "blitz-arena".into(),
+        format: pb::TournamentFormat::Arena as i32,
+        state: pb::TournamentState::Running as i32,
+        entrants: vec!["alice".into(), "bob".into()],
+        paused: paused.iter().map(|p| p.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn tournaments_are_listed_joined_and_their_standings_printed() {
     let fake = Fake::new();
@@ -1285,6 +1307,11 @@ async fn tournaments_are_listed_joined_and_their_standings_printed() {
     player.send("join nope");
     let refused = player.wait_for("error: ");
     assert!(!refused.contains("you are in nope"), "{refused}");
+    // In an arena under way, withdrawing pauses and joining again resumes.
+    player.send("withdraw blitz-arena");
+    player.wait_for("paused in blitz-arena: no new game pairs you until you `join blitz-arena`");
+    player.send("join blitz-arena");
+    player.wait_for("you play in blitz-arena: its next wave pairs you");
     player.send("standings winter-cup");
     let table = player.wait_for("2. bob");
     assert!(table.contains("1. alice"), "{table}");
@@ -1335,9 +1362,49 @@ async fn next_opens_the_organised_game_being_played_and_not_an_old_one() {
         .lobby
         .send(found(1, "old-round-game", "tournament:cup:round:1"));
     let _ = fake.lobby.send(found(2, GAME, ""));
-    let _ = fake.lobby.send(found(3, GAME, "tournament:cup:round:2"));
+    // The pushed standings of round 1 (history: its start long past) and round 2 (to start).
+    let paired = |seq, round, starts_at_unix_ms| pb::LobbyEvent {
+        seq,
+        kind: Some(pb::lobby_event::Kind::TournamentStandings(
+            pb::TournamentStandings {
+                tournament_id: "cup".into(),
+                rounds_completed: round - 1,
+                rounds: 3,
+                you: Some(pb::TournamentStanding {
+                    place: 2,
+                    player: "alice".into(),
+                    score: 1.0,
+                    ..Default::default()
+                }),
+                next: Some(pb::TournamentNextGame {
+                    round,
+                    opponent: "bob".into(),
+                    seat: pb::Side::South as i32,
+                    bye: false,
+                    starts_at_unix_ms,
+                }),
+                ..Default::default()
+            },
+        )),
+    };
+    let now = hidden_front::play::clock::server_now_unix_millis();
+    let _ = fake.lobby.send(paired(3, 1, now - 3_600_000));
+    let _ = fake.lobby.send(paired(4, 2, now + 30_000));
+    let _ = fake.lobby.send(found(5, GAME, "tournament:cup:round:2"));
     let told = player.wait_for("tournament:cup:round:2 starts");
     assert!(!told.contains("old-round-game"), "{told}");
+    assert!(
+        told.contains("cup: round 2 is paired: you play south against bob, starting in"),
+        "{told}"
+    );
+    assert!(
+        told.contains("you stand at place 2 with 1 points"),
+        "{told}"
+    );
+    assert!(
+        !told.contains("round 1 is paired"),
+        "history is not news: {told}"
+    );
     let board = player.wait_for("type `help` for the commands (`lobby` to go back to the lobby).");
     assert!(board.contains("south: alice (you)"), "{board}");
     player.send("quit");

@@ -25,6 +25,7 @@ use hidden_front_proto::v1::organiser_service_server::{
 use std::collections::HashMap;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
+pub use tournament::standing_to_proto;
 pub(crate) use tournament::tournament_to_proto;
 
 /// The most pairs one bulk may hold.

@@ -2,10 +2,13 @@
 //! the tournament's rounds' bulks (`crate::tournament::progress`).
 
 use super::{Organiser, Players, bulk_to_proto, checked_start};
+use crate::announce;
 use crate::service::{check_id, match_error_status, parse_rules, parse_time_control};
 use crate::store::tournament::ROUND_BULK_PREFIX;
 use crate::store::tournament::capacity;
-use crate::store::{MatchError, MatchStore, Tournament, TournamentEntrant, TournamentFormat};
+use crate::store::{
+    MatchError, MatchStore, Standing, Tournament, TournamentEntrant, TournamentFormat,
+};
 use crate::tournament::{Step, progress, round_bulks};
 use hidden_front_api_error::ApiError;
 use hidden_front_operator_auth::Operator;
@@ -210,14 +213,18 @@ impl Organiser {
             entrants,
             created_ms: now,
             finished_ms: None,
+            paused: Vec::new(),
         };
         let made = match stored {
             Some(stored) if tournament.is_retry_of(&stored) => stored,
             Some(_) => return Err(match_error_status(tournament.conflict())),
-            None => store
-                .create_tournament(tournament)
-                .await
-                .map_err(match_error_status)?,
+            None => {
+                let notices = announce::created(&tournament);
+                store
+                    .create_tournament_noting(tournament, notices)
+                    .await
+                    .map_err(match_error_status)?
+            }
         };
         tracing::info!(tournament_id = %made.tournament_id, organiser = %made.organiser, format = made.format.name(), entrants = made.entrants.len(), "tournament created");
         self.tournament_to_proto(&made).await
@@ -266,7 +273,6 @@ pub(crate) async fn tournament_to_proto(
     } else {
         pb::TournamentState::Running
     };
-    let halves = |h: u32| f64::from(h) / 2.0;
     Ok(pb::Tournament {
         tournament_id: t.tournament_id.clone(),
         organiser: t.organiser.clone(),
@@ -291,23 +297,26 @@ pub(crate) async fn tournament_to_proto(
                 state: bulk_to_proto(bulk, now).state,
             })
             .collect(),
-        standings: standings
-            .iter()
-            .map(|s| pb::TournamentStanding {
-                place: u32::try_from(s.place).unwrap_or(u32::MAX),
-                player: s.id.clone(),
-                score: halves(s.score_halves),
-                buchholz: halves(s.buchholz_halves),
-                sonneborn_berger: f64::from(s.sonneborn_berger_quarters) / 4.0,
-                rating: s.rating,
-            })
-            .collect(),
+        standings: standings.iter().map(standing_to_proto).collect(),
         created_at_unix_ms: t.created_ms,
         finished_at_unix_ms: t.finished_ms.unwrap_or(0),
         duration_minutes: u32::try_from(t.duration_ms / 60_000).unwrap_or(u32::MAX),
         open_to_players: t.open_to_players,
         allow_bots: t.allow_bots,
+        paused: t.paused.clone(),
     })
+}
+
+/// A line of a tournament's table on the wire (`GetTournament` and the lobby's pushed standings).
+pub fn standing_to_proto(s: &Standing) -> pb::TournamentStanding {
+    pb::TournamentStanding {
+        place: u32::try_from(s.place).unwrap_or(u32::MAX),
+        player: s.id.clone(),
+        score: f64::from(s.score_halves) / 2.0,
+        buchholz: f64::from(s.buchholz_halves) / 2.0,
+        sonneborn_berger: f64::from(s.sonneborn_berger_quarters) / 4.0,
+        rating: s.rating,
+    }
 }
 
 #[cfg(test)]

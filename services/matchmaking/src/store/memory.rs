@@ -65,6 +65,22 @@ impl MemoryMatchStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }
+
+    /// Writes a tournament step's notices under `state`'s lock (so they follow the steps in the
+    /// order they were made), then wakes the players' streams.
+    fn write_notices(&self, mut state: MutexGuard<'_, State>, notices: Notices) {
+        if let Some(sink) = &self.facts {
+            sink.record(&notices.facts);
+        }
+        let players: Vec<String> = notices.events.iter().map(|(p, _)| p.clone()).collect();
+        for (player, kind) in notices.events {
+            state.push_event(player, kind);
+        }
+        drop(state);
+        for player in players {
+            let _ = self.wakeups.send(player);
+        }
+    }
 }
 
 impl State {
@@ -577,7 +593,7 @@ impl MatchStore for MemoryMatchStore {
         Ok(())
     }
 
-    async fn create_bulk(&self, new: NewBulk) -> Result<Bulk, MatchError> {
+    async fn create_bulk_noting(&self, new: NewBulk, notices: Notices) -> Result<Bulk, MatchError> {
         let mut state = self.lock();
         if let Some(stored) = state.bulk(&new.bulk_id) {
             return if new.is_retry_of(&stored) {
@@ -596,6 +612,7 @@ impl MatchStore for MemoryMatchStore {
                 .insert(game.the_match.match_id, game.the_match.clone());
         }
         state.bulks.insert(new.bulk_id.clone(), (head, match_ids));
+        self.write_notices(state, notices);
         Ok(bulk)
     }
 
@@ -623,7 +640,11 @@ impl MatchStore for MemoryMatchStore {
         Ok(bulk)
     }
 
-    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError> {
+    async fn create_tournament_noting(
+        &self,
+        tournament: Tournament,
+        notices: Notices,
+    ) -> Result<Tournament, MatchError> {
         let mut state = self.lock();
         if let Some(stored) = state.tournaments.get(&tournament.tournament_id) {
             return if tournament.is_retry_of(stored) {
@@ -635,6 +656,7 @@ impl MatchStore for MemoryMatchStore {
         state
             .tournaments
             .insert(tournament.tournament_id.clone(), tournament.clone());
+        self.write_notices(state, notices);
         Ok(tournament)
     }
 
@@ -657,14 +679,23 @@ impl MatchStore for MemoryMatchStore {
         Ok(running)
     }
 
-    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError> {
+    async fn finish_tournament(
+        &self,
+        tournament_id: &str,
+        now_ms: u64,
+        notices: Notices,
+    ) -> Result<bool, MatchError> {
         let mut state = self.lock();
         let tournament = state
             .tournaments
             .get_mut(tournament_id)
             .ok_or_else(|| Tournament::not_found(tournament_id))?;
-        tournament.finished_ms.get_or_insert(now_ms);
-        Ok(())
+        if tournament.finished_ms.is_some() {
+            return Ok(false);
+        }
+        tournament.finished_ms = Some(now_ms);
+        self.write_notices(state, notices);
+        Ok(true)
     }
 
     async fn change_entrants(
@@ -679,6 +710,7 @@ impl MatchStore for MemoryMatchStore {
             .ok_or_else(|| Tournament::not_found(tournament_id))?;
         let changed = change(stored.clone())?;
         stored.entrants = changed.entrants.clone();
+        stored.paused = changed.paused.clone();
         Ok(changed)
     }
 

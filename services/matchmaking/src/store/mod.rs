@@ -20,6 +20,7 @@ use async_trait::async_trait;
 pub use hidden_front_api_error::Reason;
 use hidden_front_lifecycle::{FactBody, NewFact};
 use hidden_front_rules::Side;
+pub use hidden_front_tournament::standings::Standing;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use uuid::Uuid;
@@ -316,6 +317,40 @@ pub enum LobbyEventKind {
         /// Its code.
         code: String,
     },
+    /// A tournament the player is in paired a round (a wave) or finished: where it stands.
+    TournamentStandings(Box<TournamentUpdate>),
+}
+
+/// What a tournament's entrant is told when a round is paired or the tournament finishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TournamentUpdate {
+    /// The tournament.
+    pub tournament_id: String,
+    /// Rounds whose every game has ended (an arena: waves made).
+    pub rounds_completed: u32,
+    /// Rounds in all (an arena: waves made).
+    pub rounds: u32,
+    /// The last round has ended: the table is final.
+    pub finished: bool,
+    /// The first lines of the table ([`crate::announce::TABLE_TOP`] at most).
+    pub table: Vec<Standing>,
+    /// The player's own line.
+    pub you: Option<Standing>,
+    /// The player's game of the round just paired, if this update is a pairing.
+    pub next: Option<NextGame>,
+}
+
+/// An entrant's game of a round just paired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextGame {
+    /// The round, from 1.
+    pub round: u32,
+    /// The opponent; `None` for a bye.
+    pub opponent: Option<String>,
+    /// The player's seat; `None` for a bye.
+    pub seat: Option<Side>,
+    /// When the round's games start (ms since the Unix epoch).
+    pub start_ms: u64,
 }
 
 /// A stored lobby event.
@@ -555,7 +590,13 @@ pub trait MatchStore: Send + Sync {
     /// Stores an organiser's bulk and its matches, all or nothing. A retry (same id, same
     /// content: [`NewBulk::is_retry_of`]) returns the stored bulk as it is now; the same id with
     /// other content is `AlreadyExists` (`BULK_EXISTS`).
-    async fn create_bulk(&self, bulk: NewBulk) -> Result<Bulk, MatchError>;
+    async fn create_bulk(&self, bulk: NewBulk) -> Result<Bulk, MatchError> {
+        self.create_bulk_noting(bulk, Notices::default()).await
+    }
+    /// [`MatchStore::create_bulk`], writing `notices` with the bulk (a tournament's round) only
+    /// when this call stored it: a retry or a racing second creation writes none.
+    async fn create_bulk_noting(&self, bulk: NewBulk, notices: Notices)
+    -> Result<Bulk, MatchError>;
     /// A bulk with every game's match and, once its end was handled, outcome.
     async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError>;
     /// Cancels a bulk none of whose games exists, unless it starts within `margin_ms` of
@@ -574,21 +615,47 @@ pub trait MatchStore: Send + Sync {
     /// Stores an organiser's tournament. A retry (same id, same content:
     /// [`Tournament::is_retry_of`]) returns the stored one; the same id with other content is
     /// `AlreadyExists` (`TOURNAMENT_EXISTS`).
-    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError>;
+    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError> {
+        self.create_tournament_noting(tournament, Notices::default())
+            .await
+    }
+    /// [`MatchStore::create_tournament`], writing `notices` with it only when this call stored it.
+    async fn create_tournament_noting(
+        &self,
+        tournament: Tournament,
+        notices: Notices,
+    ) -> Result<Tournament, MatchError>;
     /// A tournament by id.
     async fn tournament(&self, tournament_id: &str) -> Result<Option<Tournament>, MatchError>;
     /// Tournaments not finished, oldest first, at most `limit`.
     async fn running_tournaments(&self, limit: usize) -> Result<Vec<Tournament>, MatchError>;
-    /// Marks a tournament finished at `now_ms` (a finished one keeps its first time).
-    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError>;
+    /// Marks a tournament finished at `now_ms` and writes `notices` with it; a finished one
+    /// keeps its first time and writes nothing. True when this call finished it.
+    async fn finish_tournament(
+        &self,
+        tournament_id: &str,
+        now_ms: u64,
+        notices: Notices,
+    ) -> Result<bool, MatchError>;
     /// Applies `change` to a tournament's stored form (a join or a withdrawal, with its checks)
-    /// and stores its entrants, atomically with respect to other changes of the same tournament.
+    /// and stores its entrants and paused players, atomically with respect to other changes of the same tournament.
     /// `NotFound` (`TOURNAMENT_NOT_FOUND`) for an unknown id; `change`'s refusal changes nothing.
     async fn change_entrants(
         &self,
         tournament_id: &str,
         change: EntrantChange<'_>,
     ) -> Result<Tournament, MatchError>;
+}
+
+/// What a tournament's step tells others, written by the store with the step (in its transaction
+/// on Postgres) and only by the call that made it, so each is written once however many processes
+/// try the step (`crate::announce` builds them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Notices {
+    /// Lifecycle facts, for the outbox (the feed and the webhooks).
+    pub facts: Vec<NewFact>,
+    /// Lobby events, each for its player's own stream.
+    pub events: Vec<(String, LobbyEventKind)>,
 }
 
 /// A change of a tournament's entrants, decided by the caller from the stored tournament; the store

@@ -77,6 +77,8 @@ pub struct Tournament {
     pub allow_bots: bool,
     /// The entrants, in the organiser's order.
     pub entrants: Vec<TournamentEntrant>,
+    /// Entrants of a running arena who paused (withdrew after the start): no wave pairs them.
+    pub paused: Vec<String>,
     /// When it was made.
     pub created_ms: u64,
     /// When its last round ended (set by the loop that saw it).
@@ -89,6 +91,7 @@ impl Tournament {
         Tournament {
             created_ms: stored.created_ms,
             finished_ms: stored.finished_ms,
+            paused: stored.paused.clone(),
             ..self.clone()
         } == *stored
     }
@@ -174,6 +177,48 @@ impl Tournament {
     pub fn withdrawn(mut self, player: &str) -> Tournament {
         self.entrants.retain(|e| e.id != player);
         self
+    }
+
+    /// Whether this is an arena under way at `now_ms` (entries for its start closed, its time not
+    /// run out, not finished): its entrants pause and resume, and players of one open to them
+    /// join late ([`Tournament::paused_by`], [`Tournament::resumed_or_joined`]).
+    pub fn is_arena_under_way(&self, now_ms: u64, margin_ms: u64) -> bool {
+        self.format == TournamentFormat::Arena
+            && self.finished_ms.is_none()
+            && now_ms.saturating_add(margin_ms) >= self.start_ms
+            && now_ms < self.start_ms.saturating_add(self.duration_ms)
+    }
+
+    /// The arena with `player` paused (as it is, if they are paused already or not in it).
+    pub fn paused_by(mut self, player: &str) -> Tournament {
+        if self.entrants.iter().any(|e| e.id == player) && !self.paused.iter().any(|p| p == player)
+        {
+            self.paused.push(player.to_owned());
+        }
+        self
+    }
+
+    /// The arena with `entrant` playing: resumed if they had paused, entered if they were not in
+    /// it (only an arena open to players takes newcomers once under way: `TOURNAMENT_CLOSED`).
+    pub fn resumed_or_joined(
+        mut self,
+        entrant: TournamentEntrant,
+    ) -> Result<Tournament, MatchError> {
+        if self.entrants.iter().any(|e| e.id == entrant.id) {
+            self.paused.retain(|p| *p != entrant.id);
+            return Ok(self);
+        }
+        if !self.open_to_players {
+            return Err(MatchError::FailedPrecondition(
+                Reason::TournamentClosed,
+                format!(
+                    "tournament_id: tournament {:?} is not open to players: its organiser names \
+                     its entrants",
+                    self.tournament_id
+                ),
+            ));
+        }
+        self.joined(entrant)
     }
 }
 

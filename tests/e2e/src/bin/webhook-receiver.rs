@@ -1,7 +1,7 @@
 //! A webhook receiver process for the end-to-end tests: listens on `--port`, verifies each
 //! request's Standard Webhooks signature with `--secret`, and appends one JSON line per request
-//! to `--out` (`{"id", "type", "position", "verified", "status"}`), written with one `write` on
-//! a file opened for appending, so a SIGKILL never leaves half a line. `--fail-first N` answers
+//! to `--out` (`{"id", "type", "subject", "data", "position", "verified", "status"}`), written
+//! with one `write` on a file opened for appending, so a SIGKILL never leaves half a line. `--fail-first N` answers
 //! 500 to its first N requests, `--fail-always` to every request; otherwise 200.
 //!
 //! Prints `webhook-receiver listening on ADDR` once it accepts connections.
@@ -99,6 +99,8 @@ async fn handle(
         "id": headers.get("webhook-id").and_then(|v| v.to_str().ok()),
         "event_id": event["id"],
         "type": event["type"],
+        "subject": event["subject"],
+        "data": event["data"],
         "position": event["hfposition"],
         "verified": verified,
         "content_type": headers.get("content-type").and_then(|v| v.to_str().ok()),

@@ -6,6 +6,8 @@
 //!   from the games alone: no repeat pairing, four different byes, everyone in every round once,
 //!   seats balanced (the tournament's colour), and the standings recomputed independently (score
 //!   and Buchholz) equal the server's.
+//!   The lifecycle feed tells the tournament once (created, started, each round, finished with
+//!   that table), and an entrant's lobby stream gets the standings and their game each round.
 //! - An arena: 10 entrants for 2 minutes, every game played as soon as it exists; the waves
 //!   never seat a player twice at once, the arena ends by itself, and the points recomputed from
 //!   the games in order (streaks included) equal the server's table.
@@ -249,6 +251,190 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
             .all(|w| (w[0].score, w[0].buchholz) >= (w[1].score, w[1].buchholz)),
         "ordered by score, then Buchholz"
     );
+    tournament_facts_tell_it_once(&mut session, &results, &last).await;
+    let mut entrant = gateway::PlayerClient::new(gateway::channel(server.addr()).await, "cup-p0");
+    standings_were_pushed_once_a_round(&mut entrant, &results, &last).await;
+}
+
+/// The lifecycle feed told the tournament once, in order, despite the SIGKILL: created,
+/// started, each round with the pairs its bulk holds, finished with the table `GetTournament`
+/// gives.
+async fn tournament_facts_tell_it_once(
+    session: &mut hidden_front_e2e::client::Client,
+    rounds: &[(pb::Bulk, String)],
+    last: &pb::Tournament,
+) {
+    use pb::lifecycle_fact::Body;
+    let mut feed = session
+        .watch_lifecycle(pb::WatchLifecycleRequest::default())
+        .await
+        .expect("WatchLifecycle")
+        .into_inner();
+    let mut told = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            let fact = feed
+                .message()
+                .await
+                .expect("the feed works")
+                .expect("the feed goes on")
+                .fact
+                .expect("a fact");
+            if fact.tournament_id.is_empty() {
+                continue;
+            }
+            assert_eq!(fact.tournament_id, "autumn-cup");
+            assert_eq!(fact.subject, "tournaments/autumn-cup");
+            assert!(fact.game_id.is_empty(), "{fact:?}");
+            let done = matches!(fact.body, Some(Body::TournamentFinished(_)));
+            told.push(fact);
+            if done {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the tournament's facts did not all come: {told:#?}"));
+    let types: Vec<&str> = told.iter().map(|f| f.r#type.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "hiddenfront.tournament.created.v1",
+            "hiddenfront.tournament.started.v1",
+            "hiddenfront.tournament.round_started.v1",
+            "hiddenfront.tournament.round_started.v1",
+            "hiddenfront.tournament.round_started.v1",
+            "hiddenfront.tournament.round_started.v1",
+            "hiddenfront.tournament.finished.v1",
+        ],
+        "once each, in order"
+    );
+    let round_facts = told.iter().filter_map(|f| match &f.body {
+        Some(Body::TournamentRoundStarted(r)) => Some(r),
+        _ => None,
+    });
+    for (number, (fact, (bulk, bye))) in round_facts.zip(rounds).enumerate() {
+        assert_eq!(fact.round as usize, number + 1);
+        assert_eq!(fact.rounds as usize, ROUNDS);
+        assert_eq!(&fact.bye, bye);
+        let pairs: Vec<(&str, &str)> = fact
+            .pairs
+            .iter()
+            .map(|p| (p.south_player.as_str(), p.north_player.as_str()))
+            .collect();
+        let games: Vec<(&str, &str)> = bulk
+            .games
+            .iter()
+            .map(|g| (g.south_player.as_str(), g.north_player.as_str()))
+            .collect();
+        assert_eq!(pairs, games, "round {}", number + 1);
+    }
+    let Some(Body::TournamentFinished(finished)) = &told.last().expect("facts").body else {
+        unreachable!("the last fact is the finish");
+    };
+    assert_eq!(finished.rounds as usize, ROUNDS);
+    let table = |lines: Vec<(u32, String, f64, f64, f64)>| lines;
+    assert_eq!(
+        table(
+            finished
+                .standings
+                .iter()
+                .map(|s| (
+                    s.place,
+                    s.player.clone(),
+                    s.score,
+                    s.buchholz,
+                    s.sonneborn_berger
+                ))
+                .collect()
+        ),
+        table(
+            last.standings
+                .iter()
+                .map(|s| (
+                    s.place,
+                    s.player.clone(),
+                    s.score,
+                    s.buchholz,
+                    s.sonneborn_berger
+                ))
+                .collect()
+        )
+    );
+    let created: serde_json::Value = serde_json::from_str(&told[0].data_json).expect("JSON");
+    assert_eq!(created["format"], "swiss");
+    assert_eq!(created["entrants"].as_array().map(Vec::len), Some(ENTRANTS));
+}
+
+/// An entrant's own lobby stream was told each round's pairing (their game or their bye) once,
+/// with the standings before it, and the final table.
+async fn standings_were_pushed_once_a_round(
+    entrant: &mut gateway::PlayerClient,
+    rounds: &[(pb::Bulk, String)],
+    last: &pb::Tournament,
+) {
+    let me = entrant.player().to_owned();
+    let mut lobby = gateway::lobby(entrant).await;
+    let mut updates = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            let event = lobby
+                .message()
+                .await
+                .expect("the lobby stream works")
+                .expect("the lobby stream goes on")
+                .event
+                .expect("an event");
+            if let Some(pb::lobby_event::Kind::TournamentStandings(update)) = event.kind {
+                assert_eq!(update.tournament_id, "autumn-cup");
+                let done = update.finished;
+                updates.push(update);
+                if done {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the standings did not all come: {updates:#?}"));
+    assert_eq!(
+        updates.len(),
+        ROUNDS + 1,
+        "one a round and the end: {updates:#?}"
+    );
+    for (number, (update, (bulk, bye))) in updates.iter().zip(rounds).enumerate() {
+        assert_eq!(
+            update.rounds_completed as usize,
+            number,
+            "before round {}",
+            number + 1
+        );
+        let next = update.next.as_ref().expect("the round's game");
+        assert_eq!(next.round as usize, number + 1);
+        if *bye == me {
+            assert!(next.bye && next.opponent.is_empty(), "{next:?}");
+        } else {
+            let game = bulk
+                .games
+                .iter()
+                .find(|g| g.south_player == me || g.north_player == me)
+                .expect("in a game when not the bye");
+            let (seat, opponent) = match game.south_player == me {
+                true => (pb::Side::South, &game.north_player),
+                false => (pb::Side::North, &game.south_player),
+            };
+            assert_eq!((next.seat, &next.opponent), (seat as i32, opponent));
+        }
+        assert_eq!(update.table.len(), ENTRANTS.min(10));
+    }
+    let end = updates.last().expect("the end");
+    assert!(end.next.is_none());
+    assert_eq!(end.rounds_completed as usize, ROUNDS);
+    assert_eq!(end.table, last.standings, "the final table");
+    assert_eq!(
+        end.you.as_ref().map(|s| s.player.as_str()),
+        Some(me.as_str())
+    );
 }
 
 /// Deploys both seats of `game_id` and resigns the side `rng` draws.
@@ -310,6 +496,8 @@ async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
     let mut rng = GameRng::from_seed(0xa7e7a);
     let mut played: HashSet<String> = HashSet::new();
     let give_up = Instant::now() + Duration::from_secs(120) + DEADLINE;
+    // One entrant pauses once three waves exist and comes back 30 s later.
+    let mut pauser = PausingEntrant::new(&server, "arena-p9", "blitz-arena").await;
     let finished = loop {
         let t = get(&mut client, "blitz-arena").await;
         for round in &t.rounds {
@@ -335,6 +523,7 @@ async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
                 }
             }
         }
+        pauser.act(t.rounds.len()).await;
         if t.finished_at_unix_ms > 0 {
             break t;
         }
@@ -347,14 +536,27 @@ async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
         "finished before its end"
     );
 
-    // Every wave's games, in order; no player in two games at once; points recomputed.
+    // Every wave's games, in order; no player in two games at once; points recomputed; the
+    // paused entrant in no wave paired while paused, and in one after coming back.
+    let (paused_at, resume_asked, resumed_at) = pauser.times();
     let mut points: HashMap<String, (u32, u32)> =
         entrants.iter().map(|e| (e.clone(), (0, 0))).collect();
     let mut games = 0;
+    let mut after_resuming = 0;
     for round in &finished.rounds {
         let wave = bulk(&mut client, &round.bulk_id).await;
         assert!(wave.start_at_unix_ms < ends, "a wave paired after the end");
         for game in &wave.games {
+            if game.south_player == "arena-p9" || game.north_player == "arena-p9" {
+                let at = wave.start_at_unix_ms;
+                assert!(
+                    at <= paused_at || at >= resume_asked,
+                    "paired at {at} while paused from {paused_at} to {resume_asked}"
+                );
+                if at > resumed_at {
+                    after_resuming += 1;
+                }
+            }
             games += 1;
             let (winner, loser) = match pb::BulkGameOutcome::try_from(game.outcome) {
                 Ok(pb::BulkGameOutcome::SouthWon) => (&game.south_player, &game.north_player),
@@ -368,6 +570,10 @@ async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
         }
     }
     eprintln!("arena: {games} games in {} waves", finished.rounds.len());
+    assert!(
+        after_resuming > 0,
+        "the entrant who came back was paired again"
+    );
     assert!(
         games > PLAYERS,
         "players were paired again as their games ended: {games} games"
@@ -389,6 +595,106 @@ async fn an_arena_of_ten_for_two_minutes_pairs_as_games_end_and_adds_up() {
             .all(|w| w[0].score >= w[1].score),
         "ordered by points"
     );
+}
+
+/// An arena entrant who pauses (withdraws while it runs) once three waves exist and comes back
+/// (joins again) 30 s later, through the public API; a player not in it is refused a late entry
+/// (the organiser named the entrants).
+struct PausingEntrant {
+    players: hidden_front_proto::v1::player_service_client::PlayerServiceClient<Channel>,
+    player: &'static str,
+    tournament_id: &'static str,
+    /// When the pause was answered, the return asked and answered (ms since the Unix epoch).
+    paused_at: Option<u64>,
+    resume_asked: u64,
+    resumed_at: Option<u64>,
+}
+
+impl PausingEntrant {
+    async fn new(
+        server: &Server,
+        player: &'static str,
+        tournament_id: &'static str,
+    ) -> PausingEntrant {
+        PausingEntrant {
+            players: hidden_front_proto::v1::player_service_client::PlayerServiceClient::new(
+                gateway::channel(server.addr()).await,
+            ),
+            player,
+            tournament_id,
+            paused_at: None,
+            resume_asked: 0,
+            resumed_at: None,
+        }
+    }
+
+    async fn act(&mut self, waves: usize) {
+        let now = hidden_front_e2e::client::now_unix_ms;
+        let token = gateway::token(self.player);
+        match (self.paused_at, self.resumed_at) {
+            (None, _) if waves >= 3 => {
+                let t = self
+                    .players
+                    .withdraw_tournament(gateway::authed(
+                        &token,
+                        pb::PlayerServiceWithdrawTournamentRequest {
+                            tournament_id: self.tournament_id.into(),
+                        },
+                    ))
+                    .await
+                    .expect("a pause")
+                    .into_inner()
+                    .tournament
+                    .expect("a tournament");
+                self.paused_at = Some(now());
+                assert_eq!(t.paused, [self.player]);
+                assert!(t.entrants.iter().any(|e| e == self.player), "still in it");
+                let late = self
+                    .players
+                    .join_tournament(gateway::authed(
+                        &gateway::token("arena-latecomer"),
+                        pb::PlayerServiceJoinTournamentRequest {
+                            tournament_id: self.tournament_id.into(),
+                        },
+                    ))
+                    .await
+                    .expect_err("not open to players");
+                assert_eq!(
+                    hidden_front_api_error::ErrorSummary::of(&late)
+                        .reason
+                        .to_string(),
+                    "TOURNAMENT_CLOSED"
+                );
+            }
+            (Some(paused), None) if now() > paused + 30_000 => {
+                self.resume_asked = now();
+                let t = self
+                    .players
+                    .join_tournament(gateway::authed(
+                        &token,
+                        pb::PlayerServiceJoinTournamentRequest {
+                            tournament_id: self.tournament_id.into(),
+                        },
+                    ))
+                    .await
+                    .expect("a return")
+                    .into_inner()
+                    .tournament
+                    .expect("a tournament");
+                self.resumed_at = Some(now());
+                assert!(t.paused.is_empty(), "{:?}", t.paused);
+            }
+            _ => {}
+        }
+    }
+
+    fn times(&self) -> (u64, u64, u64) {
+        (
+            self.paused_at.expect("the entrant paused"),
+            self.resume_asked,
+            self.resumed_at.expect("the entrant came back"),
+        )
+    }
 }
 
 async fn get(client: &mut OrganiserServiceClient<Channel>, id: &str) -> pb::Tournament {

@@ -10,6 +10,8 @@
 //!   `hidden-front webhooks replay --all` delivers them with their ids, and the list empties.
 //! - Two session processes on one database with the same configuration, both writing games:
 //!   each fact is delivered exactly once to the endpoint (only the lease holder sends).
+//! - A tournament's facts (created, started, its round, finished with the table) are delivered
+//!   as CloudEvents whose subject is the tournament, beside its game's own.
 
 use hidden_front_e2e::client::{create_game, resign};
 use hidden_front_e2e::{Server, TestDatabase, binary, pb};
@@ -509,4 +511,115 @@ async fn two_session_replicas_writing_at_once_deliver_each_fact_once() {
     assert_eq!(sent.len(), facts.len());
     drop((one, two));
     let _ = std::fs::remove_file(config);
+}
+
+/// A tournament's facts reach a webhook as CloudEvents about the tournament: created, started,
+/// its round with the pair, finished with the table, once each, beside its game's own facts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tournaments_facts_reach_a_webhook_about_the_tournament() {
+    use pb::organiser_service_client::OrganiserServiceClient;
+    let db = TestDatabase::create().await;
+    let receiver = Receiver::start(temp_path("tournament.jsonl"), &[]);
+    let config = write_config(&[("league", receiver.url())], 120_000);
+    let server = start_server(&db, &config).await;
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", server.session_addr()))
+            .expect("an address")
+            .connect()
+            .await
+            .expect("connect the organiser client");
+    OrganiserServiceClient::new(channel.clone())
+        .create_tournament(authed(pb::CreateTournamentRequest {
+            tournament_id: "hook-cup".into(),
+            format: pb::TournamentFormat::RoundRobin as i32,
+            entrants: vec!["hook-ann".into(), "hook-bob".into()],
+            ..Default::default()
+        }))
+        .await
+        .expect("CreateTournament");
+    // The one game of its one round, resigned by north as soon as it exists.
+    let bulk_id = "tournament:hook-cup:round:1";
+    let deadline = Instant::now() + DEADLINE;
+    let (game_id, south, north) = loop {
+        let answer = OrganiserServiceClient::new(channel.clone())
+            .get_bulk(authed(pb::GetBulkRequest {
+                bulk_id: bulk_id.into(),
+            }))
+            .await;
+        if let Ok(answer) = answer
+            && let Some(game) = answer
+                .into_inner()
+                .bulk
+                .and_then(|b| b.games.into_iter().next())
+            && !game.game_id.is_empty()
+        {
+            break (game.game_id, game.south_player, game.north_player);
+        }
+        assert!(Instant::now() < deadline, "round 1 never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut session = server.connect().await;
+    resign(&mut session, &game_id, pb::Side::North, "hook-resign", None)
+        .await
+        .expect("resign");
+    let deadline = Instant::now() + DEADLINE;
+    // Acknowledged deliveries about the tournament, a redelivery (same id) counted once.
+    let about_it = || -> Vec<serde_json::Value> {
+        let mut seen = HashSet::new();
+        receiver
+            .lines()
+            .into_iter()
+            .filter(|l| l["status"] == 200 && l["subject"] == "tournaments/hook-cup")
+            .filter(|l| seen.insert(l["id"].to_string()))
+            .collect()
+    };
+    while !about_it()
+        .iter()
+        .any(|l| l["type"] == "hiddenfront.tournament.finished.v1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no finish delivered: {:?}",
+            receiver.lines()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let delivered = about_it();
+    let types: Vec<&str> = delivered
+        .iter()
+        .filter_map(|l| l["type"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "hiddenfront.tournament.created.v1",
+            "hiddenfront.tournament.started.v1",
+            "hiddenfront.tournament.round_started.v1",
+            "hiddenfront.tournament.finished.v1",
+        ]
+    );
+    for line in &delivered {
+        assert_eq!(line["verified"], true, "{line}");
+        assert_eq!(line["data"]["tournament_id"], "hook-cup", "{line}");
+        assert!(line["data"].get("game_id").is_none(), "{line}");
+    }
+    assert_eq!(
+        delivered[2]["data"]["pairs"],
+        serde_json::json!([{"south_player": south, "north_player": north}])
+    );
+    let mut pair = [south.as_str(), north.as_str()];
+    pair.sort();
+    assert_eq!(pair, ["hook-ann", "hook-bob"]);
+    let table = &delivered[3]["data"]["standings"];
+    assert_eq!(table[0]["player"], south.as_str(), "south won: {table}");
+    assert_eq!(table[0]["score"], 1.0);
+    // The game's own facts are about the game.
+    assert!(
+        receiver
+            .lines()
+            .iter()
+            .any(|l| l["subject"] == format!("games/{game_id}")
+                && l["type"] == "hiddenfront.game.ended.v1"),
+        "the game's end is delivered too"
+    );
 }

@@ -3,8 +3,8 @@
 //! until it is seated or its bulk is cancelled, so the due scan reads a partial index holding only
 //! what waits.
 
-use super::{MATCH_COLUMNS, PostgresMatchStore, match_from, ms, unms};
-use crate::store::{Bulk, BulkGame, GameOutcome, Match, MatchError, NewBulk};
+use super::{MATCH_COLUMNS, PostgresMatchStore, match_from, ms, unms, write_notices};
+use crate::store::{Bulk, BulkGame, GameOutcome, Match, MatchError, NewBulk, Notices};
 use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::{Postgres, Row, Transaction};
 
@@ -91,7 +91,11 @@ pub(super) async fn due(
 impl PostgresMatchStore {
     /// [`crate::store::MatchStore::create_bulk`]: the bulk's row first, so a racing creation of
     /// the same id waits on its primary key and then finds this one.
-    pub(super) async fn insert_bulk(&self, new: NewBulk) -> Result<Bulk, MatchError> {
+    pub(super) async fn insert_bulk(
+        &self,
+        new: NewBulk,
+        notices: &Notices,
+    ) -> Result<Bulk, MatchError> {
         let mut tx: Transaction<'_, Postgres> = self.pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO mm_bulks (bulk_id, organiser, rules, time_control, rated, start_ms, \
@@ -151,6 +155,7 @@ impl PostgresMatchStore {
         .bind(index)
         .execute(&mut *tx)
         .await?;
+        write_notices(&mut tx, notices, new.created_ms).await?;
         tx.commit().await?;
         Ok(bulk)
     }

@@ -354,18 +354,39 @@ impl PostgresMatchStore {
         for (player, kind) in &plan.events {
             push_event(tx, player, kind, now_ms).await?;
         }
-        if !plan.facts.is_empty() {
-            // The outbox's one writer (migrations/0006_lifecycle.sql), in this transaction.
-            let facts = plan.new_facts(game_id);
-            sqlx::query("SELECT lifecycle_record($1::uuid[], $2::uuid[], $3::text[])")
-                .bind(facts.iter().map(|f| f.id).collect::<Vec<_>>())
-                .bind(facts.iter().map(|f| f.game_id).collect::<Vec<_>>())
-                .bind(facts.iter().map(|f| f.body.to_json()).collect::<Vec<_>>())
-                .execute(&mut **tx)
-                .await?;
-        }
-        Ok(())
+        record_facts(tx, &plan.new_facts(game_id)).await
     }
+}
+
+/// Writes `facts` to the lifecycle outbox inside `tx`, through its one writer
+/// (`migrations/0006_lifecycle.sql`); nothing when there are none.
+async fn record_facts(
+    tx: &mut Transaction<'_, Postgres>,
+    facts: &[NewFact],
+) -> Result<(), MatchError> {
+    if facts.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("SELECT lifecycle_record($1::uuid[], $2::uuid[], $3::text[])")
+        .bind(facts.iter().map(|f| f.id).collect::<Vec<_>>())
+        .bind(facts.iter().map(|f| f.game_id).collect::<Vec<_>>())
+        .bind(facts.iter().map(|f| f.body.to_json()).collect::<Vec<_>>())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Writes a tournament step's [`Notices`] inside `tx`: its facts and its players' lobby events.
+async fn write_notices(
+    tx: &mut Transaction<'_, Postgres>,
+    notices: &Notices,
+    now_ms: u64,
+) -> Result<(), MatchError> {
+    record_facts(tx, &notices.facts).await?;
+    for (player, kind) in &notices.events {
+        push_event(tx, player, kind, now_ms).await?;
+    }
+    Ok(())
 }
 
 /// Passes each lobby notification on as a wakeup (its payload, the player id), and an empty
@@ -999,8 +1020,8 @@ impl MatchStore for PostgresMatchStore {
         Ok(())
     }
 
-    async fn create_bulk(&self, new: NewBulk) -> Result<Bulk, MatchError> {
-        self.insert_bulk(new).await
+    async fn create_bulk_noting(&self, new: NewBulk, notices: Notices) -> Result<Bulk, MatchError> {
+        self.insert_bulk(new, &notices).await
     }
 
     async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError> {
@@ -1020,8 +1041,12 @@ impl MatchStore for PostgresMatchStore {
         bulk::due(&self.pool, now_ms, limit).await
     }
 
-    async fn create_tournament(&self, tournament: Tournament) -> Result<Tournament, MatchError> {
-        tournament::insert(&self.pool, tournament).await
+    async fn create_tournament_noting(
+        &self,
+        tournament: Tournament,
+        notices: Notices,
+    ) -> Result<Tournament, MatchError> {
+        tournament::insert(&self.pool, tournament, &notices).await
     }
 
     async fn tournament(&self, tournament_id: &str) -> Result<Option<Tournament>, MatchError> {
@@ -1032,8 +1057,13 @@ impl MatchStore for PostgresMatchStore {
         tournament::running(&self.pool, limit).await
     }
 
-    async fn finish_tournament(&self, tournament_id: &str, now_ms: u64) -> Result<(), MatchError> {
-        tournament::finish(&self.pool, tournament_id, now_ms).await
+    async fn finish_tournament(
+        &self,
+        tournament_id: &str,
+        now_ms: u64,
+        notices: Notices,
+    ) -> Result<bool, MatchError> {
+        tournament::finish(&self.pool, tournament_id, now_ms, &notices).await
     }
 
     async fn change_entrants(

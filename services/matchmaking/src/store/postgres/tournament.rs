@@ -1,14 +1,16 @@
 //! Organisers' tournaments on Postgres (`migrations/0017_tournaments.sql`): one row each, the
 //! entrants as JSON. A racing creation of the same id waits on the primary key, then compares.
 
-use super::{ms, unms};
-use crate::store::{EntrantChange, MatchError, Tournament, TournamentEntrant, TournamentFormat};
+use super::{ms, unms, write_notices};
+use crate::store::{
+    EntrantChange, MatchError, Notices, Tournament, TournamentEntrant, TournamentFormat,
+};
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgRow};
 
 const COLUMNS: &str = "tournament_id, organiser, format, rounds, rules, time_control, rated, \
      start_ms, pause_ms, duration_ms, entrants, created_ms, finished_ms, open_to_players, \
-     allow_bots";
+     allow_bots, paused";
 
 fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
     let entrants: serde_json::Value = row.try_get("entrants")?;
@@ -29,15 +31,22 @@ fn tournament_from(row: &PgRow) -> Result<Tournament, MatchError> {
         open_to_players: row.try_get("open_to_players")?,
         allow_bots: row.try_get("allow_bots")?,
         entrants,
+        paused: serde_json::from_value(row.try_get("paused")?)
+            .map_err(|e| MatchError::Corrupt(format!("tournament paused players: {e}")))?,
         created_ms: unms(row.try_get("created_ms")?),
         finished_ms: row.try_get::<Option<i64>, _>("finished_ms")?.map(unms),
     })
 }
 
 /// [`crate::store::MatchStore::create_tournament`].
-pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, MatchError> {
+pub(super) async fn insert(
+    pool: &PgPool,
+    t: Tournament,
+    notices: &Notices,
+) -> Result<Tournament, MatchError> {
     let entrants = serde_json::to_value(&t.entrants)
         .map_err(|e| MatchError::Corrupt(format!("tournament entrants: {e}")))?;
+    let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO mm_tournaments (tournament_id, organiser, format, rounds, rules, \
          time_control, rated, start_ms, pause_ms, entrants, created_ms, duration_ms, \
@@ -59,13 +68,16 @@ pub(super) async fn insert(pool: &PgPool, t: Tournament) -> Result<Tournament, M
     .bind(ms(t.duration_ms))
     .bind(t.open_to_players)
     .bind(t.allow_bots)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected()
         == 1;
     if inserted {
+        write_notices(&mut tx, notices, t.created_ms).await?;
+        tx.commit().await?;
         return Ok(t);
     }
+    drop(tx);
     let stored = read(pool, &t.tournament_id)
         .await?
         .ok_or_else(|| MatchError::Corrupt(format!("tournament {:?} vanished", t.tournament_id)))?;
@@ -123,14 +135,19 @@ pub(super) async fn change_entrants(
     .ok_or_else(|| Tournament::not_found(tournament_id))?;
     let stored = tournament_from(&row)?;
     let changed = change(stored.clone())?;
-    if changed.entrants != stored.entrants {
+    if changed.entrants != stored.entrants || changed.paused != stored.paused {
         let entrants = serde_json::to_value(&changed.entrants)
             .map_err(|e| MatchError::Corrupt(format!("tournament entrants: {e}")))?;
-        sqlx::query("UPDATE mm_tournaments SET entrants = $2 WHERE tournament_id = $1")
-            .bind(tournament_id)
-            .bind(entrants)
-            .execute(&mut *tx)
-            .await?;
+        let paused = serde_json::to_value(&changed.paused)
+            .map_err(|e| MatchError::Corrupt(format!("tournament paused players: {e}")))?;
+        sqlx::query(
+            "UPDATE mm_tournaments SET entrants = $2, paused = $3 WHERE tournament_id = $1",
+        )
+        .bind(tournament_id)
+        .bind(entrants)
+        .bind(paused)
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     Ok(changed)
@@ -141,18 +158,27 @@ pub(super) async fn finish(
     pool: &PgPool,
     tournament_id: &str,
     now_ms: u64,
-) -> Result<(), MatchError> {
-    let found = sqlx::query(
-        "UPDATE mm_tournaments SET finished_ms = COALESCE(finished_ms, $2) \
-         WHERE tournament_id = $1",
+    notices: &Notices,
+) -> Result<bool, MatchError> {
+    let mut tx = pool.begin().await?;
+    let finished = sqlx::query(
+        "UPDATE mm_tournaments SET finished_ms = $2 \
+         WHERE tournament_id = $1 AND finished_ms IS NULL",
     )
     .bind(tournament_id)
     .bind(ms(now_ms))
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
-    .rows_affected();
-    if found == 0 {
-        return Err(Tournament::not_found(tournament_id));
+    .rows_affected()
+        == 1;
+    if finished {
+        write_notices(&mut tx, notices, now_ms).await?;
+        tx.commit().await?;
+        return Ok(true);
     }
-    Ok(())
+    drop(tx);
+    match read(pool, tournament_id).await? {
+        Some(_) => Ok(false),
+        None => Err(Tournament::not_found(tournament_id)),
+    }
 }
