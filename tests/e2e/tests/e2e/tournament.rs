@@ -1,8 +1,9 @@
 //! Organisers' tournaments through the real binary on real Postgres.
 //!
 //! - A Swiss: 9 entrants (so a bye each round) over 4 rounds, each round paired and started by
-//!   the server as a bulk, its games played (deployed, then resigned by a side drawn from a
-//!   seeded generator), the server killed with SIGKILL during round 2 and started again. Then,
+//!   the server as a bulk, its games played to their end by computer players (the e2e crate's
+//!   random legal movers, seeded), the server killed with SIGKILL during round 2 and started
+//!   again. Then,
 //!   from the games alone: no repeat pairing, four different byes, everyone in every round once,
 //!   seats balanced (the tournament's colour), and the standings recomputed independently (score
 //!   and Buchholz) equal the server's.
@@ -26,6 +27,9 @@ const OPERATOR_TOKEN: &str = "cup-token-0123456789abcdef0123";
 const DEADLINE: Duration = Duration::from_secs(60);
 const ENTRANTS: usize = 9;
 const ROUNDS: usize = 4;
+/// A game of two random computer players ends well within this (the no-fight rule draws it
+/// after 100 plies without a capture).
+const MAX_PLIES: usize = 50 * 101;
 
 fn organiser(channel: Channel) -> OrganiserServiceClient<Channel> {
     OrganiserServiceClient::new(channel)
@@ -144,25 +148,30 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
             session = server.connect().await;
         }
         for (board, game) in playing.games.iter().enumerate() {
-            for (side, seed) in [(pb::Side::South, 1), (pb::Side::North, 2)] {
-                Player::new(side, seed + board as u64 * 10 + round as u64 * 100)
-                    .deploy(&mut session, &game.game_id)
-                    .await;
+            // Played to its end by two computer players (random legal moves, captures first).
+            let seed = rng.below(1 << 30) as u64 + board as u64 * 10 + round as u64 * 100;
+            let mut players = [
+                Player::new(pb::Side::South, seed),
+                Player::new(pb::Side::North, seed + 1),
+            ];
+            for player in &mut players {
+                player.deploy(&mut session, &game.game_id).await;
             }
-            let loser = if rng.below(2) == 0 {
-                pb::Side::South
-            } else {
-                pb::Side::North
-            };
-            resign(
+            let first = hidden_front_e2e::client::get_game(
                 &mut session,
                 &game.game_id,
-                loser,
-                &format!("cup-{round}-{board}"),
-                None,
+                viewer_of(pb::Side::South),
             )
             .await
-            .expect("Resign");
+            .to_move;
+            hidden_front_e2e::play_to_end(
+                &mut session,
+                &game.game_id,
+                &mut players,
+                hidden_front_e2e::client::side_of(first),
+                MAX_PLIES,
+            )
+            .await;
             let view = hidden_front_e2e::client::get_game(
                 &mut session,
                 &game.game_id,
@@ -188,6 +197,15 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
     assert_eq!(last.rounds.len(), ROUNDS, "no round made twice or lost");
     assert_eq!(last.rounds_completed as usize, ROUNDS);
 
+    let drawn = results
+        .iter()
+        .flat_map(|(bulk, _)| &bulk.games)
+        .filter(|g| g.outcome == pb::BulkGameOutcome::Drawn as i32)
+        .count();
+    eprintln!(
+        "swiss: {} games played to their end, {drawn} drawn",
+        ROUNDS * (ENTRANTS / 2)
+    );
     // The pairing rules, checked from the games alone.
     let mut met = HashSet::new();
     let mut byes = HashSet::new();
@@ -205,12 +223,16 @@ async fn a_swiss_of_nine_over_four_rounds_survives_a_sigkill_and_adds_up() {
             assert!(this_round.insert(south) && this_round.insert(north));
             seats.entry(south).or_default().push(pb::Side::South);
             seats.entry(north).or_default().push(pb::Side::North);
-            let winner = match pb::BulkGameOutcome::try_from(game.outcome) {
-                Ok(pb::BulkGameOutcome::SouthWon) => south,
-                Ok(pb::BulkGameOutcome::NorthWon) => north,
-                other => panic!("a resigned game ends with a winner, not {other:?}"),
-            };
-            *score.get_mut(winner).unwrap() += 2;
+            // Half points: a win 2, a draw 1 each.
+            match pb::BulkGameOutcome::try_from(game.outcome) {
+                Ok(pb::BulkGameOutcome::SouthWon) => *score.get_mut(south).unwrap() += 2,
+                Ok(pb::BulkGameOutcome::NorthWon) => *score.get_mut(north).unwrap() += 2,
+                Ok(pb::BulkGameOutcome::Drawn) => {
+                    *score.get_mut(south).unwrap() += 1;
+                    *score.get_mut(north).unwrap() += 1;
+                }
+                other => panic!("a game played to its end has a result, not {other:?}"),
+            }
             opponents.entry(south).or_default().push(Some(north));
             opponents.entry(north).or_default().push(Some(south));
         }
