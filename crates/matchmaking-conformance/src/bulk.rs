@@ -574,3 +574,98 @@ pub async fn entrants_change_one_at_a_time(store: Arc<dyn MatchStore>) {
         Err(MatchError::NotFound(Reason::TournamentNotFound, _))
     ));
 }
+
+/// A tournament's rounds are read together, more than one read's worth (256) of them, up to the
+/// first round without a bulk; the rounds whose every game has ended are kept and not read again,
+/// the others are read fresh each time. Also: `bulks` answers the bulks that exist, in the order
+/// asked.
+pub async fn tournament_rounds_are_read_together_and_ended_ones_kept(store: Arc<dyn MatchStore>) {
+    use hidden_front_matchmaking::tournament::{SettledRounds, round_bulks};
+    const WAVES: usize = 258;
+    let mut t = new_tournament(2);
+    t.format = TournamentFormat::Arena;
+    t.rounds = 0;
+    t.duration_ms = 3_600_000;
+    store.create_tournament(t.clone()).await.unwrap();
+    let (south, north) = (t.entrants[0].id.clone(), t.entrants[1].id.clone());
+    let mut games = Vec::new();
+    for wave in 1..=WAVES {
+        let bulk = store
+            .create_bulk(NewBulk {
+                bulk_id: round_bulk_id(&t.tournament_id, wave),
+                organiser: t.organiser.clone(),
+                rules: t.rules.clone(),
+                time_control: t.time_control.clone(),
+                rated: false,
+                start_ms: 10_000,
+                created_ms: 1_000,
+                pairs: vec![(south.clone(), north.clone())],
+            })
+            .await
+            .unwrap();
+        let game_id = Uuid::now_v7();
+        store
+            .complete_match(bulk.games[0].the_match.match_id, game_id, 10_001)
+            .await
+            .unwrap();
+        games.push(game_id);
+    }
+    // A round past a missing one is not the tournament's.
+    store
+        .create_bulk(NewBulk {
+            bulk_id: round_bulk_id(&t.tournament_id, WAVES + 2),
+            ..new_bulk(1, 10_000, false)
+        })
+        .await
+        .unwrap();
+    let end = |wave: usize| {
+        let store = store.clone();
+        let ended = EndedGame {
+            game_id: games[wave - 1],
+            south_player: south.clone(),
+            north_player: north.clone(),
+            result: EndedResult::Won(Side::South),
+            plies: 80,
+            decided_on_board: true,
+        };
+        async move {
+            handle_ended_game(&*store, &ended, 20_000, 30_000, &RatingIntegrity::default())
+                .await
+                .unwrap();
+        }
+    };
+    for wave in [1, 2, 3, 257] {
+        end(wave).await;
+    }
+    let settled = SettledRounds::default();
+    let one_by_one = |store: Arc<dyn MatchStore>, t: Tournament| async move {
+        let mut all = Vec::new();
+        for wave in 1..=WAVES {
+            let id = round_bulk_id(&t.tournament_id, wave);
+            all.push(store.bulk(&id).await.unwrap().expect("made"));
+        }
+        all
+    };
+    let read = round_bulks(&*store, &t, &settled).await.unwrap();
+    let plain: Vec<Bulk> = read.iter().map(|b| (**b).clone()).collect();
+    assert_eq!(plain.len(), WAVES, "up to the first missing round");
+    assert_eq!(plain, one_by_one(store.clone(), t.clone()).await);
+    assert_eq!(settled.len(), 4, "the rounds that ended are kept");
+    // A round that ends later is read fresh, then kept too.
+    end(4).await;
+    let again = round_bulks(&*store, &t, &settled).await.unwrap();
+    assert_eq!(again[3].games[0].outcome, Some(GameOutcome::SouthWon));
+    assert_eq!(again[4].games[0].outcome, None);
+    assert_eq!(settled.len(), 5);
+    settled.forget(&t.tournament_id);
+    assert!(settled.is_empty());
+    // `bulks`: those that exist, in the order asked.
+    let ids = [
+        round_bulk_id(&t.tournament_id, 3),
+        "no-such-bulk".to_owned(),
+        round_bulk_id(&t.tournament_id, 1),
+    ];
+    let both = store.bulks(&ids).await.unwrap();
+    assert_eq!(both, [plain[2].clone(), plain[0].clone()]);
+    assert!(store.bulks(&[]).await.unwrap().is_empty());
+}

@@ -69,6 +69,7 @@ macro_rules! match_store_tests {
             a_bulk_game_keeps_its_outcome_and_rating,
             tournaments_are_stored_retried_and_finished_once,
             entrants_change_one_at_a_time,
+            tournament_rounds_are_read_together_and_ended_ones_kept,
         );
     };
 }

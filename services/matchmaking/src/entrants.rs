@@ -44,7 +44,7 @@ impl MatchmakingService {
         listed.truncate(LISTED);
         let mut tournaments = Vec::with_capacity(listed.len());
         for t in &listed {
-            tournaments.push(tournament_to_proto(&**store, t, now).await?);
+            tournaments.push(tournament_to_proto(&**store, self.settled_rounds(), t, now).await?);
         }
         Ok(pb::ListTournamentsResponse { tournaments })
     }
@@ -63,7 +63,7 @@ impl MatchmakingService {
             .ok_or_else(|| match_error_status(Tournament::not_found(&r.tournament_id)))?;
         let now = self.config().clock.now_unix_ms();
         Ok(pb::ShowTournamentResponse {
-            tournament: Some(tournament_to_proto(&**store, &t, now).await?),
+            tournament: Some(tournament_to_proto(&**store, self.settled_rounds(), &t, now).await?),
         })
     }
 
@@ -111,7 +111,7 @@ impl MatchmakingService {
             .await
             .map_err(match_error_status)?;
         Ok(pb::JoinTournamentResponse {
-            tournament: Some(tournament_to_proto(&**store, &t, now).await?),
+            tournament: Some(tournament_to_proto(&**store, self.settled_rounds(), &t, now).await?),
         })
     }
 
@@ -138,7 +138,7 @@ impl MatchmakingService {
             .await
             .map_err(match_error_status)?;
         Ok(pb::WithdrawTournamentResponse {
-            tournament: Some(tournament_to_proto(&**store, &t, now).await?),
+            tournament: Some(tournament_to_proto(&**store, self.settled_rounds(), &t, now).await?),
         })
     }
 }

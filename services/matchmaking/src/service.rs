@@ -316,9 +316,16 @@ struct Inner {
     /// Wakes the computer driver when this process made a computer game.
     computer_added: Notify,
     stats: Arc<DriverStats>,
+    /// Tournaments' rounds that have ended, not read again.
+    settled: tournament::SettledRounds,
 }
 
 impl MatchmakingService {
+    /// The tournaments' ended rounds this process keeps ([`tournament::SettledRounds`]).
+    pub fn settled_rounds(&self) -> &tournament::SettledRounds {
+        &self.inner.settled
+    }
+
     /// A service on `store` creating games through `session`. Serve it with
     /// [`MatchmakingService::server`]; run its loops with [`MatchmakingService::spawn_background`].
     pub fn new(
@@ -333,6 +340,7 @@ impl MatchmakingService {
                 config,
                 computer_added: Notify::new(),
                 stats: Arc::new(DriverStats::default()),
+                settled: tournament::SettledRounds::default(),
             }),
         }
     }
@@ -497,7 +505,7 @@ impl MatchmakingService {
     /// One step of one tournament ([`MatchmakingService::tournament_round`]).
     async fn advance_tournament(&self, t: &Tournament, now: u64) -> Result<(), MatchError> {
         let store = &self.inner.store;
-        let rounds = tournament::round_bulks(&**store, t).await?;
+        let rounds = tournament::round_bulks(&**store, t, &self.inner.settled).await?;
         let progress = match tournament::progress(t, &rounds, now) {
             Ok(progress) => progress,
             Err(error) => {
@@ -515,6 +523,7 @@ impl MatchmakingService {
                 {
                     tracing::info!(tournament_id = %t.tournament_id, rounds = progress.made, "tournament finished");
                 }
+                self.inner.settled.forget(&t.tournament_id);
             }
             // Round 1 is paired at the start, from the entrants then (players of a
             // tournament open to them join until shortly before).

@@ -22,7 +22,9 @@ use hidden_front_tournament::arena::{self, ArenaScore, Waiting};
 use hidden_front_tournament::standings::{Standing, standings};
 use hidden_front_tournament::swiss::{self, RoundPairings};
 use hidden_front_tournament::{Entrant, Outcome, Pairing, Record, TournamentError, round_robin};
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -78,21 +80,93 @@ pub struct Progress {
     pub next: Step,
 }
 
-/// The bulks of `tournament`'s rounds made so far, round 1's first: read until a round has no
-/// bulk, or the tournament's last.
+/// Rounds read this many at a time ([`round_bulks`]).
+const ROUNDS_PER_READ: usize = 256;
+
+/// Tournaments' rounds whose every game has ended, kept by this process: such a round never
+/// changes again (an outcome is written once; a round's bulk cannot be cancelled), so
+/// [`round_bulks`] reads only the rounds still being played. Why: an arena pairs a wave every
+/// few seconds, and reading every wave again on each loop round grows with its history.
+#[derive(Debug, Default)]
+pub struct SettledRounds {
+    /// By tournament id, then round number (from 1).
+    rounds: parking_lot::Mutex<HashMap<String, HashMap<usize, Arc<Bulk>>>>,
+}
+
+impl SettledRounds {
+    /// Drops what is kept of a tournament (once it has finished).
+    pub fn forget(&self, tournament_id: &str) {
+        self.rounds.lock().remove(tournament_id);
+    }
+
+    /// Rounds kept, over every tournament.
+    pub fn len(&self) -> usize {
+        self.rounds.lock().values().map(HashMap::len).sum()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The bulks of `tournament`'s rounds made so far, round 1's first: up to the first round
+/// without a bulk, or the tournament's last. Rounds `settled` keeps are not read again; the
+/// others are read [`ROUNDS_PER_READ`] at a time, and those found settled are kept.
 pub async fn round_bulks(
     store: &dyn MatchStore,
     tournament: &Tournament,
-) -> Result<Vec<Bulk>, MatchError> {
+    settled: &SettledRounds,
+) -> Result<Vec<Arc<Bulk>>, MatchError> {
     let total = total_rounds(tournament);
-    let mut rounds = Vec::new();
+    let id = &tournament.tournament_id;
+    let mut rounds: Vec<Arc<Bulk>> = Vec::new();
     while rounds.len() < total {
-        match store
-            .bulk(&round_bulk_id(&tournament.tournament_id, rounds.len() + 1))
+        let first = rounds.len() + 1;
+        let last = (first + ROUNDS_PER_READ - 1).min(total);
+        let kept: HashMap<usize, Arc<Bulk>> = {
+            let all = settled.rounds.lock();
+            let of_this = all.get(id);
+            (first..=last)
+                .filter_map(|n| of_this.and_then(|r| r.get(&n)).map(|b| (n, Arc::clone(b))))
+                .collect()
+        };
+        let wanted: Vec<String> = (first..=last)
+            .filter(|n| !kept.contains_key(n))
+            .map(|n| round_bulk_id(id, n))
+            .collect();
+        let mut read: HashMap<String, Arc<Bulk>> = store
+            .bulks(&wanted)
             .await?
-        {
-            Some(bulk) => rounds.push(bulk),
-            None => break,
+            .into_iter()
+            .map(|b| (b.bulk_id.clone(), Arc::new(b)))
+            .collect();
+        let mut newly_settled = Vec::new();
+        for n in first..=last {
+            let bulk = match kept.get(&n) {
+                Some(bulk) => Arc::clone(bulk),
+                None => match read.remove(&round_bulk_id(id, n)) {
+                    Some(bulk) => {
+                        if bulk.games.iter().all(|g| g.outcome.is_some()) {
+                            newly_settled.push((n, Arc::clone(&bulk)));
+                        }
+                        bulk
+                    }
+                    None => break,
+                },
+            };
+            rounds.push(bulk);
+        }
+        if !newly_settled.is_empty() {
+            settled
+                .rounds
+                .lock()
+                .entry(id.clone())
+                .or_default()
+                .extend(newly_settled);
+        }
+        if rounds.len() < last {
+            break;
         }
     }
     Ok(rounds)
@@ -157,9 +231,9 @@ fn outcome_for_south(outcome: GameOutcome) -> Option<Outcome> {
 /// Where `tournament` is at `now_ms`, given the bulks of its rounds made so far (`rounds[0]` is
 /// round 1's), and what to do next. A Swiss's or round robin's round must hold exactly the pairs
 /// the rules give for it after the rounds before, and counts once every game of it has ended.
-pub fn progress(
+pub fn progress<B: Borrow<Bulk>>(
     tournament: &Tournament,
-    rounds: &[Bulk],
+    rounds: &[B],
     now_ms: u64,
 ) -> Result<Progress, ProgressError> {
     if tournament.format == TournamentFormat::Arena {
@@ -180,6 +254,7 @@ pub fn progress(
     let mut byes = Vec::with_capacity(rounds.len());
     let mut completed = 0;
     for (index, bulk) in rounds.iter().enumerate() {
+        let bulk: &Bulk = bulk.borrow();
         let round = index + 1;
         let pairing = pairing_of(tournament, &records, round)?;
         let same = pairing.games.len() == bulk.games.len()
@@ -249,7 +324,11 @@ pub fn progress(
 
 /// An arena's [`progress`]: every ended game scored in order, the players not in a game paired
 /// in a wave while the arena runs, finished once it is over and its last games have ended.
-fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progress, ProgressError> {
+fn arena_progress<B: Borrow<Bulk>>(
+    t: &Tournament,
+    waves: &[B],
+    now_ms: u64,
+) -> Result<Progress, ProgressError> {
     let index: HashMap<&str, usize> = t
         .entrants
         .iter()
@@ -263,6 +342,7 @@ fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progres
     let mut busy = vec![false; n];
     let mut completed = 0;
     for (k, wave) in waves.iter().enumerate() {
+        let wave: &Bulk = wave.borrow();
         let mut ended = true;
         for game in &wave.games {
             let m = &game.the_match;
@@ -307,7 +387,7 @@ fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progres
     } else if now_ms < t.start_ms
         || waves
             .last()
-            .is_some_and(|w| now_ms < w.start_ms.saturating_add(every))
+            .is_some_and(|w| now_ms < w.borrow().start_ms.saturating_add(every))
     {
         Step::Wait
     } else {
@@ -367,6 +447,9 @@ fn arena_progress(t: &Tournament, waves: &[Bulk], now_ms: u64) -> Result<Progres
 mod tests {
     use super::*;
     use crate::store::{BulkGame, NewBulk, Reason, TournamentEntrant, round_bulk_id};
+
+    /// No round made yet.
+    const NO_ROUNDS: &[Bulk] = &[];
 
     fn tournament(format: TournamentFormat, players: usize, rounds: u32) -> Tournament {
         Tournament {
@@ -459,7 +542,7 @@ mod tests {
     #[test]
     fn a_game_without_a_result_leaves_both_players_absent() {
         let t = tournament(TournamentFormat::Swiss, 4, 2);
-        let Step::Pair(pairing) = progress(&t, &[], 0).unwrap().next else {
+        let Step::Pair(pairing) = progress(&t, NO_ROUNDS, 0).unwrap().next else {
             panic!("round 1 is to be paired");
         };
         let mut bulk = bulk_of(&t, 1, &pairing);
@@ -487,7 +570,7 @@ mod tests {
     #[test]
     fn a_round_not_made_by_the_rules_is_refused() {
         let t = tournament(TournamentFormat::Swiss, 4, 2);
-        let Step::Pair(mut pairing) = progress(&t, &[], 0).unwrap().next else {
+        let Step::Pair(mut pairing) = progress(&t, NO_ROUNDS, 0).unwrap().next else {
             panic!("round 1 is to be paired");
         };
         pairing.games.swap(0, 1);
@@ -511,11 +594,11 @@ mod tests {
         t.duration_ms = 60_000;
         let end = t.start_ms + t.duration_ms;
         assert_eq!(
-            progress(&t, &[], 500).unwrap().next,
+            progress(&t, NO_ROUNDS, 500).unwrap().next,
             Step::Wait,
             "before its start"
         );
-        let Step::Pair(first) = progress(&t, &[], 1_000).unwrap().next else {
+        let Step::Pair(first) = progress(&t, NO_ROUNDS, 1_000).unwrap().next else {
             panic!("everyone waits at the start");
         };
         assert_eq!(first.games.len(), 2);
@@ -568,7 +651,7 @@ mod tests {
     fn a_paused_arena_entrant_is_in_no_wave_until_they_resume_and_keeps_their_points() {
         let mut t = tournament(TournamentFormat::Arena, 5, 0);
         t.duration_ms = 60_000;
-        let Step::Pair(first) = progress(&t, &[], 1_000).unwrap().next else {
+        let Step::Pair(first) = progress(&t, NO_ROUNDS, 1_000).unwrap().next else {
             panic!("the start pairs a wave");
         };
         let mut waves = vec![wave(&t, 1, &first, 1_000)];

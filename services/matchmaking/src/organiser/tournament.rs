@@ -9,7 +9,7 @@ use crate::store::tournament::capacity;
 use crate::store::{
     MatchError, MatchStore, Standing, Tournament, TournamentEntrant, TournamentFormat,
 };
-use crate::tournament::{Step, progress, round_bulks};
+use crate::tournament::{SettledRounds, Step, progress, round_bulks};
 use hidden_front_api_error::ApiError;
 use hidden_front_operator_auth::Operator;
 use hidden_front_proto::v1 as pb;
@@ -247,7 +247,8 @@ impl Organiser {
 
     /// The answer: the tournament with its rounds and standings now.
     async fn tournament_to_proto(&self, t: &Tournament) -> Result<pb::Tournament, Status> {
-        tournament_to_proto(&**self.matchmaking.store(), t, self.now_ms()).await
+        let settled = self.matchmaking.settled_rounds();
+        tournament_to_proto(&**self.matchmaking.store(), settled, t, self.now_ms()).await
     }
 }
 
@@ -255,10 +256,13 @@ impl Organiser {
 /// bulks) and the standings after the completed ones.
 pub(crate) async fn tournament_to_proto(
     store: &dyn MatchStore,
+    settled: &SettledRounds,
     t: &Tournament,
     now: u64,
 ) -> Result<pb::Tournament, Status> {
-    let rounds = round_bulks(store, t).await.map_err(match_error_status)?;
+    let rounds = round_bulks(store, t, settled)
+        .await
+        .map_err(match_error_status)?;
     let progress = progress(t, &rounds, now).map_err(|e| {
         match_error_status(MatchError::Corrupt(format!(
             "tournament {:?}: {e}",

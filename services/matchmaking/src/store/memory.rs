@@ -620,6 +620,11 @@ impl MatchStore for MemoryMatchStore {
         Ok(self.lock().bulk(bulk_id))
     }
 
+    async fn bulks(&self, bulk_ids: &[String]) -> Result<Vec<Bulk>, MatchError> {
+        let state = self.lock();
+        Ok(bulk_ids.iter().filter_map(|id| state.bulk(id)).collect())
+    }
+
     async fn cancel_bulk(
         &self,
         bulk_id: &str,

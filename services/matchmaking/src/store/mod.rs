@@ -599,6 +599,9 @@ pub trait MatchStore: Send + Sync {
     -> Result<Bulk, MatchError>;
     /// A bulk with every game's match and, once its end was handled, outcome.
     async fn bulk(&self, bulk_id: &str) -> Result<Option<Bulk>, MatchError>;
+    /// The bulks of `bulk_ids` that exist, each as [`MatchStore::bulk`] reads it, in the order
+    /// asked (read together: a tournament's rounds in one go).
+    async fn bulks(&self, bulk_ids: &[String]) -> Result<Vec<Bulk>, MatchError>;
     /// Cancels a bulk none of whose games exists, unless it starts within `margin_ms` of
     /// `now_ms` ([`Bulk::check_cancellable`]); cancelling it again returns it as it is. A
     /// cancelled bulk's matches are never due.

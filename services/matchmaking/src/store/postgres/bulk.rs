@@ -5,7 +5,7 @@
 
 use super::{MATCH_COLUMNS, PostgresMatchStore, match_from, ms, unms, write_notices};
 use crate::store::{Bulk, BulkGame, GameOutcome, Match, MatchError, NewBulk, Notices};
-use sqlx::postgres::{PgConnection, PgPool};
+use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
 const BULK_COLUMNS: &str =
@@ -41,18 +41,17 @@ async fn read_in(
     .fetch_all(&mut *conn)
     .await?
     .iter()
-    .map(|row| {
-        Ok(BulkGame {
-            the_match: match_from(row)?,
-            outcome: row
-                .try_get::<Option<String>, _>("outcome")?
-                .as_deref()
-                .map(GameOutcome::parse)
-                .transpose()?,
-        })
-    })
+    .map(game_from)
     .collect::<Result<Vec<_>, MatchError>>()?;
     Ok(Some(Bulk {
+        games,
+        ..head_from(&row)?
+    }))
+}
+
+/// A bulk's row, without its games.
+fn head_from(row: &PgRow) -> Result<Bulk, MatchError> {
+    Ok(Bulk {
         bulk_id: row.try_get("bulk_id")?,
         organiser: row.try_get("organiser")?,
         rules: row.try_get("rules")?,
@@ -61,13 +60,70 @@ async fn read_in(
         start_ms: unms(row.try_get("start_ms")?),
         created_ms: unms(row.try_get("created_ms")?),
         cancelled_ms: row.try_get::<Option<i64>, _>("cancelled_ms")?.map(unms),
-        games,
-    }))
+        games: Vec::new(),
+    })
+}
+
+/// A bulk's game: its match's row with the outcome joined.
+fn game_from(row: &PgRow) -> Result<BulkGame, MatchError> {
+    Ok(BulkGame {
+        the_match: match_from(row)?,
+        outcome: row
+            .try_get::<Option<String>, _>("outcome")?
+            .as_deref()
+            .map(GameOutcome::parse)
+            .transpose()?,
+    })
 }
 
 /// A bulk as it is now.
 pub(super) async fn read(pool: &PgPool, bulk_id: &str) -> Result<Option<Bulk>, MatchError> {
     read_in(&mut *pool.acquire().await?, bulk_id, false).await
+}
+
+/// The bulks of `bulk_ids` that exist, in that order, read with two statements in one snapshot
+/// (a repeatable-read transaction: heads and games agree).
+pub(super) async fn read_many(pool: &PgPool, bulk_ids: &[String]) -> Result<Vec<Bulk>, MatchError> {
+    if bulk_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let heads = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {BULK_COLUMNS} FROM mm_bulks WHERE bulk_id = ANY($1)"
+    )))
+    .bind(bulk_ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    let columns = MATCH_COLUMNS
+        .split(", ")
+        .map(|c| format!("m.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {columns}, e.outcome FROM mm_matches m \
+         LEFT JOIN mm_ended_games e ON e.game_id = m.game_id \
+         WHERE m.bulk_id = ANY($1) ORDER BY m.bulk_id, m.bulk_index"
+    )))
+    .bind(bulk_ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let mut by_id = std::collections::HashMap::with_capacity(heads.len());
+    for row in &heads {
+        let bulk = head_from(row)?;
+        by_id.insert(bulk.bulk_id.clone(), bulk);
+    }
+    for row in &rows {
+        let game = game_from(row)?;
+        let bulk_id = game.the_match.bulk_id.clone().unwrap_or_default();
+        if let Some(bulk) = by_id.get_mut(&bulk_id) {
+            bulk.games.push(game);
+        }
+    }
+    Ok(bulk_ids.iter().filter_map(|id| by_id.remove(id)).collect())
 }
 
 /// Bulk matches whose start has come, earliest first.

@@ -1028,6 +1028,10 @@ impl MatchStore for PostgresMatchStore {
         bulk::read(&self.pool, bulk_id).await
     }
 
+    async fn bulks(&self, bulk_ids: &[String]) -> Result<Vec<Bulk>, MatchError> {
+        bulk::read_many(&self.pool, bulk_ids).await
+    }
+
     async fn cancel_bulk(
         &self,
         bulk_id: &str,
