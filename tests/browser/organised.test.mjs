@@ -1,7 +1,8 @@
 // A game an organiser pairs (docs/organisers.md) opens by itself on both players' pages: two
 // guests wait in the lobby, an operator makes a bulk pairing them with `hidden-front organiser
 // bulk create` (the real CLI against the real server's internal port), and at its start both
-// pages go to the same game without a click, each in its own seat.
+// pages go to the same game without a click, each in its own seat. Likewise an open tournament's
+// first round, whose pairing the lobby then shows as pushed on the player's stream.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -96,8 +97,9 @@ test("two guests join an open tournament by clicking, and its first round opens 
       "--admin-token", TOKEN,
     ]);
     assert.equal(JSON.parse(stdout).state, "TOURNAMENT_STATE_SCHEDULED");
+    const ids = [];
     for (const person of [ann, bob]) {
-      await person.signInAsGuest(server.url);
+      ids.push(await person.signInAsGuest(server.url));
       const line = person.page.locator(`[data-tournament-id="${CUP}"]`);
       await line.locator('[data-action="join-tournament"]').click();
       await person.page.locator(`[data-tournament-id="${CUP}"][data-joined="true"]`).waitFor();
@@ -106,6 +108,13 @@ test("two guests join an open tournament by clicking, and its first round opens 
     await ann.waitForGame("phase", "deployment", 60_000);
     await bob.waitForGame("phase", "deployment", 60_000);
     assert.equal(ann.gameId(), bob.gameId(), "one game for both");
+    // Back in the lobby, the standings pushed at the pairing name each one's game of round 1.
+    for (const [person, opponent] of [[ann, ids[1]], [bob, ids[0]]]) {
+      await person.page.locator('a[href="/"]').first().click();
+      const next = person.page.locator(`[data-tournament-id="${CUP}"] [data-field="next-game"]`);
+      await next.waitFor();
+      assert.equal(await next.textContent(), `Round 1: you play ${opponent}`);
+    }
     assert.deepEqual([...ann.errors, ...bob.errors], []);
   } finally {
     await ann.close();
