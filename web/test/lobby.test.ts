@@ -329,6 +329,8 @@ describe("the lobby", () => {
     await flush();
     const first = ws.last("playComputer")!;
     expect(first.body).toMatchObject({ level: "search", rules: "hidden-front" });
+    // No clock chosen: none sent, the server's default for computer games (relaxed).
+    expect((first.body as { timeControl?: string }).timeControl ?? "").toBe("");
     ws.answer(first, { playComputer: { gameId: "g5", seat: "SIDE_SOUTH", level: "search" } });
     await flush();
     expect(navigate).toHaveBeenCalledWith("/game/g5");
@@ -336,9 +338,12 @@ describe("the lobby", () => {
     level.dispatchEvent(new Event("change"));
     (root.querySelector('select[data-field="rules"]') as HTMLSelectElement).value = "gunjin-shogi";
     root.querySelector('select[data-field="rules"]')!.dispatchEvent(new Event("change"));
+    const clock = root.querySelector('select[data-field="time-control"]') as HTMLSelectElement;
+    clock.value = "online";
+    clock.dispatchEvent(new Event("change"));
     (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
     await flush();
-    expect(ws.last("playComputer")!.body).toMatchObject({ level: "greedy", rules: "gunjin-shogi" });
+    expect(ws.last("playComputer")!.body).toMatchObject({ level: "greedy", rules: "gunjin-shogi", timeControl: "online" });
     expect(localStorage.getItem("hf.level")).toBe("greedy");
   });
 

@@ -973,6 +973,7 @@ impl MatchmakingApi for MatchmakingService {
         }
         let rules = parse_rules("rules", &r.rules)?;
         let level = parse_level("level", &r.level)?;
+        let time_control = parse_time_control("time_control", &r.time_control, "relaxed")?;
         let seat = match r.seat {
             0 => Side::South,
             s => wire::side_from_proto("seat", s).map_err(|e| Status::from(ApiError::from(e)))?,
@@ -1004,7 +1005,7 @@ impl MatchmakingApi for MatchmakingService {
                 north_player: north,
                 rules: rules.name(),
                 time_control: Some(pb::TimeControl {
-                    name: "relaxed".into(),
+                    name: time_control,
                     ..Default::default()
                 }),
                 idempotency_key: key,

@@ -694,6 +694,7 @@ async fn start_computer_game(
         rules: String::new(),
         seat: pb::Side::South as i32,
         level: "greedy".into(),
+        time_control: String::new(),
     };
     let created = client
         .play_computer(request.clone())

@@ -13,7 +13,7 @@ export const en = {
   "signin.out": "Sign out",
   "lobby.rules": "Rule set",
   "lobby.rated": "Rated",
-  "lobby.clock.default": "Usual for the game (online for matches, relaxed for invites)",
+  "lobby.clock.default": "Usual for the game (online for matches, relaxed for invites and the computer)",
   "lobby.clock": "Clock",
   "clock.choice.online": "Online: 90 s to deploy, 30 s a move",
   "clock.choice.relaxed": "Relaxed: 5 min to deploy, 2 min a move",

@@ -15,7 +15,7 @@ export const ja: Record<Key, string> = {
   "signin.out": "ログアウト",
   "lobby.rules": "ルール",
   "lobby.rated": "レーティング戦",
-  "lobby.clock.default": "標準（対戦はオンライン、招待はゆったり）",
+  "lobby.clock.default": "標準（対戦はオンライン、招待とコンピューター戦はゆったり）",
   "lobby.clock": "持ち時間",
   "clock.choice.online": "オンライン：配置90秒、1手30秒",
   "clock.choice.relaxed": "ゆったり：配置5分、1手2分",

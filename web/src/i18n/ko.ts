@@ -15,7 +15,7 @@ export const ko: Record<Key, string> = {
   "signin.out": "로그아웃",
   "lobby.rules": "규칙",
   "lobby.rated": "레이팅 게임",
-  "lobby.clock.default": "기본 (매칭은 온라인, 초대는 여유)",
+  "lobby.clock.default": "기본 (매칭은 온라인, 초대와 컴퓨터 대국은 여유)",
   "lobby.clock": "시간",
   "clock.choice.online": "온라인: 배치 90초, 한 수 30초",
   "clock.choice.relaxed": "여유: 배치 5분, 한 수 2분",

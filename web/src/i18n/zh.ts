@@ -15,7 +15,7 @@ export const zh: Record<Key, string> = {
   "signin.out": "退出",
   "lobby.rules": "规则",
   "lobby.rated": "积分赛",
-  "lobby.clock.default": "默认（匹配为在线，邀请为宽松）",
+  "lobby.clock.default": "默认（匹配为在线，邀请和电脑对局为宽松）",
   "lobby.clock": "用时",
   "clock.choice.online": "在线：布阵90秒，每步30秒",
   "clock.choice.relaxed": "宽松：布阵5分钟，每步2分钟",

@@ -264,7 +264,8 @@ export class LobbyScreen {
 
   private playComputer(): Promise<void> {
     return this.run(async () => {
-      const r = await this.deps.conn.request("playComputer", { requestId: uid(), rules: this.rules, level: this.level });
+      // The chosen clock; unchosen, the server's default for computer games (relaxed).
+      const r = await this.deps.conn.request("playComputer", { requestId: uid(), rules: this.rules, level: this.level, ...(this.timeControl ? { timeControl: this.timeControl } : {}) });
       if (r.gameId) this.deps.navigate(`/game/${r.gameId}`);
     });
   }

@@ -186,6 +186,8 @@ pub enum LobbyInput {
         north: bool,
         /// The computer's level; `None` leaves it to the server (its default level).
         level: Option<hidden_front_bot::Level>,
+        /// The time control's name (`online` or `relaxed`, the default).
+        time_control: String,
     },
     /// Join a matchmaking queue.
     Match {
@@ -239,8 +241,8 @@ pub enum LobbyInput {
 pub const LOBBY_HELP: &str = "\
 lobby commands (case does not matter; RULES is junqi (= hidden-front), gunjin (= gunjin-shogi)
 or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules` lists them):
-  computer [RULES] [LEVEL] [north]  play the computer (relaxed time control; you are south unless north;
-                                  LEVEL: random, greedy, belief or search, the default)
+  computer [RULES] [LEVEL] [TIME] [north]  play the computer (relaxed time unless online; you are
+                                  south unless north; LEVEL: random, greedy, belief or search, the default)
   match [RULES] [TIME] [rated]    find an opponent (casual unless rated; online time unless relaxed)
   invite [RULES] [TIME]           create an invite: prints its link and code, then waits for your friend
   accept CODE|LINK                accept a friend's invite
@@ -268,7 +270,8 @@ rule sets:
                            options +tank-beats-engineer +mine-survives +no-combat-N
 time controls:
   online                   90 s deployment, 30 s a move, 60 s to come back; the third timeout loses
-  relaxed                  300 s deployment, 120 s a move, 300 s to come back (invites and computer games)";
+  relaxed                  300 s deployment, 120 s a move, 300 s to come back (the default of invites and
+                           computer games)";
 
 /// A rule-set word: the two aliases, or a name the rules engine understands (checked now, so a
 /// typo is answered before anything goes to the server).
@@ -327,9 +330,7 @@ fn options(command: &str, words: &[&str], allowed: &[&str]) -> Result<Options, S
         };
         if !allowed.contains(&kind) {
             return Err(match kind {
-                "time" => format!(
-                    "`{command}` takes no time control (the computer plays the relaxed one)"
-                ),
+                "time" => format!("`{command}` takes no time control"),
                 "rated" => format!("`{command}` is never rated (only `match` queues are)"),
                 "seat" => format!("`{command}` takes no seat (the server seats both players)"),
                 "level" => format!("`{command}` takes no level (only `computer` does)"),
@@ -372,11 +373,12 @@ pub fn parse_lobby(line: &str) -> Result<LobbyInput, String> {
     };
     match keyword.as_str() {
         "computer" | "bot" => {
-            let o = options("computer", rest, &["rules", "seat", "level"])?;
+            let o = options("computer", rest, &["rules", "seat", "level", "time"])?;
             Ok(LobbyInput::Computer {
                 rules: o.rules,
                 north: o.north,
                 level: o.level,
+                time_control: o.time_control.unwrap_or_else(|| "relaxed".to_string()),
             })
         }
         "match" | "queue" | "find" => {

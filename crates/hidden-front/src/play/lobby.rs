@@ -93,7 +93,8 @@ pub async fn run(connection: Connection, lines: &mut mpsc::Receiver<String>) -> 
                 rules,
                 north,
                 level,
-            } => lobby.computer(&rules, north, level).await?,
+                time_control,
+            } => lobby.computer(&rules, north, level, &time_control).await?,
             LobbyInput::Accept(code) => lobby.accept(&code).await?,
             LobbyInput::Open(game) => lobby.open(game).await?,
             LobbyInput::Watch(game) => Some((game, true)),
@@ -339,8 +340,10 @@ impl Lobby {
         rules: &str,
         north: bool,
         level: Option<hidden_front_bot::Level>,
+        time_control: &str,
     ) -> anyhow::Result<Option<(String, bool)>> {
         let request = pb::PlayerServicePlayComputerRequest {
+            time_control: time_control.to_string(),
             level: level.map(|l| l.name().to_owned()).unwrap_or_default(),
             request_id: uuid::Uuid::new_v4().to_string(),
             rules: rules.to_string(),
@@ -357,7 +360,7 @@ impl Lobby {
         {
             Ok(answer) => {
                 say(&format!(
-                    "a game against the computer: {} ({rules}, level {}, relaxed time control), you play {}",
+                    "a game against the computer: {} ({rules}, level {}, {time_control} time control), you play {}",
                     printable(&answer.game_id),
                     printable(&answer.level),
                     side_name(answer.seat())

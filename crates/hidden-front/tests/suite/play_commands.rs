@@ -111,14 +111,16 @@ fn lobby_commands_take_rule_sets_time_controls_and_options_in_any_order() {
             rules: "hidden-front".into(),
             north: false,
             level: None,
+            time_control: "relaxed".into(),
         })
     );
     assert_eq!(
-        parse_lobby("Computer north GUNJIN+y-gates Greedy"),
+        parse_lobby("Computer north GUNJIN+y-gates Greedy ONLINE"),
         Ok(LobbyInput::Computer {
             rules: "gunjin-shogi+y-gates".into(),
             north: true,
             level: Some(hidden_front_bot::Level::Greedy),
+            time_control: "online".into(),
         })
     );
     assert!(
@@ -185,9 +187,9 @@ fn lobby_mistakes_are_answered_before_anything_is_sent() {
             .contains("not a rule set")
     );
     assert!(
-        parse_lobby("computer online")
+        parse_lobby("computer rated")
             .unwrap_err()
-            .contains("relaxed")
+            .contains("never rated")
     );
     assert!(
         parse_lobby("invite rated")

@@ -181,6 +181,7 @@ impl Gateway {
                 rules: request.rules,
                 seat: request.seat,
                 level: request.level,
+                time_control: request.time_control,
             })
             .await
             .map_err(upstream_status)?

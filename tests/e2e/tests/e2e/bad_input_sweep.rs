@@ -493,6 +493,7 @@ async fn a_huge_rules_name_is_refused_by_the_gateway() {
                 rules: big(),
                 seat: pb::Side::South as i32,
                 level: String::new(),
+                time_control: String::new(),
             },
         ))
         .await;
@@ -509,10 +510,28 @@ async fn a_huge_rules_name_is_refused_by_the_gateway() {
                     rules: String::new(),
                     seat: pb::Side::South as i32,
                     level,
+                    time_control: String::new(),
                 },
             ))
             .await;
         problems.extend(field_refusal_problem(answer, "level", "PlayComputer"));
+    }
+    for (request_id, time_control) in [("huge-clock", big()), ("unknown-clock", "blitz".into())] {
+        let answer = client
+            .play_computer(authed(
+                &token,
+                pb::PlayerServicePlayComputerRequest {
+                    request_id: request_id.into(),
+                    time_control,
+                    ..Default::default()
+                },
+            ))
+            .await;
+        problems.extend(field_refusal_problem(
+            answer,
+            "time_control",
+            "PlayComputer",
+        ));
     }
     problems.extend(store_problems(&mut server, before).await);
     assert_no_problems(&problems);

@@ -115,6 +115,7 @@ async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
                 rules: rules.into(),
                 seat: pb::Side::South as i32,
                 level: "grandmaster".into(),
+                time_control: String::new(),
             },
         ))
         .await
@@ -131,6 +132,7 @@ async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
                 rules: rules.into(),
                 seat: pb::Side::North as i32,
                 level: String::new(),
+                time_control: String::new(),
             },
         ))
         .await
@@ -138,6 +140,16 @@ async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
         .into_inner();
     assert_eq!(default.level, "search");
     assert_eq!(default.seat, pb::Side::North as i32);
+    let view = carol
+        .get_game(&default.game_id, false)
+        .await
+        .expect("GetGame");
+    let clock = view.time_control.as_ref().map(|c| c.name.as_str());
+    assert_eq!(
+        clock,
+        Some("relaxed"),
+        "the default clock of a computer game"
+    );
     let games = LEVELS.map(|level| {
         let channel = channel.clone();
         let rules = rules.to_owned();
@@ -157,11 +169,13 @@ async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
 /// Plays random legal moves for south against the computer at `level`; returns the plies played.
 async fn play_the_computer(player: &mut PlayerClient, rules: &str, level: &str) -> u32 {
     let token = gateway::token(player.player());
+    // The player's clock: the online one, 30 s a move.
     let request = pb::PlayerServicePlayComputerRequest {
         request_id: format!("{level}-game"),
         rules: rules.into(),
         seat: pb::Side::South as i32,
         level: level.into(),
+        time_control: "online".into(),
     };
     let started = player
         .inner()
@@ -189,6 +203,9 @@ async fn play_the_computer(player: &mut PlayerClient, rules: &str, level: &str) 
     );
     let game = started.game_id.clone();
     assert_eq!(started.seat, pb::Side::South as i32);
+    let view = player.get_game(&game, false).await.expect("GetGame");
+    let clock = view.time_control.as_ref().map(|c| c.name.as_str());
+    assert_eq!(clock, Some("online"), "the clock the player asked for");
     player
         .confirm(context(&game, "confirm", None))
         .await
