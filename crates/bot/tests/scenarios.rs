@@ -498,3 +498,36 @@ fn no_level_can_tell_hidden_kinds_apart() {
         }
     }
 }
+
+#[test]
+fn no_judging_level_walks_into_the_enemys_empty_hq() {
+    // The enemy's flag is in B12 (known from the frame's start only as a piece there); D12, the
+    // other HQ, is empty: a piece that steps in is frozen there for good and wins nothing. The
+    // bot's 3 on D11 and its 2 on E11 stand next to it; other moves are quiet.
+    let mut pieces = frame();
+    pieces.extend([
+        ("D11", South, "3", 1),
+        ("E11", South, "2", 2),
+        ("C6", South, "9", 3),
+        ("A5", South, "4", 4),
+        ("E7", North, "5", 20),
+        ("A9", North, "3", 21),
+    ]);
+    for level in JUDGING {
+        for seed_move in [("A9", "A8"), ("E7", "E8")] {
+            let mut s = Scenario::at(level, Rules::default(), South, &pieces);
+            s.play(seed_move.0, seed_move.1);
+            let scores = s.scores();
+            let into_hq: Vec<&(String, f64)> =
+                scores.iter().filter(|(n, _)| n.ends_with("-D12")).collect();
+            assert!(!into_hq.is_empty(), "the HQ is reachable: {scores:?}");
+            let mv = s.choose();
+            assert_ne!(
+                mv.to,
+                node("D12"),
+                "{level}: walked into the empty HQ ({}); scores {scores:?}",
+                s.name(mv)
+            );
+        }
+    }
+}
