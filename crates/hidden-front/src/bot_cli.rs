@@ -1,10 +1,11 @@
 //! `hidden-front bot <verb>`: tools for the computer player; `bot ladder` plays refereed games
-//! between its levels and prints (and writes as JSON) the cross-table.
+//! between its levels and prints (and writes as JSON) the cross-table; `--duplicate` plays them
+//! in twins on shared deals, `--sprt` stops each pair by a sequential test.
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use hidden_front_bot::Level;
-use hidden_front_ladder::{LadderConfig, Pairs};
+use hidden_front_ladder::{LadderConfig, Pairs, Sprt};
 use hidden_front_rules::Rules;
 use std::path::PathBuf;
 
@@ -20,7 +21,8 @@ pub struct BotArgs {
 #[derive(Debug, Subcommand)]
 pub enum BotVerb {
     /// Plays refereed games between computer levels and prints the cross-table (W/D/L, score,
-    /// Elo difference with a 95% interval, plies per game, think times, illegal moves).
+    /// Elo difference with a 95% interval, plies per game, think times, illegal moves); with
+    /// --duplicate, in twins on shared deals, with the paired score and an optional SPRT.
     Ladder(LadderArgs),
 }
 
@@ -43,7 +45,8 @@ pub struct LadderArgs {
         default_value = "random,greedy,belief,search"
     )]
     pub levels: Vec<String>,
-    /// Games per pair (colours alternate every game, the first mover every two).
+    /// Games per pair (colours alternate every game, the first mover every two). With
+    /// --duplicate: twins per pair, two games each (so twice as many games).
     #[arg(long, default_value_t = 40)]
     pub games: u32,
     /// Fixes every game.
@@ -61,6 +64,41 @@ pub struct LadderArgs {
     /// Also writes the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Plays each pair's games in twins: two games on one deal (the same deployments, one per
+    /// seat, the same first mover and random seeds), the levels swapping seats; reports the
+    /// paired score of the twins. --games counts twins.
+    #[arg(long)]
+    pub duplicate: bool,
+    /// With --duplicate: stops each pair as soon as a sequential test (GSPRT over the twins, as
+    /// fishtest) accepts H0 (Elo = --sprt-elo0) or H1 (Elo = --sprt-elo1), Elo being the first
+    /// level's advantage over the second.
+    #[arg(long)]
+    pub sprt: bool,
+    /// The SPRT's H0: Elo difference of the pair's first level over the second.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        requires = "sprt"
+    )]
+    pub sprt_elo0: f64,
+    /// The SPRT's H1 (above --sprt-elo0).
+    #[arg(
+        long,
+        default_value_t = 35.0,
+        allow_negative_numbers = true,
+        requires = "sprt"
+    )]
+    pub sprt_elo1: f64,
+    /// The chance of accepting H1 when H0 holds.
+    #[arg(long, default_value_t = 0.05, requires = "sprt")]
+    pub sprt_alpha: f64,
+    /// The chance of accepting H0 when H1 holds.
+    #[arg(long, default_value_t = 0.05, requires = "sprt")]
+    pub sprt_beta: f64,
+    /// No SPRT verdict before this many twins (the variance of fewer is no estimate).
+    #[arg(long, default_value_t = 10, requires = "sprt")]
+    pub sprt_min_twins: u32,
 }
 
 /// Runs `hidden-front bot`.
@@ -88,6 +126,14 @@ fn ladder(args: LadderArgs) -> anyhow::Result<()> {
             PairsArg::Adjacent => Pairs::Adjacent,
         },
         budget: None,
+        duplicate: args.duplicate,
+        sprt: args.sprt.then_some(Sprt {
+            elo0: args.sprt_elo0,
+            elo1: args.sprt_elo1,
+            alpha: args.sprt_alpha,
+            beta: args.sprt_beta,
+            min_twins: args.sprt_min_twins,
+        }),
     };
     let ladder = hidden_front_ladder::run(&config)?;
     println!("{ladder}");
@@ -146,6 +192,90 @@ mod tests {
             assert_eq!(level["illegal_moves"], 0);
             assert!(level["think_p95_ms"].is_number());
         }
+    }
+
+    #[test]
+    fn bot_ladder_duplicate_writes_the_paired_score_and_the_sprt_verdict() {
+        let path = std::env::temp_dir().join(format!("bot-ladder-dup-{}.json", std::process::id()));
+        // Greedy against random: lopsided, so the test stops at its minimum of 4 twins.
+        let line = format!(
+            "ladder --levels greedy,random --games 12 --seed 3 --duplicate --sprt \
+             --sprt-elo0 -10 --sprt-elo1 20 --sprt-min-twins 4 --json {}",
+            path.display()
+        );
+        run(args(&line)).expect("a small duplicate ladder runs");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(json["duplicate"], true);
+        assert_eq!(json["twins_per_pair"], 12);
+        assert_eq!(json["games_per_pair"], 24);
+        assert_eq!(json["sprt"]["elo0"], -10.0);
+        assert_eq!(json["sprt"]["elo1"], 20.0);
+        assert_eq!(json["sprt"]["min_twins"], 4);
+        let paired = &json["pairs"][0]["paired"];
+        let pentanomial: Vec<u64> = paired["pentanomial"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(pentanomial.len(), 5);
+        let twins = paired["twins"].as_u64().unwrap();
+        assert_eq!(pentanomial.iter().sum::<u64>(), twins);
+        assert_eq!(json["pairs"][0]["games"].as_u64(), Some(2 * twins));
+        for key in [
+            "score",
+            "score_low",
+            "score_high",
+            "elo",
+            "elo_low",
+            "elo_high",
+        ] {
+            assert!(paired[key].is_number(), "{key}");
+        }
+        let sprt = &paired["sprt"];
+        assert_eq!(sprt["verdict"], "h1_accepted");
+        assert_eq!(sprt["twins"].as_u64(), Some(twins));
+        assert!((4..12).contains(&twins), "{twins}");
+        assert!(sprt["llr"].as_f64().unwrap() >= sprt["upper"].as_f64().unwrap());
+    }
+
+    #[test]
+    fn bot_ladder_without_duplicate_writes_no_paired_figures() {
+        let path =
+            std::env::temp_dir().join(format!("bot-ladder-plain-{}.json", std::process::id()));
+        let line = format!(
+            "ladder --levels random,greedy --games 2 --seed 3 --json {}",
+            path.display()
+        );
+        run(args(&line)).expect("a small ladder runs");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).ok();
+        for key in ["duplicate", "twins_per_pair", "sprt", "records"] {
+            assert!(json.get(key).is_none(), "{key}");
+        }
+        assert!(json["pairs"][0].get("paired").is_none());
+    }
+
+    #[test]
+    fn bot_ladder_refuses_an_sprt_without_duplicate_or_with_bad_parameters() {
+        let err = run(args("ladder --levels random,greedy --games 2 --sprt")).unwrap_err();
+        assert!(err.to_string().contains("--duplicate"), "{err}");
+        let err = run(args(
+            "ladder --levels random,greedy --games 2 --duplicate --sprt --sprt-elo0 40",
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("--sprt-elo1"), "{err}");
+        let err = run(args(
+            "ladder --levels random,greedy --games 2 --duplicate --sprt --sprt-alpha 0",
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("--sprt-alpha"), "{err}");
+        // The test's parameters mean nothing without it.
+        let cli = Cli::try_parse_from(["bot", "ladder", "--duplicate", "--sprt-elo1", "10"]);
+        assert!(cli.is_err());
     }
 
     #[test]

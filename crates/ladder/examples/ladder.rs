@@ -1,10 +1,12 @@
 //! The ladder without building the server binary (quicker to compile in release):
 //! `cargo run --release -p hidden-front-ladder --example ladder -- LEVELS GAMES SEED [RULES]
-//! [JOBS] [all|adjacent]`, e.g. `... -- random,greedy,belief,search 400 1 gunjin-shogi 1 all`.
+//! [JOBS] [all|adjacent] [duplicate|sprt]`, e.g. `... -- random,greedy,belief,search 400 1
+//! gunjin-shogi 1 all`. `duplicate` plays GAMES twins per pair (`hidden-front bot ladder
+//! --duplicate`), `sprt` also runs the default sequential test (`--duplicate --sprt`).
 //! Prints the same table as `hidden-front bot ladder`.
 
 use hidden_front_bot::Level;
-use hidden_front_ladder::{LadderConfig, Pairs};
+use hidden_front_ladder::{LadderConfig, Pairs, Sprt};
 use hidden_front_rules::Rules;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Pairs::All
         },
         budget: None,
+        duplicate: matches!(arg(6, "").as_str(), "duplicate" | "sprt"),
+        sprt: (arg(6, "") == "sprt").then(Sprt::default),
     };
     let ladder = hidden_front_ladder::run(&config)?;
     println!("{ladder}");

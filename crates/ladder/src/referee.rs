@@ -5,8 +5,8 @@ use hidden_front_bot::{Budget, ComputerPlayer, Level};
 use hidden_front_inference::shows_opponent_kind;
 use hidden_front_rules::piece::junqi;
 use hidden_front_rules::{
-    Command, Event, Family, Game, GameRng, Move, Outcome, Phase, Rules, Side, Viewer, project,
-    reveal,
+    Command, Deployment, Event, Family, Game, GameRng, Move, Outcome, Phase, Rules, Side, Viewer,
+    project, reveal,
 };
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -20,6 +20,16 @@ pub struct GameRecord {
     pub b: Level,
     /// The side `a` played.
     pub a_side: Side,
+    /// The game's number in its pair.
+    pub game: u32,
+    /// The game's seed (the referee's random stream; each seat's player gets it mixed with its
+    /// side).
+    pub seed: u64,
+    /// The side that moved first.
+    pub first: Side,
+    /// The deployments played, `[south, north]` (after any illegal one was replaced); `None`
+    /// when the game stopped before both sides deployed.
+    pub deployments: Option<[Deployment; 2]>,
     /// The result; `None` when the game crashed.
     pub outcome: Option<Outcome>,
     /// Plies played.
@@ -49,6 +59,10 @@ impl GameRecord {
             a,
             b,
             a_side,
+            game: 0,
+            seed: 0,
+            first: Side::South,
+            deployments: None,
             outcome: None,
             plies: 0,
             think_us: [Vec::new(), Vec::new()],
@@ -87,19 +101,67 @@ pub fn play_game(
     seed: u64,
     budget: Option<Budget>,
 ) -> GameRecord {
+    play(rules, [a, b], game, seed, budget, None)
+}
+
+/// Plays twin `twin` of the pair (`a`, `b`) under `rules` (a duplicate ladder): games `2·twin`
+/// and `2·twin + 1` on one deal. Both games have the seed `seed` (so the same referee's and
+/// seats' random streams) and the same first mover (south for even twins); `a` takes south in
+/// the first and north in the second. In the first game each level deploys for its seat as it
+/// always does; the second replays those two deployments, each from the same seat, so each level
+/// plays each deployment from each seat. `budget` as in [`play_game`].
+pub fn play_twin(
+    rules: Rules,
+    a: Level,
+    b: Level,
+    twin: u32,
+    seed: u64,
+    budget: Option<Budget>,
+) -> [GameRecord; 2] {
+    let first = play(rules, [a, b], 2 * twin, seed, budget, None);
+    let second = match &first.deployments {
+        Some(deal) => play(rules, [a, b], 2 * twin + 1, seed, budget, Some(deal)),
+        None => {
+            let mut second = blank_record([a, b], 2 * twin + 1, seed);
+            second.crash = Some("the twin's first game stopped before both sides deployed".into());
+            second
+        }
+    };
+    [first, second]
+}
+
+/// The record of game number `game` of the pair `[a, b]` before it starts: `a` takes south in
+/// even games, the first mover is south in games 0, 1 (mod 4) and north in 2, 3.
+fn blank_record([a, b]: [Level; 2], game: u32, seed: u64) -> GameRecord {
     let a_side = if game.is_multiple_of(2) {
         Side::South
     } else {
         Side::North
     };
-    let first = if (game / 2).is_multiple_of(2) {
+    let mut record = GameRecord::new(a, b, a_side);
+    record.game = game;
+    record.seed = seed;
+    record.first = if (game / 2).is_multiple_of(2) {
         Side::South
     } else {
         Side::North
     };
-    let mut record = GameRecord::new(a, b, a_side);
+    record
+}
+
+/// Plays game number `game` of the pair `[a, b]`; `deal`, if given, replaces both players'
+/// deployments (`[south, north]`).
+fn play(
+    rules: Rules,
+    [a, b]: [Level; 2],
+    game: u32,
+    seed: u64,
+    budget: Option<Budget>,
+    deal: Option<&[Deployment; 2]>,
+) -> GameRecord {
+    let mut record = blank_record([a, b], game, seed);
     let result = catch_unwind(AssertUnwindSafe(|| {
-        referee(rules, [a, b], a_side, first, seed, budget, &mut record)
+        referee(rules, [a, b], budget, deal, &mut record)
     }));
     match result {
         Ok(Ok(outcome)) => record.outcome = Some(outcome),
@@ -134,15 +196,16 @@ fn feed(players: &mut [ComputerPlayer; 2], events: &[Event], game: &Game) -> Res
     Ok(())
 }
 
+/// Referees the game `record` is about to hold (its seats, first mover and seed); `deal`, if
+/// given, is the two deployments `[south, north]` played instead of the players' own.
 fn referee(
     rules: Rules,
     levels: [Level; 2],
-    a_side: Side,
-    first: Side,
-    seed: u64,
     budget: Option<Budget>,
+    deal: Option<&[Deployment; 2]>,
     record: &mut GameRecord,
 ) -> Result<Outcome, String> {
+    let (a_side, first, seed) = (record.a_side, record.first, record.seed);
     let mut rng = GameRng::from_seed(seed);
     // Which of `levels` (and of the record's arrays) plays each side.
     let slot = |side: Side| usize::from(side != a_side);
@@ -156,17 +219,27 @@ fn referee(
     });
     let (mut game, events) = Game::create(rules, first, &mut rng);
     feed(&mut players, &events, &game)?;
+    let mut played = Vec::with_capacity(2);
     for side in Side::BOTH {
-        let mut deployment = players[side.index()].deployment();
-        if deployment.side != side || deployment.validate(&rules).is_err() {
-            record.illegal[slot(side)] += 1;
-            deployment = hidden_front_rules::Deployment::random(&rules, side, &mut rng);
-        }
+        let deployment = match deal {
+            // The twin's deal: valid, since the engine took it for this seat in the first game.
+            Some(deal) => deal[side.index()].clone(),
+            None => {
+                let mut deployment = players[side.index()].deployment();
+                if deployment.side != side || deployment.validate(&rules).is_err() {
+                    record.illegal[slot(side)] += 1;
+                    deployment = Deployment::random(&rules, side, &mut rng);
+                }
+                deployment
+            }
+        };
+        played.push(deployment.clone());
         let events = game
             .handle(&Command::SetDeployment { deployment }, &mut rng)
             .map_err(|e| format!("the engine refused a valid deployment: {e}"))?;
         feed(&mut players, &events, &game)?;
     }
+    record.deployments = <[Deployment; 2]>::try_from(played).ok();
     for side in Side::BOTH {
         let events = game
             .handle(&Command::Confirm { side }, &mut rng)

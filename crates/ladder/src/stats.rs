@@ -1,7 +1,8 @@
 //! The figures of a ladder: scores with their 95% intervals as Elo differences, and think-time
-//! percentiles.
+//! percentiles; for a duplicate ladder, the paired score of the twins and its interval.
 
 use crate::referee::GameRecord;
+use crate::sprt::{SprtResult, TWIN_SCORES, pentanomial_index, pentanomial_mean_variance};
 use hidden_front_bot::Level;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -52,6 +53,9 @@ pub struct PairStats {
     pub endings: BTreeMap<String, u32>,
     /// Games stopped by a panic or a leak.
     pub crashes: u32,
+    /// Duplicate ladder: the figures of the twins (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<PairedStats>,
 }
 
 impl PairStats {
@@ -73,6 +77,7 @@ impl PairStats {
             plies_mean: 0.0,
             endings: BTreeMap::new(),
             crashes: 0,
+            paired: None,
         };
         let mut scores = Vec::new();
         let mut plies = 0u64;
@@ -110,6 +115,86 @@ impl PairStats {
         }
         stats
     }
+}
+
+/// The score of a twin for the first level of its pair: the mean of its two games' scores
+/// (0, 0.25, 0.5, 0.75 or 1); `None` if either game crashed.
+pub fn twin_score(twin: &[GameRecord; 2]) -> Option<f64> {
+    Some((twin[0].score_a()? + twin[1].score_a()?) / 2.0)
+}
+
+/// One pair's figures over its twins (duplicate ladder), from the first level's side.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairedStats {
+    /// Twins scored (both games finished).
+    pub twins: u32,
+    /// How many twins scored 0, 0.25, 0.5, 0.75 and 1 for the first level.
+    pub pentanomial: [u32; 5],
+    /// The mean of the twins' scores.
+    pub score: f64,
+    /// The 95% interval of the score (normal approximation over the twins' scores).
+    pub score_low: f64,
+    /// Upper end of the interval.
+    pub score_high: f64,
+    /// The variance of one twin's score.
+    pub twin_variance: f64,
+    /// Elo difference first minus second level the score stands for.
+    pub elo: f64,
+    /// Elo at the interval's lower end.
+    pub elo_low: f64,
+    /// Elo at the interval's upper end.
+    pub elo_high: f64,
+    /// The sequential test, when the ladder ran one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sprt: Option<SprtResult>,
+}
+
+impl PairedStats {
+    /// The figures of twins counted by score (`pentanomial[i]` twins scored 0, 0.25, 0.5, 0.75,
+    /// 1 for `i` = 0..5): their mean, its 95% interval from the twins' variance, and the Elo
+    /// differences of both.
+    pub fn of_pentanomial(pentanomial: [u32; 5]) -> PairedStats {
+        let (n, mean, variance) = pentanomial_mean_variance(&pentanomial.map(f64::from));
+        let mut stats = PairedStats {
+            twins: pentanomial.iter().sum(),
+            pentanomial,
+            score: 0.0,
+            score_low: 0.0,
+            score_high: 0.0,
+            twin_variance: 0.0,
+            elo: 0.0,
+            elo_low: 0.0,
+            elo_high: 0.0,
+            sprt: None,
+        };
+        if n > 0.0 {
+            let half = 1.96 * (variance / n).sqrt();
+            stats.score = mean;
+            stats.score_low = (mean - half).max(0.0);
+            stats.score_high = (mean + half).min(1.0);
+            stats.twin_variance = variance;
+            stats.elo = elo_from_score(mean);
+            stats.elo_low = elo_from_score(stats.score_low);
+            stats.elo_high = elo_from_score(stats.score_high);
+        }
+        stats
+    }
+
+    /// The figures of `twins` (each the two games of one deal); twins with a crashed game are
+    /// left out.
+    pub fn of<'a>(twins: impl Iterator<Item = &'a [GameRecord; 2]>) -> PairedStats {
+        PairedStats::of_pentanomial(pentanomial(twins))
+    }
+}
+
+/// How many of `twins` scored 0, 0.25, 0.5, 0.75 and 1 for the first level (crashed twins left
+/// out).
+pub fn pentanomial<'a>(twins: impl Iterator<Item = &'a [GameRecord; 2]>) -> [u32; 5] {
+    let mut counts = [0; TWIN_SCORES.len()];
+    for score in twins.filter_map(twin_score) {
+        counts[pentanomial_index(score)] += 1;
+    }
+    counts
 }
 
 /// One level's figures over all its games in the ladder.
@@ -189,5 +274,28 @@ mod tests {
         assert!((elo_from_score(0.75) - 190.85).abs() < 0.1);
         assert!((elo_from_score(0.25) + 190.85).abs() < 0.1);
         assert_eq!(elo_from_score(1.0), elo_from_score(0.9995));
+    }
+
+    #[test]
+    fn paired_score_and_interval_by_hand() {
+        // Twins 0, 0.5, 0.5, 1: mean 0.5, variance (0.25 + 0.25) / 4 = 0.125, half-width
+        // 1.96 · sqrt(0.125 / 4) = 0.346 482.
+        let p = PairedStats::of_pentanomial([1, 0, 2, 0, 1]);
+        assert_eq!(p.twins, 4);
+        assert!((p.score - 0.5).abs() < 1e-12);
+        assert!((p.twin_variance - 0.125).abs() < 1e-12);
+        assert!((p.score_low - 0.153_518).abs() < 1e-6, "{}", p.score_low);
+        assert!((p.score_high - 0.846_482).abs() < 1e-6, "{}", p.score_high);
+        assert!(p.elo.abs() < 1e-9);
+        assert!((p.elo_high - elo_from_score(0.846_482)).abs() < 1e-3);
+        // Twins 0.75 and 1 (mean 0.875, variance 0.015 625): the interval is clamped at 1.
+        let p = PairedStats::of_pentanomial([0, 0, 0, 1, 1]);
+        assert!((p.score - 0.875).abs() < 1e-12);
+        assert!((p.twin_variance - 0.015_625).abs() < 1e-12);
+        assert!((p.score_low - (0.875 - 1.96 * (0.015_625f64 / 2.0).sqrt())).abs() < 1e-12);
+        assert_eq!(p.score_high, 1.0);
+        // No twins: nothing, and no NaN.
+        let p = PairedStats::of_pentanomial([0; 5]);
+        assert_eq!((p.twins, p.score, p.elo), (0, 0.0, 0.0));
     }
 }

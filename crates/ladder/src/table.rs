@@ -1,17 +1,25 @@
 //! The ladder as text: the cross-table, how the games ended, then each level's think times,
 //! illegal moves and (Junqi) games with a commander lost to a bomb, a piece stepped into an
-//! empty HQ, a flag attempt that found another piece in the HQ.
+//! empty HQ, a flag attempt that found another piece in the HQ. A duplicate ladder adds, after
+//! the endings, the paired score of each pair's twins and the sequential test's verdict.
 
 use crate::Ladder;
 use std::fmt;
 
 impl fmt::Display for Ladder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "ladder: {} games per pair, rules {}, seed {}, {} job(s)",
-            self.games_per_pair, self.rules, self.seed, self.jobs
-        )?;
+        match self.twins_per_pair {
+            Some(twins) => writeln!(
+                f,
+                "duplicate ladder: {} twins ({} games) per pair, rules {}, seed {}, {} job(s)",
+                twins, self.games_per_pair, self.rules, self.seed, self.jobs
+            )?,
+            None => writeln!(
+                f,
+                "ladder: {} games per pair, rules {}, seed {}, {} job(s)",
+                self.games_per_pair, self.rules, self.seed, self.jobs
+            )?,
+        }
         writeln!(
             f,
             "{:<16} {:>5} {:>5} {:>5} {:>5}  {:>6} {:>15}  {:>5} {:>17}  {:>6}",
@@ -42,6 +50,7 @@ impl fmt::Display for Ladder {
             let endings: Vec<String> = p.endings.iter().map(|(r, n)| format!("{r} {n}")).collect();
             writeln!(f, "{}-{} endings: {}", p.a, p.b, endings.join(", "))?;
         }
+        self.fmt_paired(f)?;
         writeln!(
             f,
             "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9}",
@@ -78,5 +87,75 @@ impl fmt::Display for Ladder {
             self.illegal_moves(),
             self.crashes()
         )
+    }
+}
+
+impl Ladder {
+    /// The paired score of each pair (a duplicate ladder; nothing otherwise) and, if the ladder
+    /// ran one, the sequential test.
+    fn fmt_paired(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.pairs.iter().any(|p| p.paired.is_some()) {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "{:<16} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {:>6} {:>15}  {:>5} {:>17}  {:>8}",
+            "paired",
+            "twins",
+            "0",
+            "0.25",
+            "0.5",
+            "0.75",
+            "1",
+            "score",
+            "95% score",
+            "Elo",
+            "95% Elo",
+            "var/twin"
+        )?;
+        for p in &self.pairs {
+            let Some(t) = &p.paired else { continue };
+            let [c0, c1, c2, c3, c4] = t.pentanomial;
+            writeln!(
+                f,
+                "{:<16} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {:>6.3} {:>15}  {:>+5.0} {:>17}  {:>8.4}",
+                format!("{}-{}", p.a, p.b),
+                t.twins,
+                c0,
+                c1,
+                c2,
+                c3,
+                c4,
+                t.score,
+                format!("[{:.3}, {:.3}]", t.score_low, t.score_high),
+                t.elo,
+                format!("[{:+.0}, {:+.0}]", t.elo_low, t.elo_high),
+                t.twin_variance
+            )?;
+        }
+        let Some(sprt) = &self.sprt else {
+            return Ok(());
+        };
+        let (lower, upper) = sprt.bounds();
+        writeln!(
+            f,
+            "SPRT: H0 Elo {:+}, H1 Elo {:+}, alpha {}, beta {}, LLR bounds [{:+.3}, {:+.3}], \
+             no verdict before {} twins",
+            sprt.elo0, sprt.elo1, sprt.alpha, sprt.beta, lower, upper, sprt.min_twins
+        )?;
+        for p in &self.pairs {
+            let Some(result) = p.paired.as_ref().and_then(|t| t.sprt.as_ref()) else {
+                continue;
+            };
+            writeln!(
+                f,
+                "{:<16} {:<12} LLR {:>+8.3} after {} twins",
+                format!("{}-{}", p.a, p.b),
+                result.verdict.to_string(),
+                result.llr,
+                result.twins
+            )?;
+        }
+        Ok(())
     }
 }

@@ -20,6 +20,8 @@ fn config(rules: &str, games: u32) -> LadderConfig {
             samples: hidden_front_bot::SEARCH_SAMPLES,
             max_think: Duration::from_secs(3600),
         }),
+        duplicate: false,
+        sprt: None,
     }
 }
 
