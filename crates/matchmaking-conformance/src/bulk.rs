@@ -659,6 +659,14 @@ pub async fn tournament_rounds_are_read_together_and_ended_ones_kept(store: Arc<
     assert_eq!(settled.len(), 5);
     settled.forget(&t.tournament_id);
     assert!(settled.is_empty());
+    // A finished tournament's rounds are read, not kept (it is only read on request).
+    let finished = Tournament {
+        finished_ms: Some(50_000),
+        ..t.clone()
+    };
+    let read_after = round_bulks(&*store, &finished, &settled).await.unwrap();
+    assert_eq!(read_after.len(), WAVES);
+    assert!(settled.is_empty(), "nothing kept for a finished tournament");
     // `bulks`: those that exist, in the order asked.
     let ids = [
         round_bulk_id(&t.tournament_id, 3),

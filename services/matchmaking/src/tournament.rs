@@ -112,7 +112,8 @@ impl SettledRounds {
 
 /// The bulks of `tournament`'s rounds made so far, round 1's first: up to the first round
 /// without a bulk, or the tournament's last. Rounds `settled` keeps are not read again; the
-/// others are read [`ROUNDS_PER_READ`] at a time, and those found settled are kept.
+/// others are read [`ROUNDS_PER_READ`] at a time, and those found settled are kept while the
+/// tournament runs.
 pub async fn round_bulks(
     store: &dyn MatchStore,
     tournament: &Tournament,
@@ -157,7 +158,9 @@ pub async fn round_bulks(
             };
             rounds.push(bulk);
         }
-        if !newly_settled.is_empty() {
+        // A finished tournament is read on request only (`GetTournament`): nothing is kept for
+        // it, or every finished tournament asked about once would stay in memory.
+        if !newly_settled.is_empty() && tournament.finished_ms.is_none() {
             settled
                 .rounds
                 .lock()
