@@ -650,35 +650,40 @@ impl PausingEntrant {
         }
     }
 
+    /// `JoinTournament` as `player`.
+    async fn join(&mut self, player: &str) -> Result<pb::Tournament, tonic::Status> {
+        let request = pb::PlayerServiceJoinTournamentRequest {
+            tournament_id: self.tournament_id.into(),
+        };
+        let answer = self
+            .players
+            .join_tournament(gateway::authed(&gateway::token(player), request))
+            .await?;
+        Ok(answer.into_inner().tournament.expect("a tournament"))
+    }
+
+    /// `WithdrawTournament` as the entrant.
+    async fn withdraw(&mut self) -> Result<pb::Tournament, tonic::Status> {
+        let request = pb::PlayerServiceWithdrawTournamentRequest {
+            tournament_id: self.tournament_id.into(),
+        };
+        let answer = self
+            .players
+            .withdraw_tournament(gateway::authed(&gateway::token(self.player), request))
+            .await?;
+        Ok(answer.into_inner().tournament.expect("a tournament"))
+    }
+
     async fn act(&mut self, waves: usize) {
         let now = hidden_front_e2e::client::now_unix_ms;
-        let token = gateway::token(self.player);
         match (self.paused_at, self.resumed_at) {
             (None, _) if waves >= 3 => {
-                let t = self
-                    .players
-                    .withdraw_tournament(gateway::authed(
-                        &token,
-                        pb::PlayerServiceWithdrawTournamentRequest {
-                            tournament_id: self.tournament_id.into(),
-                        },
-                    ))
-                    .await
-                    .expect("a pause")
-                    .into_inner()
-                    .tournament
-                    .expect("a tournament");
+                let t = self.withdraw().await.expect("a pause");
                 self.paused_at = Some(now());
                 assert_eq!(t.paused, [self.player]);
                 assert!(t.entrants.iter().any(|e| e == self.player), "still in it");
                 let late = self
-                    .players
-                    .join_tournament(gateway::authed(
-                        &gateway::token("arena-latecomer"),
-                        pb::PlayerServiceJoinTournamentRequest {
-                            tournament_id: self.tournament_id.into(),
-                        },
-                    ))
+                    .join("arena-latecomer")
                     .await
                     .expect_err("not open to players");
                 assert_eq!(
@@ -690,19 +695,7 @@ impl PausingEntrant {
             }
             (Some(paused), None) if now() > paused + 30_000 => {
                 self.resume_asked = now();
-                let t = self
-                    .players
-                    .join_tournament(gateway::authed(
-                        &token,
-                        pb::PlayerServiceJoinTournamentRequest {
-                            tournament_id: self.tournament_id.into(),
-                        },
-                    ))
-                    .await
-                    .expect("a return")
-                    .into_inner()
-                    .tournament
-                    .expect("a tournament");
+                let t = self.join(self.player).await.expect("a return");
                 self.resumed_at = Some(now());
                 assert!(t.paused.is_empty(), "{:?}", t.paused);
             }
