@@ -320,18 +320,18 @@ describe("the lobby", () => {
     expect(localStorage.getItem("hf.timeControl")).toBe("online");
   });
 
-  it("plays the computer at the chosen level (search until one is chosen), under the chosen rules", async () => {
+  it("plays the computer at the chosen level (expert until one is chosen), under the chosen rules", async () => {
     const { root, ws, navigate } = await open();
     const level = root.querySelector('select[data-field="level"]') as HTMLSelectElement;
-    expect([...level.options].map((o) => o.value)).toEqual(["random", "greedy", "belief", "search"]);
-    expect(level.value).toBe("search");
+    expect([...level.options].map((o) => o.value)).toEqual(["random", "greedy", "belief", "search", "expert"]);
+    expect(level.value).toBe("expert");
     (root.querySelector('[data-action="play-computer"]') as HTMLButtonElement).click();
     await flush();
     const first = ws.last("playComputer")!;
-    expect(first.body).toMatchObject({ level: "search", rules: "hidden-front" });
+    expect(first.body).toMatchObject({ level: "expert", rules: "hidden-front" });
     // No clock chosen: none sent, the server's default for computer games (relaxed).
     expect((first.body as { timeControl?: string }).timeControl ?? "").toBe("");
-    ws.answer(first, { playComputer: { gameId: "g5", seat: "SIDE_SOUTH", level: "search" } });
+    ws.answer(first, { playComputer: { gameId: "g5", seat: "SIDE_SOUTH", level: "expert" } });
     await flush();
     expect(navigate).toHaveBeenCalledWith("/game/g5");
     level.value = "greedy";

@@ -29,17 +29,30 @@ pub enum Level {
     Belief,
     /// Samples complete opponent layouts from the belief and searches over them.
     Search,
+    /// The search over twice the layouts, with threats to the own goal judged at their worst
+    /// case: an answer that puts a piece next to the flag (Gunjin Shogi: the HQ) from where it
+    /// wins next is a lost game in every layout where the seat cannot then remove it.
+    Expert,
 }
 
 /// Layouts the search level draws per move.
 pub const SEARCH_SAMPLES: u32 = 64;
+/// Layouts the expert level draws per move.
+pub const EXPERT_SAMPLES: u32 = 128;
 
 impl Level {
     /// Every level, weakest first.
-    pub const ALL: [Level; 4] = [Level::Random, Level::Greedy, Level::Belief, Level::Search];
+    pub const ALL: [Level; 5] = [
+        Level::Random,
+        Level::Greedy,
+        Level::Belief,
+        Level::Search,
+        Level::Expert,
+    ];
 
-    /// The level a game gets when the player names none: strong and fast.
-    pub const DEFAULT: Level = Level::Search;
+    /// The level a game gets when the player names none: the strongest, and fast (a few
+    /// milliseconds a move; see docs/bot.md).
+    pub const DEFAULT: Level = Level::Expert;
 
     /// What a move may cost at this level (see [`Budget`]).
     pub fn budget(self) -> Budget {
@@ -51,6 +64,10 @@ impl Level {
             Level::Search => Budget {
                 samples: SEARCH_SAMPLES,
                 max_think: Duration::from_millis(250),
+            },
+            Level::Expert => Budget {
+                samples: EXPERT_SAMPLES,
+                max_think: Duration::from_millis(1000),
             },
         }
     }
@@ -67,6 +84,7 @@ impl Level {
             Level::Greedy => "greedy",
             Level::Belief => "belief",
             Level::Search => "search",
+            Level::Expert => "expert",
         }
     }
 }
@@ -79,7 +97,7 @@ impl fmt::Display for Level {
 
 /// A name that is not a level.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no computer level is called {0:?} (levels: random, greedy, belief, search)")]
+#[error("no computer level is called {0:?} (levels: random, greedy, belief, search, expert)")]
 pub struct UnknownLevel(pub String);
 
 impl FromStr for Level {

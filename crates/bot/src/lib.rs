@@ -1,12 +1,16 @@
 //! The Hidden Front computer player: an opponent for games against the computer, in Junqi and
-//! Gunjin Shogi, at four [`Level`]s (see `docs/bot.md` for each level and its measured
+//! Gunjin Shogi, at five [`Level`]s (see `docs/bot.md` for each level and its measured
 //! strength):
 //! - `random`: a uniformly random legal move and a random deployment;
 //! - `greedy`: the best expected material of the move's fight alone;
 //! - `belief`: one ply of expected value with the danger of the position after it (below);
-//! - `search` (the default): every legal move played out on complete opponent layouts drawn
-//!   from the belief, with the opponent's best answer and the seat's recapture, averaged over
-//!   the layouts, on top of the belief score ([`Level::budget`]: 64 layouts a move).
+//! - `search`: every legal move played out on complete opponent layouts drawn from the belief,
+//!   with the opponent's best answer and the seat's recapture, averaged over the layouts, on
+//!   top of the belief score ([`Level::budget`]: 64 layouts a move);
+//! - `expert` (the default): the search over 128 layouts, where the opponent's capture is the
+//!   one its own view of the seat's pieces (what is public, and each fight replayed with the
+//!   layout's kind for its piece) expects to gain most, and a threat to the own flag or HQ
+//!   that the seat could not then remove is a lost game in its layout.
 //!
 //! [`ComputerPlayer::new`] is the belief level (the player before levels existed);
 //! [`ComputerPlayer::with_level`] names the level.
@@ -84,5 +88,5 @@ mod player;
 mod search;
 mod values;
 
-pub use level::{Budget, Level, SEARCH_SAMPLES, UnknownLevel};
+pub use level::{Budget, EXPERT_SAMPLES, Level, SEARCH_SAMPLES, UnknownLevel};
 pub use player::ComputerPlayer;

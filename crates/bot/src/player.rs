@@ -8,7 +8,7 @@ use crate::{Budget, Level};
 use hidden_front_inference::{Beliefs, KIND_SLOTS, KindSet, Tracker};
 use hidden_front_rules::{
     Deployment, Family, GameRng, Move, Node, Nodes, PieceId, PieceKind, Position, Rules, Side,
-    ViewEvent,
+    ViewCombat, ViewEvent, ViewPiece,
 };
 /// Worth of keeping the own flag out of reach (scaled by the chance the attacker can move).
 const FLAG_DANGER: f64 = 400.0;
@@ -36,6 +36,29 @@ pub struct ComputerPlayer {
     pub(crate) tracker: Tracker,
     /// All-pairs step distances on the board (ignoring pieces), for "advance toward".
     pub(crate) distance: Vec<[u8; 64]>,
+    /// What the opponent can know of the seat's pieces from what is public (start squares,
+    /// moves, rail turns, who survived each fight): a tracker from the opponent's seat, fed
+    /// the seat's events with every kind taken out. Each fight's lesson depends on the
+    /// opponent's own piece, which the seat does not know; [`ComputerPlayer::fights`] keeps
+    /// them so a search can replay them with a layout's kinds.
+    pub(crate) opponent_view: Tracker,
+    /// Every fight an own piece had, in order.
+    pub(crate) fights: Vec<OwnFight>,
+}
+
+/// One fight between an own piece and an enemy piece, as public.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OwnFight {
+    /// The own piece.
+    pub own: PieceId,
+    /// The enemy piece.
+    pub enemy: PieceId,
+    /// Whether the own piece attacked.
+    pub own_attacked: bool,
+    /// Whether the attacker survived.
+    pub attacker_survives: bool,
+    /// Whether the defender survived.
+    pub defender_survives: bool,
 }
 
 /// How much of the belief player's score a level counts.
@@ -102,6 +125,8 @@ impl ComputerPlayer {
             rng: GameRng::from_seed(seed),
             tracker: Tracker::new(rules, side),
             distance,
+            opponent_view: Tracker::new(rules, side.other()),
+            fights: Vec::new(),
         }
     }
 
@@ -147,6 +172,30 @@ impl ComputerPlayer {
     /// Events it cannot place in its model (a move from an empty node, an unknown id) are
     /// absorbed without panicking; the model then trusts later events.
     pub fn observe(&mut self, event: &ViewEvent) {
+        if let ViewEvent::Moved {
+            side,
+            piece,
+            combat: Some(c),
+            ..
+        } = event
+        {
+            let own_attacked = *side == self.side;
+            let (own, enemy) = if own_attacked {
+                (*piece, c.defender)
+            } else {
+                (c.defender, *piece)
+            };
+            self.fights.push(OwnFight {
+                own,
+                enemy,
+                own_attacked,
+                attacker_survives: c.attacker_survives,
+                defender_survives: c.defender_survives,
+            });
+        }
+        if let Some(public) = without_kinds(event) {
+            self.opponent_view.observe(&public);
+        }
         self.tracker.observe(event);
     }
 
@@ -171,7 +220,8 @@ impl ComputerPlayer {
             Level::Random => return Some(legal[self.rng.below(legal.len() as u32) as usize]),
             Level::Greedy => self.score_moves_as(legal, Style::Greedy),
             Level::Belief => self.score_moves(legal),
-            Level::Search => crate::search::score_moves(self, legal),
+            Level::Search => crate::search::score_moves(self, legal, crate::search::Terms::SEARCH),
+            Level::Expert => crate::search::score_moves(self, legal, crate::search::Terms::EXPERT),
         };
         let mut best: Option<(f64, Move)> = None;
         for (&mv, score) in legal.iter().zip(scores) {
@@ -482,6 +532,39 @@ impl ComputerPlayer {
             - flag_risk * FLAG_DANGER
             - near_risk * FLAG_NEAR
     }
+}
+
+/// `event` with every kind taken out (what anyone may know of it), for the opponent's view;
+/// `None` for events that tell nothing about pieces.
+fn without_kinds(event: &ViewEvent) -> Option<ViewEvent> {
+    Some(match event {
+        ViewEvent::PlayStarted { pieces } => ViewEvent::PlayStarted {
+            pieces: pieces
+                .iter()
+                .map(|p| ViewPiece { kind: None, ..*p })
+                .collect(),
+        },
+        ViewEvent::Moved {
+            side,
+            mv,
+            piece,
+            combat,
+            flag_reveal,
+            ..
+        } => ViewEvent::Moved {
+            side: *side,
+            mv: *mv,
+            piece: *piece,
+            kind: None,
+            combat: combat.map(|c| ViewCombat {
+                defender_kind: None,
+                ..c
+            }),
+            flag_reveal: flag_reveal.clone(),
+        },
+        ViewEvent::TimedOut { .. } => event.clone(),
+        _ => return None,
+    })
 }
 
 /// A kind that moves like an enemy piece with these possible kinds, for reach questions: the

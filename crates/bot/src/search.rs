@@ -23,9 +23,9 @@
 
 use crate::player::{ComputerPlayer, Style};
 use crate::values::{self, WIN, worth};
-use hidden_front_inference::Layout;
+use hidden_front_inference::{KIND_SLOTS, KindSet, Layout};
 use hidden_front_rules::{
-    Family, Move, MoveList, Nodes, Piece, PieceKind, PlyReport, Position, Side,
+    Family, Move, MoveList, Node, Nodes, Piece, PieceKind, PlyReport, Position, Side,
 };
 use std::time::Instant;
 
@@ -42,8 +42,43 @@ const DEFEND: f64 = 30.0;
 /// goal (the layout's flag; Gunjin Shogi: the HQ) comes closer to it.
 const PRESS: f64 = 3.0;
 
-/// The search level's score of each move of `legal`, in order (higher is better).
-pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move]) -> Vec<f64> {
+/// What a level's search counts beyond the plain search: the differences between `search` and
+/// `expert`, as data, so both run the same code.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Terms {
+    /// After an opponent answer that puts a piece that wins by reaching next to the own goal,
+    /// look one ply further in that layout: if no move of the seat removes it (or wins first),
+    /// the layout is a lost game, counted in full ([`WIN`], not discounted by [`REPLY`]). With
+    /// [`WIN`] at 1000 against material of at most 12, one layout of 64 in which an engineer
+    /// flies unanswered to the flag outweighs any material: the threat is judged at its worst
+    /// case, not at its average.
+    pub goal_lookahead: bool,
+    /// Choose the opponent's capture by what the opponent can know of the seat's pieces, not by
+    /// the seat's own kinds: in each layout, the public lessons (start squares, moves, rail
+    /// turns) and every fight replayed with the layout's kind for the opponent's piece give
+    /// each own piece the kinds the opponent cannot rule out; the opponent attacks where its
+    /// expected gain over those kinds is best (if above zero), and the seat counts what that
+    /// attack truly does. So a piece that showed its strength draws the bomb, and a hidden one
+    /// is left alone (or attacked at the attacker's cost).
+    pub opponent_belief: bool,
+}
+
+impl Terms {
+    /// The `search` level's terms (its behaviour before `expert` existed).
+    pub(crate) const SEARCH: Terms = Terms {
+        goal_lookahead: false,
+        opponent_belief: false,
+    };
+    /// The `expert` level's terms.
+    pub(crate) const EXPERT: Terms = Terms {
+        goal_lookahead: true,
+        opponent_belief: true,
+    };
+}
+
+/// The search level's score of each move of `legal`, in order (higher is better), with the
+/// level's `terms`.
+pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move], terms: Terms) -> Vec<f64> {
     let budget = player.budget;
     let started = Instant::now();
     let belief = player.score_moves_as(legal, Style::Belief);
@@ -51,23 +86,26 @@ pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move]) -> Vec<f6
     let base = player.model_position();
     let mut totals = vec![0.0; legal.len()];
     let mut drawn = 0u32;
-    let mut replies = MoveList::default();
-    let mut answers = MoveList::default();
+    let mut scratch = Scratch::default();
+    let copies = army_copies(&player.rules);
     for n in 0..budget.samples {
         if n > 0 && started.elapsed() > budget.max_think {
             break;
         }
         let layout = sampler.draw(&mut player.rng);
         let world = determinize(&base, &layout, player.side);
+        let their_view = terms
+            .opponent_belief
+            .then(|| opponent_view(player, &layout));
+        let context = Context {
+            side: player.side,
+            distance: &player.distance,
+            terms,
+            their_view: their_view.as_ref(),
+            copies: &copies,
+        };
         for (total, &mv) in totals.iter_mut().zip(legal) {
-            *total += value(
-                &world,
-                mv,
-                player.side,
-                &mut replies,
-                &mut answers,
-                &player.distance,
-            );
+            *total += value(&world, mv, &context, &mut scratch);
         }
         drawn += 1;
     }
@@ -77,6 +115,96 @@ pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move]) -> Vec<f6
         .zip(totals)
         .map(|(p, t)| PRIOR * p + t / drawn)
         .collect()
+}
+
+/// What one layout's search reads beside the position.
+struct Context<'a> {
+    side: Side,
+    distance: &'a [[u8; 64]],
+    terms: Terms,
+    /// [`Terms::opponent_belief`]: the kinds the opponent cannot rule out for each own piece,
+    /// by id.
+    their_view: Option<&'a [KindSet; 256]>,
+    /// Copies of each kind in an army, the opponent's weights over the kinds it cannot rule out.
+    copies: &'a [f64; KIND_SLOTS],
+}
+
+/// Move lists reused across moves and layouts.
+#[derive(Default)]
+struct Scratch {
+    replies: MoveList,
+    answers: MoveList,
+}
+
+/// Copies of each kind in an army under `rules`.
+fn army_copies(rules: &hidden_front_rules::Rules) -> [f64; KIND_SLOTS] {
+    let mut copies = [0.0; KIND_SLOTS];
+    for &(kind, _, n) in rules.kinds() {
+        if let Some(slot) = copies.get_mut(kind.0 as usize) {
+            *slot = f64::from(n);
+        }
+    }
+    copies
+}
+
+/// The kinds the opponent cannot rule out for each own piece if `layout` is its army: its
+/// public lessons, and every fight replayed with the layout's kind for its piece.
+fn opponent_view(player: &ComputerPlayer, layout: &Layout) -> [KindSet; 256] {
+    let mut beliefs = player.opponent_view.beliefs().clone();
+    for fight in &player.fights {
+        let Some(theirs) = layout.kind_of(fight.enemy) else {
+            continue;
+        };
+        if fight.own_attacked {
+            beliefs.saw_attack_by(
+                fight.own,
+                theirs,
+                fight.attacker_survives,
+                fight.defender_survives,
+            );
+        } else {
+            beliefs.saw_attack_on(
+                fight.own,
+                theirs,
+                fight.attacker_survives,
+                fight.defender_survives,
+            );
+        }
+    }
+    let mut view = [beliefs.all_kinds(); 256];
+    for piece in beliefs.pieces() {
+        view[piece.id.0 as usize] = piece.possible;
+    }
+    view
+}
+
+/// What the opponent expects to gain by attacking a piece it knows only as `possible` with its
+/// piece of kind `attacker` (a flag among the kinds counted as nothing: the goal's threats are
+/// judged apart, at their worst case).
+fn expected_gain(
+    pos: &Position,
+    attacker: PieceKind,
+    possible: KindSet,
+    copies: &[f64; KIND_SLOTS],
+) -> f64 {
+    let rules = pos.rules();
+    let (mut total, mut weight) = (0.0, 0.0);
+    for kind in possible.iter() {
+        let w = copies.get(kind.0 as usize).copied().unwrap_or(0.0);
+        if w <= 0.0 {
+            continue;
+        }
+        let (a, d, flag) = pos.judge(attacker, kind);
+        let gain = if flag {
+            0.0
+        } else {
+            (if d { 0.0 } else { worth(rules, kind) })
+                - if a { 0.0 } else { worth(rules, attacker) }
+        };
+        total += w * gain;
+        weight += w;
+    }
+    if weight > 0.0 { total / weight } else { 0.0 }
 }
 
 /// The seat's board with the layout's kinds on the opponent's pieces, `side` to move.
@@ -163,18 +291,50 @@ fn best_capture(pos: &Position, side: Side, moves: &mut MoveList) -> f64 {
     best
 }
 
+/// Whether the piece on `at` would win the game with its next move if `pos`'s side to move
+/// (its opponent) let it.
+fn wins_next(pos: &Position, at: Node, moves: &mut MoveList) -> bool {
+    let Some(piece) = pos.piece_at(at) else {
+        return false;
+    };
+    let mut theirs = *pos;
+    theirs.set_to_move(piece.side);
+    theirs.legal_moves_into(moves);
+    moves.iter().any(|mv| {
+        mv.from == at && {
+            let mut next = theirs;
+            ended(&next.play_legal(mv), piece.side).is_some_and(|v| v > 0.0)
+        }
+    })
+}
+
+/// Whether `side` (to move in `pos`) can remove the enemy piece on `at` (a capture it does
+/// not survive, a trade, or a mine it walks into) or wins the game at once.
+fn can_answer(pos: &Position, side: Side, at: Node, moves: &mut MoveList) -> bool {
+    let enemy = pos.occupied(side.other());
+    pos.legal_moves_into(moves);
+    moves.iter().any(|mv| {
+        if enemy & mv.to.bit() == 0 {
+            return false;
+        }
+        let mut next = *pos;
+        let report = next.play_legal(mv);
+        if ended(&report, side).is_some_and(|v| v > 0.0) {
+            return true;
+        }
+        mv.to == at && report.combat.is_some_and(|c| !c.defender_survives)
+    })
+}
+
 /// The value of `mv` for `side` (to move in `world`): its material and how close it brings a
 /// winning piece to the enemy's goal ([`PRESS`]), less the opponent's best answer (at
 /// [`REPLY`]): a capture, a win, or a piece that would win next ply standing next to the own
-/// goal ([`DEFEND`]), each less the own best recapture after it ([`RECAPTURE`]).
-fn value(
-    world: &Position,
-    mv: Move,
-    side: Side,
-    replies: &mut MoveList,
-    replies2: &mut MoveList,
-    distance: &[[u8; 64]],
-) -> f64 {
+/// goal ([`DEFEND`]), each less the own best recapture after it ([`RECAPTURE`]). With
+/// [`Terms::goal_lookahead`], that last answer is a lost game when the seat cannot remove the
+/// piece.
+fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratch) -> f64 {
+    let (side, distance, terms) = (context.side, context.distance, context.terms);
+    let (replies, replies2) = (&mut scratch.replies, &mut scratch.answers);
     let mut after = *world;
     let Ok(report) = after.play(mv) else {
         // The seat's board disagrees with the engine's (an event it could not place): no
@@ -206,6 +366,9 @@ fn value(
     };
     after.legal_moves_into(replies);
     let mut best = 0.0f64;
+    // [`Terms::opponent_belief`]: the capture the opponent would choose, by its expected gain,
+    // and what it truly costs the seat.
+    let mut chosen: Option<(f64, f64)> = None;
     for reply in replies.iter() {
         if (mine | hq | guard) & reply.to.bit() == 0 {
             continue;
@@ -214,17 +377,160 @@ fn value(
         let answer = next.play_legal(reply);
         let taken = ended(&answer, side).unwrap_or(0.0);
         let mut lost = -material(&after, &answer, side) - taken;
-        if taken == 0.0
+        let threatens_goal = taken == 0.0
             && guard & reply.to.bit() != 0
             && answer.combat.is_none_or(|c| c.attacker_survives)
-            && values::can_win_by_reaching(&rules, answer.mover.kind)
-        {
+            && values::can_win_by_reaching(&rules, answer.mover.kind);
+        if threatens_goal {
+            if terms.goal_lookahead
+                && wins_next(&next, reply.to, replies2)
+                && !can_answer(&next, side, reply.to, replies2)
+            {
+                // Worst case: this layout's game is lost unless the seat prevents the answer.
+                return gained - WIN;
+            }
             lost += DEFEND;
+        }
+        if let Some(view) = context.their_view
+            && taken == 0.0
+            && !threatens_goal
+            && let Some(victim) = after.piece_at(reply.to).filter(|p| p.side == side)
+        {
+            let expected = expected_gain(
+                &after,
+                answer.mover.kind,
+                view[victim.id.0 as usize],
+                context.copies,
+            );
+            if expected > 0.0 && chosen.is_none_or(|(e, _)| expected > e) {
+                if lost > 0.0 {
+                    lost -= RECAPTURE * best_capture(&next, side, replies2);
+                }
+                chosen = Some((expected, lost));
+            }
+            continue;
         }
         if taken == 0.0 && lost > best {
             lost -= RECAPTURE * best_capture(&next, side, replies2);
         }
         best = best.max(lost);
     }
-    gained - REPLY * best
+    // The opponent's chosen capture counts even when it costs the opponent more than it takes
+    // (a negative loss): the worth of a piece it does not know is strong, or is a bomb. A
+    // threat to the goal counts at its worst; a capture its belief does not choose, not at all.
+    match chosen {
+        Some((_, lost)) if best == 0.0 => gained - REPLY * lost,
+        Some((_, lost)) => gained - REPLY * best.max(lost),
+        None => gained - REPLY * best,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hidden_front_rules::piece::junqi;
+    use hidden_front_rules::{Event, GameRng, PieceId, Rules, Viewer, project};
+
+    const COMMANDER: PieceId = PieceId(3);
+    const BEATEN: PieceId = PieceId(20);
+
+    /// A south player whose commander (id 3) has just attacked and beaten the enemy piece on
+    /// C6 (id 20, in truth an army commander): shown only its seat's projections.
+    fn after_a_commander_win() -> ComputerPlayer {
+        let rules = Rules::default();
+        let topo = rules.topology();
+        let mut position = Position::empty(rules, Side::South);
+        let mut started = Vec::new();
+        for (square, side, code, id) in [
+            ("B1", Side::South, "F", 40),
+            ("A1", Side::South, "M", 41),
+            ("C1", Side::South, "M", 42),
+            ("C5", Side::South, "9", 3),
+            ("E3", Side::South, "2", 4),
+            ("B12", Side::North, "F", 30),
+            ("A12", Side::North, "M", 31),
+            ("C12", Side::North, "M", 32),
+            ("C6", Side::North, "8", 20),
+            ("E10", Side::North, "3", 22),
+            ("A9", Side::North, "2", 23),
+        ] {
+            let piece = Piece {
+                side,
+                kind: rules.parse_kind(code).unwrap(),
+                id: PieceId(id),
+            };
+            let node = topo.node(square).unwrap();
+            assert!(position.put(node, piece));
+            started.push((node, piece));
+        }
+        let mut player = ComputerPlayer::with_level(Side::South, rules, crate::Level::Expert, 7);
+        let shown = |event: &Event| project(event, Viewer::player(Side::South), None).unwrap();
+        player.observe(&shown(&Event::PlayStarted { pieces: started }));
+        let mv = Move {
+            from: topo.node("C5").unwrap(),
+            to: topo.node("C6").unwrap(),
+        };
+        let report = position.play(mv).unwrap();
+        assert!(
+            report
+                .combat
+                .is_some_and(|c| c.attacker_survives && !c.defender_survives)
+        );
+        player.observe(&shown(&Event::Moved {
+            mv,
+            piece: report.mover,
+            combat: report.combat,
+            flag_reveal: Vec::new(),
+        }));
+        player
+    }
+
+    #[test]
+    fn the_opponent_knows_the_commander_that_beat_its_army_commander_and_no_more() {
+        let player = after_a_commander_win();
+        let sampler = player.tracker.beliefs().sampler();
+        let mut rng = GameRng::from_seed(1);
+        let (mut as_eight, mut as_weaker) = (0, 0);
+        for _ in 0..4000 {
+            let layout = sampler.draw(&mut rng);
+            let beaten = layout
+                .kind_of(BEATEN)
+                .expect("the layout names the taken piece");
+            let view = opponent_view(&player, &layout)[COMMANDER.0 as usize];
+            assert!(view.contains(junqi::COMMANDER), "{beaten:?}: {view:?}");
+            if beaten == PieceKind(8) {
+                // Only the commander beats an army commander: the opponent knows it.
+                assert_eq!(view, KindSet::only(junqi::COMMANDER));
+                as_eight += 1;
+            } else if beaten == PieceKind(2) {
+                // Beating a 2 tells little: it moved, and it is above a 2.
+                assert!(view.contains(PieceKind(8)) && view.contains(PieceKind(3)));
+                assert!(!view.contains(junqi::MINE) && !view.contains(junqi::FLAG));
+                as_weaker += 1;
+            }
+        }
+        assert!(as_eight > 0 && as_weaker > 0, "{as_eight} {as_weaker}");
+        // The opponent's other pieces' views are untouched by the fight: the 2 on E3 never
+        // moved, so it may still be a bomb to the opponent.
+        let layout = sampler.draw(&mut rng);
+        assert!(opponent_view(&player, &layout)[4].contains(junqi::BOMB));
+    }
+
+    #[test]
+    fn an_attack_on_a_piece_known_only_as_a_mover_is_weighed_over_the_army() {
+        let rules = Rules::default();
+        let pos = Position::empty(rules, Side::North);
+        let copies = army_copies(&rules);
+        let everything = KindSet((0..KIND_SLOTS as u32).fold(0, |m, k| m | 1 << k));
+        // Thrown at a piece it knows nothing of, a bomb trades for the army's average piece,
+        // worth less than itself; a 2 loses to most of the army.
+        assert!(expected_gain(&pos, junqi::BOMB, everything, &copies) < 0.0);
+        assert!(expected_gain(&pos, PieceKind(2), everything, &copies) < 0.0);
+        // Against a piece known to be the commander, the bomb's gain is the commander less the
+        // bomb: what makes a commander that showed itself a target.
+        let gain = expected_gain(&pos, junqi::BOMB, KindSet::only(junqi::COMMANDER), &copies);
+        assert!(
+            (gain - (worth(&rules, junqi::COMMANDER) - worth(&rules, junqi::BOMB))).abs() < 1e-9
+        );
+    }
 }

@@ -11,9 +11,9 @@ use hidden_front_rules::{
 };
 
 /// The levels that choose by what they know (random does not).
-const PLAYING: [Level; 3] = [Level::Greedy, Level::Belief, Level::Search];
+const PLAYING: [Level; 4] = [Level::Greedy, Level::Belief, Level::Search, Level::Expert];
 /// The levels that judge the position after a move, not only its fight.
-const JUDGING: [Level; 2] = [Level::Belief, Level::Search];
+const JUDGING: [Level; 3] = [Level::Belief, Level::Search, Level::Expert];
 
 struct Scenario {
     rules: Rules,
@@ -39,6 +39,17 @@ impl Scenario {
         bot_side: Side,
         pieces: &[(&str, Side, &str, u8)],
     ) -> Scenario {
+        Scenario::seeded(level, rules, bot_side, pieces, 1)
+    }
+
+    /// [`Scenario::at`] with the bot's seed (its layouts and tie-breaks).
+    fn seeded(
+        level: Level,
+        rules: Rules,
+        bot_side: Side,
+        pieces: &[(&str, Side, &str, u8)],
+        seed: u64,
+    ) -> Scenario {
         let topo = rules.topology();
         let node = |name: &str| topo.node(name).unwrap();
         let mut position = Position::empty(rules, bot_side);
@@ -52,7 +63,7 @@ impl Scenario {
             assert!(position.put(node(square), piece), "{square} taken");
             started.push((node(square), piece));
         }
-        let mut bot = ComputerPlayer::with_level(bot_side, rules, level, 1);
+        let mut bot = ComputerPlayer::with_level(bot_side, rules, level, seed);
         let view = project(
             &Event::PlayStarted { pieces: started },
             Viewer::player(bot_side),
@@ -314,10 +325,14 @@ fn strikes_an_enemy_piece_two_steps_from_its_flag() {
 fn takes_a_piece_it_saw_turn_along_the_rails() {
     // An enemy piece runs A7-B7-C7-C6, turning at C7: only an engineer can. The bot's 4 on C5
     // beats an engineer, while against an unknown front-row piece it would more likely lose.
+    // The bot's 6 holds B2, the square next to its flag: otherwise the piece on E10, an
+    // engineer in some layouts, could fly along the railway to B2 in one move, where nothing
+    // answers it, and the expert would cover B2 first.
     let mut pieces = frame();
     pieces.extend([
         ("C5", South, "4", 1),
         ("E3", South, "2", 4),
+        ("B2", South, "6", 5),
         ("A7", North, "1", 20),
         ("E10", North, "3", 22),
     ]);
@@ -529,5 +544,60 @@ fn no_judging_level_walks_into_the_enemys_empty_hq() {
                 s.name(mv)
             );
         }
+    }
+}
+
+/// Whether North's piece on `at` can step next to South's flag on B1 (B2, the only square next
+/// to it not mined in the frame) in one move, and South then has no move that removes it there.
+fn flag_falls_to(s: &Scenario, at: &str) -> bool {
+    let mut pos = s.position;
+    pos.set_to_move(North);
+    let landing = Move {
+        from: node(at),
+        to: node("B2"),
+    };
+    if !pos.legal_moves().iter().any(|m| m == landing) {
+        return false;
+    }
+    pos.play(landing).unwrap();
+    let answers: Vec<Move> = pos.legal_moves().iter().collect();
+    !answers.into_iter().any(|m| {
+        let mut after = pos;
+        m.to == node("B2")
+            && after
+                .play(m)
+                .is_ok_and(|r| r.combat.is_some_and(|c| !c.defender_survives))
+    })
+}
+
+#[test]
+fn expert_shuts_the_railway_an_engineer_could_fly_to_its_flag() {
+    // An enemy piece that has only stepped (a mover: an engineer in a few layouts of the
+    // belief) stands on the east rail at E7. If it is an engineer it can fly E7-E2-B2, next to
+    // the flag in B1 (A1 and C1 are mined), where no piece of the bot could reach it: the flag
+    // would fall next ply. Meanwhile the bot's 9 can take an unknown piece at C7 for good odds.
+    // The expert judges the flag threat at its worst case and shuts the route (or covers B2)
+    // first; the piece on E7 is in truth an engineer.
+    let mut pieces = frame();
+    pieces.extend([
+        ("C6", South, "9", 3),
+        ("B4", South, "4", 4),
+        ("D4", South, "3", 5),
+        ("E8", North, "1", 20),
+        ("C7", North, "3", 21),
+        ("A9", North, "5", 22),
+    ]);
+    for seed in 1..=8 {
+        let mut s = Scenario::seeded(Level::Expert, Rules::default(), South, &pieces, seed);
+        s.play("E8", "E7");
+        assert!(flag_falls_to(&s, "E7"), "the puzzle: the route is open");
+        let mv = s.choose();
+        let name = s.name(mv);
+        s.position.set_to_move(South);
+        s.position.play(mv).unwrap();
+        assert!(
+            !flag_falls_to(&s, "E7"),
+            "seed {seed}: {name} leaves the engineer's route to the flag open"
+        );
     }
 }

@@ -60,6 +60,7 @@ macro_rules! match_store_tests {
             seat_lost_requeues_the_other_player,
             ended_game_plans_are_persisted_as_given,
             computer_games_are_leased,
+            computer_games_keep_every_level,
             feed_cursor_moves_forward_only,
             lobby_wakeups_arrive,
             bulks_are_stored_whole_and_retried_by_content,
@@ -817,6 +818,36 @@ pub async fn ended_game_plans_are_persisted_as_given(store: Arc<dyn MatchStore>)
             .unwrap(),
         Some(EndOfGamePlan::default())
     );
+}
+
+/// Computer games: a game at each level the computer has is stored and read back with it (a
+/// store that keeps a list of its own, as a database check does, must follow a new level).
+pub async fn computer_games_keep_every_level(store: Arc<dyn MatchStore>) {
+    let p = player("leveller");
+    for level in Level::ALL {
+        let game = ComputerGame {
+            game_id: Uuid::now_v7(),
+            player: p.clone(),
+            request_id: format!("level-{level}"),
+            rules: "hidden-front".into(),
+            side: Side::South,
+            seed: 1,
+            level,
+        };
+        assert_eq!(
+            store.add_computer_game(game.clone()).await.unwrap(),
+            game,
+            "{level}"
+        );
+        assert_eq!(
+            store
+                .computer_game(&p, &game.request_id)
+                .await
+                .unwrap()
+                .map(|g| g.level),
+            Some(level)
+        );
+    }
 }
 
 /// Computer games: one claimant at a time; the lease holder renews; a lapsed lease is taken over;

@@ -20,7 +20,7 @@ import { h, replaceKeepingFocus, type Child } from "./dom.js";
 /** The time controls a player may choose (the server's names; see docs/rules/junqi.md §7). */
 export const TIME_CONTROLS = ["online", "relaxed"] as const;
 /** The computer's levels, weakest first (crates/bot's `Level` names); the server's default is the last. */
-export const COMPUTER_LEVELS = ["random", "greedy", "belief", "search"] as const;
+export const COMPUTER_LEVELS = ["random", "greedy", "belief", "search", "expert"] as const;
 
 export const RULE_SETS = [
   "hidden-front",
@@ -58,7 +58,7 @@ export class LobbyScreen {
   /** The chosen time control; empty until chosen, so each kind of game gets the server's default
    * (online for the queues, relaxed for invites). */
   private timeControl: string = local.getItem("hf.timeControl") ?? "";
-  private level: string = local.getItem("hf.level") ?? "search";
+  private level: string = local.getItem("hf.level") ?? "expert";
   private ticket: { id: string; since: number } | null = null;
   private invite: { code: string; link: string } | null = null;
   private games: GameSummaryJson[] | null = null;

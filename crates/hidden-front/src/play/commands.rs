@@ -242,7 +242,7 @@ pub const LOBBY_HELP: &str = "\
 lobby commands (case does not matter; RULES is junqi (= hidden-front), gunjin (= gunjin-shogi)
 or a rule-set name like gunjin-shogi+y-gates; TIME is online or relaxed; `rules` lists them):
   computer [RULES] [LEVEL] [TIME] [north]  play the computer (relaxed time unless online; you are
-                                  south unless north; LEVEL: random, greedy, belief or search, the default)
+                                  south unless north; LEVEL: random, greedy, belief, search or expert, the default)
   match [RULES] [TIME] [rated]    find an opponent (casual unless rated; online time unless relaxed)
   invite [RULES] [TIME]           create an invite: prints its link and code, then waits for your friend
   accept CODE|LINK                accept a friend's invite

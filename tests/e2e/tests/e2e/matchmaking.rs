@@ -85,7 +85,7 @@ async fn queue_two(server: &Server, rules: &str) -> pb::GameView {
 }
 
 /// The computer's levels, as the API names them.
-const LEVELS: [&str; 4] = ["random", "greedy", "belief", "search"];
+const LEVELS: [&str; 5] = ["random", "greedy", "belief", "search", "expert"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_junqi_game_against_the_computer_is_played_to_its_end_at_every_level() {
@@ -138,7 +138,7 @@ async fn games_against_the_computer_at_every_level(name: &str, rules: &str) {
         .await
         .expect("PlayComputer at the default level")
         .into_inner();
-    assert_eq!(default.level, "search");
+    assert_eq!(default.level, "expert");
     assert_eq!(default.seat, pb::Side::North as i32);
     let view = carol
         .get_game(&default.game_id, false)
