@@ -59,6 +59,9 @@ pub(crate) struct OwnFight {
     pub attacker_survives: bool,
     /// Whether the defender survived.
     pub defender_survives: bool,
+    /// Gunjin Shogi, an own piece attacked: the own piece directly behind it (towards the own
+    /// back rank) then, which an own flag fights as.
+    pub own_behind: Option<PieceId>,
 }
 
 /// How much of the belief player's score a level counts.
@@ -174,6 +177,7 @@ impl ComputerPlayer {
     pub fn observe(&mut self, event: &ViewEvent) {
         if let ViewEvent::Moved {
             side,
+            mv,
             piece,
             combat: Some(c),
             ..
@@ -185,12 +189,23 @@ impl ComputerPlayer {
             } else {
                 (c.defender, *piece)
             };
+            let own_behind = (!own_attacked && self.rules.family == Family::GunjinShogi)
+                .then(|| {
+                    let topo = self.rules.topology();
+                    let behind = topo.behind.get(mv.to.index())?[self.side.index()];
+                    Nodes(behind)
+                        .filter_map(|n| self.tracker.occupant(n))
+                        .find(|o| o.side == self.side)
+                        .map(|o| o.id)
+                })
+                .flatten();
             self.fights.push(OwnFight {
                 own,
                 enemy,
                 own_attacked,
                 attacker_survives: c.attacker_survives,
                 defender_survives: c.defender_survives,
+                own_behind,
             });
         }
         if let Some(public) = without_kinds(event) {

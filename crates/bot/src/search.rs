@@ -162,6 +162,14 @@ fn opponent_view(player: &ComputerPlayer, layout: &Layout) -> [KindSet; 256] {
                 fight.attacker_survives,
                 fight.defender_survives,
             );
+        } else if player.rules.family == Family::GunjinShogi {
+            beliefs.saw_attack_on_backed(
+                fight.own,
+                theirs,
+                fight.attacker_survives,
+                fight.defender_survives,
+                fight.own_behind,
+            );
         } else {
             beliefs.saw_attack_on(
                 fight.own,
@@ -514,6 +522,64 @@ mod tests {
         // moved, so it may still be a bomb to the opponent.
         let layout = sampler.draw(&mut rng);
         assert!(opponent_view(&player, &layout)[4].contains(junqi::BOMB));
+    }
+
+    #[test]
+    fn a_gunjin_flag_that_survived_as_its_general_may_still_be_the_flag_to_the_opponent() {
+        // South's flag on c2 has its general behind it on c1; North's colonel attacks it and
+        // dies (the flag fights as the general). To the opponent the piece on c2 beat a
+        // colonel; as a flag backed by what stands behind it, it may still be the flag.
+        let rules = Rules::parse("gunjin-shogi").unwrap();
+        let topo = rules.topology();
+        let mut position = Position::empty(rules, Side::North);
+        let mut started = Vec::new();
+        for (square, side, code, id) in [
+            ("c2", Side::South, "FLG", 2),
+            ("c1", Side::South, "GEN", 1),
+            ("h1", Side::South, "CPT", 3),
+            ("c3", Side::North, "COL", 20),
+            ("a8", Side::North, "FLG", 21),
+            ("h8", Side::North, "CPT", 22),
+        ] {
+            let piece = Piece {
+                side,
+                kind: rules.parse_kind(code).unwrap(),
+                id: PieceId(id),
+            };
+            let node = topo.node(square).unwrap();
+            assert!(position.put(node, piece));
+            started.push((node, piece));
+        }
+        let mut player = ComputerPlayer::with_level(Side::South, rules, crate::Level::Expert, 7);
+        let shown = |event: &Event| project(event, Viewer::player(Side::South), None).unwrap();
+        player.observe(&shown(&Event::PlayStarted { pieces: started }));
+        let mv = Move {
+            from: topo.node("c3").unwrap(),
+            to: topo.node("c2").unwrap(),
+        };
+        let report = position.play(mv).unwrap();
+        assert!(
+            report
+                .combat
+                .is_some_and(|c| !c.attacker_survives && c.defender_survives)
+        );
+        player.observe(&shown(&Event::Moved {
+            mv,
+            piece: report.mover,
+            combat: report.combat,
+            flag_reveal: Vec::new(),
+        }));
+        let sampler = player.tracker.beliefs().sampler();
+        let mut rng = GameRng::from_seed(3);
+        for _ in 0..50 {
+            let layout = sampler.draw(&mut rng);
+            let view = opponent_view(&player, &layout)[2];
+            assert!(
+                view.contains(hidden_front_rules::piece::gunjin::FLAG),
+                "{:?}: {view:?}",
+                layout.kind_of(PieceId(20))
+            );
+        }
     }
 
     #[test]
