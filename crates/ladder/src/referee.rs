@@ -50,6 +50,9 @@ pub struct GameRecord {
     /// Junqi (HQ pieces frozen): fights of each level won in an HQ against a piece that was
     /// not the flag (a flag attempt that found a decoy; the piece is frozen there), `[a, b]`.
     pub hq_decoys: [u32; 2],
+    /// Junqi: whether each level lost its flag to an enemy engineer, `[a, b]` (the engineer
+    /// flying along the rails to the flag's side is the known way to lose it).
+    pub flag_lost_to_engineer: [bool; 2],
 }
 
 impl GameRecord {
@@ -71,6 +74,7 @@ impl GameRecord {
             commander_bombed: [false, false],
             hq_freezes: [0, 0],
             hq_decoys: [0, 0],
+            flag_lost_to_engineer: [false, false],
         }
     }
 
@@ -282,7 +286,7 @@ fn referee(
 
 /// Junqi: the known weaknesses of a player, counted from the full events (the referee's view,
 /// never a player's): a commander lost to a bomb, a piece frozen in an empty HQ, a flag
-/// attempt on an HQ that held another piece.
+/// attempt on an HQ that held another piece, the flag lost to an engineer.
 fn count_mishaps(
     rules: &Rules,
     events: &[Event],
@@ -307,6 +311,9 @@ fn count_mishaps(
                     record.commander_bombed[slot(piece.side)] = true;
                 } else if pair == (junqi::BOMB, junqi::COMMANDER) {
                     record.commander_bombed[slot(c.defender.side)] = true;
+                }
+                if c.flag_captured && piece.kind == junqi::ENGINEER {
+                    record.flag_lost_to_engineer[slot(c.defender.side)] = true;
                 }
                 if c.attacker_survives && !c.flag_captured && hq & mv.to.bit() != 0 {
                     record.hq_decoys[slot(piece.side)] += u32::from(!rules.hq_pieces_may_move);
@@ -356,8 +363,9 @@ mod tests {
         let rules = Rules::default();
         let slot = |s: Side| usize::from(s != Side::South);
         let mut r = record();
-        // North's bomb takes south's commander; south steps a 3 into the empty HQ B12; and
-        // north's 8 wins a fight in south's HQ D1 against a 2.
+        // North's bomb takes south's commander; south steps a 3 into the empty HQ B12;
+        // north's 8 wins a fight in south's HQ D1 against a 2; and north's engineer takes
+        // south's flag in B1.
         let events = [
             moved(
                 &rules,
@@ -384,11 +392,24 @@ mod tests {
                     flag_captured: false,
                 }),
             ),
+            moved(
+                &rules,
+                "B2",
+                "B1",
+                piece(Side::North, junqi::ENGINEER),
+                Some(Combat {
+                    defender: piece(Side::South, junqi::FLAG),
+                    attacker_survives: true,
+                    defender_survives: false,
+                    flag_captured: true,
+                }),
+            ),
         ];
         count_mishaps(&rules, &events, slot, &mut r);
         assert_eq!(r.commander_bombed, [true, false]);
         assert_eq!(r.hq_freezes, [1, 0]);
         assert_eq!(r.hq_decoys, [0, 1]);
+        assert_eq!(r.flag_lost_to_engineer, [true, false]);
         // Where HQ pieces move on, nothing is frozen.
         let mut r = record();
         let mobile = Rules::parse("hidden-front+hq-mobile").unwrap();

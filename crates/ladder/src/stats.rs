@@ -221,6 +221,8 @@ pub struct LevelStats {
     pub hq_freeze_games: u32,
     /// Junqi: games in which it won a fight in an HQ against a piece that was not the flag.
     pub hq_decoy_games: u32,
+    /// Junqi: games in which it lost its flag to an enemy engineer.
+    pub flag_to_engineer_games: u32,
 }
 
 impl LevelStats {
@@ -228,7 +230,7 @@ impl LevelStats {
     pub fn of(level: Level, records: &[GameRecord]) -> LevelStats {
         let mut times: Vec<u32> = Vec::new();
         let mut illegal = 0;
-        let (mut games, mut bombed, mut frozen, mut decoys) = (0, 0, 0, 0);
+        let (mut games, mut bombed, mut frozen, mut decoys, mut engineered) = (0, 0, 0, 0, 0);
         for r in records {
             for (i, l) in [r.a, r.b].into_iter().enumerate() {
                 if l == level {
@@ -238,6 +240,7 @@ impl LevelStats {
                     bombed += u32::from(r.commander_bombed[i]);
                     frozen += u32::from(r.hq_freezes[i] > 0);
                     decoys += u32::from(r.hq_decoys[i] > 0);
+                    engineered += u32::from(r.flag_lost_to_engineer[i]);
                 }
             }
         }
@@ -260,6 +263,7 @@ impl LevelStats {
             commander_bombed_games: bombed,
             hq_freeze_games: frozen,
             hq_decoy_games: decoys,
+            flag_to_engineer_games: engineered,
         }
     }
 }

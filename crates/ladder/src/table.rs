@@ -1,6 +1,6 @@
 //! The ladder as text: the cross-table, how the games ended, then each level's think times,
 //! illegal moves and (Junqi) games with a commander lost to a bomb, a piece stepped into an
-//! empty HQ, a flag attempt that found another piece in the HQ. A duplicate ladder adds, after
+//! empty HQ, a flag attempt that found another piece in the HQ, the flag lost to an engineer. A duplicate ladder adds, after
 //! the endings, the paired score of each pair's twins and the sequential test's verdict.
 
 use crate::Ladder;
@@ -53,7 +53,7 @@ impl fmt::Display for Ladder {
         self.fmt_paired(f)?;
         writeln!(
             f,
-            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9}",
+            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10}",
             "level",
             "moves",
             "p50 ms",
@@ -63,12 +63,13 @@ impl fmt::Display for Ladder {
             "games",
             "9 bombed",
             "HQ freeze",
-            "HQ decoy"
+            "HQ decoy",
+            "flag to 1"
         )?;
         for l in &self.levels {
             writeln!(
                 f,
-                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9}",
+                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10}",
                 l.level.name(),
                 l.moves,
                 l.think_p50_ms,
@@ -78,7 +79,8 @@ impl fmt::Display for Ladder {
                 l.games,
                 l.commander_bombed_games,
                 l.hq_freeze_games,
-                l.hq_decoy_games
+                l.hq_decoy_games,
+                l.flag_to_engineer_games
             )?;
         }
         write!(
