@@ -442,47 +442,41 @@ mod tests {
     const COMMANDER: PieceId = PieceId(3);
     const BEATEN: PieceId = PieceId(20);
 
-    /// A south player whose commander (id 3) has just attacked and beaten the enemy piece on
-    /// C6 (id 20, in truth an army commander): shown only its seat's projections.
-    fn after_a_commander_win() -> ComputerPlayer {
-        let rules = Rules::default();
+    /// A south expert player shown, as its seat sees them, the start of `pieces` (square, side,
+    /// code, id) under `rules` and then the fight `from`-`to`, whose result is checked with
+    /// `result` (attacker survives, defender survives).
+    fn after_one_fight(
+        rules: Rules,
+        pieces: &[(&str, Side, &str, u8)],
+        (from, to): (&str, &str),
+        result: (bool, bool),
+    ) -> ComputerPlayer {
         let topo = rules.topology();
+        let node = |square: &str| topo.node(square).unwrap();
         let mut position = Position::empty(rules, Side::South);
         let mut started = Vec::new();
-        for (square, side, code, id) in [
-            ("B1", Side::South, "F", 40),
-            ("A1", Side::South, "M", 41),
-            ("C1", Side::South, "M", 42),
-            ("C5", Side::South, "9", 3),
-            ("E3", Side::South, "2", 4),
-            ("B12", Side::North, "F", 30),
-            ("A12", Side::North, "M", 31),
-            ("C12", Side::North, "M", 32),
-            ("C6", Side::North, "8", 20),
-            ("E10", Side::North, "3", 22),
-            ("A9", Side::North, "2", 23),
-        ] {
+        for &(square, side, code, id) in pieces {
             let piece = Piece {
                 side,
                 kind: rules.parse_kind(code).unwrap(),
                 id: PieceId(id),
             };
-            let node = topo.node(square).unwrap();
-            assert!(position.put(node, piece));
-            started.push((node, piece));
+            assert!(position.put(node(square), piece));
+            started.push((node(square), piece));
         }
         let mut player = ComputerPlayer::with_level(Side::South, rules, crate::Level::Expert, 7);
         let shown = |event: &Event| project(event, Viewer::player(Side::South), None).unwrap();
         player.observe(&shown(&Event::PlayStarted { pieces: started }));
         let mv = Move {
-            from: topo.node("C5").unwrap(),
-            to: topo.node("C6").unwrap(),
+            from: node(from),
+            to: node(to),
         };
+        position.set_to_move(position.piece_at(mv.from).unwrap().side);
         let report = position.play(mv).unwrap();
         assert!(
             report
                 .combat
-                .is_some_and(|c| c.attacker_survives && !c.defender_survives)
+                .is_some_and(|c| (c.attacker_survives, c.defender_survives) == result)
         );
         player.observe(&shown(&Event::Moved {
             mv,
@@ -491,6 +485,29 @@ mod tests {
             flag_reveal: Vec::new(),
         }));
         player
+    }
+
+    /// A south player whose commander (id 3) has just attacked and beaten the enemy piece on
+    /// C6 (id 20, in truth an army commander).
+    fn after_a_commander_win() -> ComputerPlayer {
+        after_one_fight(
+            Rules::default(),
+            &[
+                ("B1", Side::South, "F", 40),
+                ("A1", Side::South, "M", 41),
+                ("C1", Side::South, "M", 42),
+                ("C5", Side::South, "9", 3),
+                ("E3", Side::South, "2", 4),
+                ("B12", Side::North, "F", 30),
+                ("A12", Side::North, "M", 31),
+                ("C12", Side::North, "M", 32),
+                ("C6", Side::North, "8", 20),
+                ("E10", Side::North, "3", 22),
+                ("A9", Side::North, "2", 23),
+            ],
+            ("C5", "C6"),
+            (true, false),
+        )
     }
 
     #[test]
@@ -529,46 +546,19 @@ mod tests {
         // South's flag on c2 has its general behind it on c1; North's colonel attacks it and
         // dies (the flag fights as the general). To the opponent the piece on c2 beat a
         // colonel; as a flag backed by what stands behind it, it may still be the flag.
-        let rules = Rules::parse("gunjin-shogi").unwrap();
-        let topo = rules.topology();
-        let mut position = Position::empty(rules, Side::North);
-        let mut started = Vec::new();
-        for (square, side, code, id) in [
-            ("c2", Side::South, "FLG", 2),
-            ("c1", Side::South, "GEN", 1),
-            ("h1", Side::South, "CPT", 3),
-            ("c3", Side::North, "COL", 20),
-            ("a8", Side::North, "FLG", 21),
-            ("h8", Side::North, "CPT", 22),
-        ] {
-            let piece = Piece {
-                side,
-                kind: rules.parse_kind(code).unwrap(),
-                id: PieceId(id),
-            };
-            let node = topo.node(square).unwrap();
-            assert!(position.put(node, piece));
-            started.push((node, piece));
-        }
-        let mut player = ComputerPlayer::with_level(Side::South, rules, crate::Level::Expert, 7);
-        let shown = |event: &Event| project(event, Viewer::player(Side::South), None).unwrap();
-        player.observe(&shown(&Event::PlayStarted { pieces: started }));
-        let mv = Move {
-            from: topo.node("c3").unwrap(),
-            to: topo.node("c2").unwrap(),
-        };
-        let report = position.play(mv).unwrap();
-        assert!(
-            report
-                .combat
-                .is_some_and(|c| !c.attacker_survives && c.defender_survives)
+        let player = after_one_fight(
+            Rules::parse("gunjin-shogi").unwrap(),
+            &[
+                ("c2", Side::South, "FLG", 2),
+                ("c1", Side::South, "GEN", 1),
+                ("h1", Side::South, "CPT", 3),
+                ("c3", Side::North, "COL", 20),
+                ("a8", Side::North, "FLG", 21),
+                ("h8", Side::North, "CPT", 22),
+            ],
+            ("c3", "c2"),
+            (false, true),
         );
-        player.observe(&shown(&Event::Moved {
-            mv,
-            piece: report.mover,
-            combat: report.combat,
-            flag_reveal: Vec::new(),
-        }));
         let sampler = player.tracker.beliefs().sampler();
         let mut rng = GameRng::from_seed(3);
         for _ in 0..50 {
