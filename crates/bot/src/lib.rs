@@ -74,10 +74,11 @@
 //! gets only its seat's projections and the engine's legal moves, and the harness asserts that
 //! no projection shows an opponent kind before the end) at every level, under Junqi's default
 //! and house rule sets and three Gunjin Shogi rule sets; the same seed giving the same game at
-//! every level; deployments for many seeds; hand-made positions for the fights every level must
-//! take or avoid (a known weaker piece, a bomb at the known commander, a known stronger piece,
-//! a known mine), the Gunjin HQ win, and the flag's and HQ's defence; 100 fixed games against a
-//! uniformly random mover. The ordering of the levels: `crates/ladder`'s tests.
+//! every level; deployments for many seeds; the [`puzzle`] suite, hand-made positions with one
+//! known weakness each (a known weaker piece, a bomb at the known commander, a known stronger
+//! piece, a known mine, the Gunjin HQ win, the flag's and HQ's defence, the engineer's railway
+//! to the flag, the empty HQ), each answered right by every level it requires for every seed;
+//! 100 fixed games against a uniformly random mover. The ordering of the levels: `crates/ladder`'s tests.
 
 /// The opponent-piece inference, moved to `hidden-front-inference` (shared with the browser);
 /// re-exported under its old path for callers of this crate.
@@ -85,6 +86,7 @@ pub use hidden_front_inference::belief;
 mod formation;
 mod level;
 mod player;
+pub mod puzzle;
 mod search;
 mod values;
 

@@ -231,13 +231,10 @@ impl ComputerPlayer {
         if legal.is_empty() {
             return None;
         }
-        let scores = match self.level {
-            Level::Random => return Some(legal[self.rng.below(legal.len() as u32) as usize]),
-            Level::Greedy => self.score_moves_as(legal, Style::Greedy),
-            Level::Belief => self.score_moves(legal),
-            Level::Search => crate::search::score_moves(self, legal, crate::search::Terms::SEARCH),
-            Level::Expert => crate::search::score_moves(self, legal, crate::search::Terms::EXPERT),
-        };
+        if self.level == Level::Random {
+            return Some(legal[self.rng.below(legal.len() as u32) as usize]);
+        }
+        let scores = self.level_scores(legal);
         let mut best: Option<(f64, Move)> = None;
         for (&mv, score) in legal.iter().zip(scores) {
             // A tiny seeded jitter breaks ties among equals.
@@ -248,6 +245,20 @@ impl ComputerPlayer {
             }
         }
         best.map(|(_, mv)| mv)
+    }
+
+    /// The score of each move of `legal` at the player's level, in order (higher is better;
+    /// all 0 at the random level), before the tie-breaking jitter. For tests and diagnostics;
+    /// the search levels draw their layouts from the player's generator, so a call changes the
+    /// next choice.
+    pub fn level_scores(&mut self, legal: &[Move]) -> Vec<f64> {
+        match self.level {
+            Level::Random => vec![0.0; legal.len()],
+            Level::Greedy => self.score_moves_as(legal, Style::Greedy),
+            Level::Belief => self.score_moves(legal),
+            Level::Search => crate::search::score_moves(self, legal, crate::search::Terms::SEARCH),
+            Level::Expert => crate::search::score_moves(self, legal, crate::search::Terms::EXPERT),
+        }
     }
 
     /// The belief player's score of each move of `legal`, in order (higher is better). Exposed

@@ -99,6 +99,10 @@ pub struct LadderArgs {
     /// No SPRT verdict before this many twins (the variance of fewer is no estimate).
     #[arg(long, default_value_t = 10, requires = "sprt")]
     pub sprt_min_twins: u32,
+    /// Seeds each level gets at each puzzle of the rules' family (docs/bot.md, the puzzles);
+    /// 0 plays none.
+    #[arg(long, default_value_t = hidden_front_ladder::PUZZLE_SEEDS)]
+    pub puzzle_seeds: u32,
 }
 
 /// Runs `hidden-front bot`.
@@ -134,6 +138,7 @@ fn ladder(args: LadderArgs) -> anyhow::Result<()> {
             beta: args.sprt_beta,
             min_twins: args.sprt_min_twins,
         }),
+        puzzle_seeds: args.puzzle_seeds,
     };
     let ladder = hidden_front_ladder::run(&config)?;
     println!("{ladder}");
@@ -192,6 +197,30 @@ mod tests {
             assert_eq!(level["illegal_moves"], 0);
             assert!(level["think_p95_ms"].is_number());
         }
+        // The Gunjin Shogi puzzles at both levels, the default seeds each.
+        let puzzles = json["puzzles"].as_array().unwrap();
+        assert!(!puzzles.is_empty());
+        for p in puzzles {
+            assert!(p["puzzle"].as_str().unwrap().starts_with("gunjin-"), "{p}");
+            assert!(matches!(p["level"].as_str(), Some("random" | "greedy")));
+            assert_eq!(p["tried"], u64::from(hidden_front_ladder::PUZZLE_SEEDS));
+            assert!(p["solved"].as_u64().unwrap() <= 8);
+            assert!(p["required"].is_boolean() && p["wrong"].is_array());
+        }
+    }
+
+    #[test]
+    fn bot_ladder_puzzle_seeds_zero_plays_no_puzzle() {
+        let path = std::env::temp_dir().join(format!("bot-ladder-np-{}.json", std::process::id()));
+        let line = format!(
+            "ladder --levels random,greedy --games 1 --puzzle-seeds 0 --json {}",
+            path.display()
+        );
+        run(args(&line)).expect("a small ladder runs");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(json["puzzles"], serde_json::json!([]));
     }
 
     #[test]

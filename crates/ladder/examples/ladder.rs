@@ -6,7 +6,7 @@
 //! Prints the same table as `hidden-front bot ladder`.
 
 use hidden_front_bot::Level;
-use hidden_front_ladder::{LadderConfig, Pairs, Sprt};
+use hidden_front_ladder::{LadderConfig, PUZZLE_SEEDS, Pairs, Sprt};
 use hidden_front_rules::Rules;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         budget: None,
         duplicate: matches!(arg(6, "").as_str(), "duplicate" | "sprt"),
         sprt: (arg(6, "") == "sprt").then(Sprt::default),
+        puzzle_seeds: PUZZLE_SEEDS,
     };
     let ladder = hidden_front_ladder::run(&config)?;
     println!("{ladder}");

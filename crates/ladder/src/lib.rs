@@ -18,11 +18,13 @@
 //!
 //! `hidden-front bot ladder` prints it; `docs/bot.md` holds the measured tables.
 
+mod puzzles;
 mod referee;
 mod sprt;
 mod stats;
 mod table;
 
+pub use puzzles::{PUZZLE_SEEDS, PuzzleScore, score_puzzles};
 pub use referee::{GameRecord, play_game, play_twin};
 pub use sprt::{
     EMPTY_COUNT, Sprt, SprtResult, SprtVerdict, TWIN_SCORES, llr_normal, pentanomial_index,
@@ -30,6 +32,7 @@ pub use sprt::{
 };
 pub use stats::{LevelStats, PairStats, PairedStats, elo_from_score, pentanomial, twin_score};
 
+use hidden_front_bot::puzzle::PuzzleError;
 use hidden_front_bot::{Budget, Level};
 use hidden_front_rules::Rules;
 use serde::Serialize;
@@ -72,6 +75,9 @@ pub struct LadderConfig {
     /// With `duplicate`: stops each pair as soon as this test decides (checked after each twin,
     /// in twin order).
     pub sprt: Option<Sprt>,
+    /// Seeds each level gets at each puzzle of the rules' family
+    /// ([`hidden_front_bot::puzzle::SUITE`]); 0 plays none.
+    pub puzzle_seeds: u32,
 }
 
 /// A ladder that cannot be played as asked.
@@ -101,6 +107,9 @@ pub enum LadderError {
     /// Error rates that give no test.
     #[error("--sprt-alpha and --sprt-beta must be above 0 and add up to less than 1")]
     SprtErrorRates,
+    /// A puzzle of the suite that cannot be set up (a defect of the suite).
+    #[error("puzzle suite: {0}")]
+    Puzzle(#[from] PuzzleError),
 }
 
 /// The ladder's result: the cross-table and each level's figures.
@@ -127,6 +136,8 @@ pub struct Ladder {
     pub pairs: Vec<PairStats>,
     /// Each level's think times, illegal moves and crashes over all its games.
     pub levels: Vec<LevelStats>,
+    /// Each puzzle of the family at each level (empty when no seeds were asked for).
+    pub puzzles: Vec<PuzzleScore>,
     /// The games the figures come from, pair by pair in game order (not in the JSON).
     #[serde(skip)]
     pub records: Vec<GameRecord>,
@@ -182,8 +193,12 @@ pub fn run(config: &LadderConfig) -> Result<Ladder, LadderError> {
             .collect(),
         Pairs::Adjacent => levels.windows(2).map(|w| (w[0], w[1])).collect(),
     };
+    let puzzles = score_puzzles(&config.rules, levels, config.puzzle_seeds, config.budget)?;
     if config.duplicate {
-        return Ok(run_duplicate(config, &pairs));
+        return Ok(Ladder {
+            puzzles,
+            ..run_duplicate(config, &pairs)
+        });
     }
     let games: Vec<(usize, u32)> = (0..pairs.len())
         .flat_map(|p| (0..config.games).map(move |g| (p, g)))
@@ -223,6 +238,7 @@ pub fn run(config: &LadderConfig) -> Result<Ladder, LadderError> {
             .iter()
             .map(|&l| LevelStats::of(l, &records))
             .collect(),
+        puzzles,
         duplicate: false,
         twins_per_pair: None,
         sprt: None,
@@ -331,6 +347,7 @@ fn run_duplicate(config: &LadderConfig, pairs: &[(Level, Level)]) -> Ladder {
             .iter()
             .map(|&l| LevelStats::of(l, &records))
             .collect(),
+        puzzles: Vec::new(),
         duplicate: true,
         twins_per_pair: Some(config.games),
         sprt: config.sprt,

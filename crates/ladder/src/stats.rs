@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A level as its name in the JSON.
-fn level_name<S: serde::Serializer>(level: &Level, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn level_name<S: serde::Serializer>(level: &Level, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(level.name())
 }
 

@@ -1,7 +1,8 @@
 //! The ladder as text: the cross-table, how the games ended, then each level's think times,
 //! illegal moves and (Junqi) games with a commander lost to a bomb, a piece stepped into an
-//! empty HQ, a flag attempt that found another piece in the HQ, the flag lost to an engineer. A duplicate ladder adds, after
-//! the endings, the paired score of each pair's twins and the sequential test's verdict.
+//! empty HQ, a flag attempt that found another piece in the HQ, the flag lost to an engineer;
+//! then each puzzle of the family at each level. A duplicate ladder adds, after the endings,
+//! the paired score of each pair's twins and the sequential test's verdict.
 
 use crate::Ladder;
 use std::fmt;
@@ -83,6 +84,7 @@ impl fmt::Display for Ladder {
                 l.flag_to_engineer_games
             )?;
         }
+        self.fmt_puzzles(f)?;
         write!(
             f,
             "illegal moves: {}, crashes: {}",
@@ -93,6 +95,63 @@ impl fmt::Display for Ladder {
 }
 
 impl Ladder {
+    /// Each puzzle of the family: right answers of each level out of its seeds, `*` where the
+    /// level must solve it every time, then the wrong answers given.
+    fn fmt_puzzles(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.puzzles.is_empty() {
+            return Ok(());
+        }
+        let mut levels: Vec<hidden_front_bot::Level> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
+        for p in &self.puzzles {
+            if !levels.contains(&p.level) {
+                levels.push(p.level);
+            }
+            if !names.contains(&p.puzzle) {
+                names.push(p.puzzle);
+            }
+        }
+        write!(f, "{:<44}", "puzzle (right answers of seeds; * required)")?;
+        for level in &levels {
+            write!(f, " {:>8}", level.name())?;
+        }
+        writeln!(f)?;
+        for name in names {
+            write!(f, "{name:<44}")?;
+            for level in &levels {
+                let cell = self
+                    .puzzles
+                    .iter()
+                    .find(|p| p.puzzle == name && p.level == *level)
+                    .map_or(String::from("-"), |p| {
+                        format!(
+                            "{}{}/{}",
+                            if p.required { "*" } else { "" },
+                            p.solved,
+                            p.tried
+                        )
+                    });
+                write!(f, " {cell:>8}")?;
+            }
+            writeln!(f)?;
+        }
+        for p in self.puzzles.iter().filter(|p| !p.wrong.is_empty()) {
+            writeln!(
+                f,
+                "{} {}: wrong {}",
+                p.puzzle,
+                p.level.name(),
+                p.wrong.join(", ")
+            )?;
+        }
+        writeln!(
+            f,
+            "puzzles solved: {} of {}",
+            self.puzzles.iter().map(|p| p.solved).sum::<u32>(),
+            self.puzzles.iter().map(|p| p.tried).sum::<u32>()
+        )
+    }
+
     /// The paired score of each pair (a duplicate ladder; nothing otherwise) and, if the ladder
     /// ran one, the sequential test.
     fn fmt_paired(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -27,6 +27,7 @@ fn config(levels: [Level; 2], twins: u32, sprt: Option<Sprt>) -> LadderConfig {
         budget: Some(BUDGET),
         duplicate: true,
         sprt,
+        puzzle_seeds: 0,
     }
 }
 

@@ -22,6 +22,7 @@ fn config(rules: &str, games: u32) -> LadderConfig {
         }),
         duplicate: false,
         sprt: None,
+        puzzle_seeds: 2,
     }
 }
 
@@ -46,6 +47,27 @@ fn check_ordering(rules: &str, games: u32) {
     for level in &ladder.levels {
         assert!(level.moves > 0, "{rules}: {} never moved", level.level);
     }
+    // The family's puzzles at every level, and those a level must solve, solved every time.
+    assert!(
+        ladder.puzzles.len() >= 2 * Level::ALL.len(),
+        "{rules}: {} puzzle rows",
+        ladder.puzzles.len()
+    );
+    for level in Level::ALL {
+        assert!(ladder.puzzles.iter().any(|p| p.level == level));
+    }
+    for p in &ladder.puzzles {
+        assert_eq!(p.tried, 2, "{rules}: {}", p.puzzle);
+        if p.required {
+            assert_eq!(
+                p.solved, p.tried,
+                "{rules}: {} at {} answered {:?}",
+                p.puzzle, p.level, p.wrong
+            );
+        }
+    }
+    assert!(ladder.puzzles.iter().any(|p| p.required));
+    assert!(ladder.to_string().contains("puzzles solved: "));
 }
 
 #[test]
