@@ -197,6 +197,18 @@ mod tests {
             assert_eq!(level["illegal_moves"], 0);
             assert!(level["think_p95_ms"].is_number());
         }
+        for level in json["levels"].as_array().unwrap() {
+            assert!(level["no_move_lost_games"].is_u64());
+        }
+        // The belief's log-loss over the games, with and without the move model.
+        let belief = &json["belief"];
+        for key in ["constraints_only", "move_model"] {
+            assert!(
+                belief[key]["observations"].as_u64().unwrap() > 0,
+                "{belief}"
+            );
+            assert!(belief[key]["nats"].as_f64().unwrap() > 0.0, "{belief}");
+        }
         // The Gunjin Shogi puzzles at both levels, the default seeds each.
         let puzzles = json["puzzles"].as_array().unwrap();
         assert!(!puzzles.is_empty());

@@ -7,6 +7,7 @@
 //! its rail turns only hold for Junqi; Gunjin Shogi has its own (no flag or mine on a gate
 //! square, a flag that fights as the piece behind it), see [`crate::Tracker`].
 
+use crate::activity::{Activity, MoveModel};
 use hidden_front_rules::piece::{gunjin, junqi};
 use hidden_front_rules::{Family, Node, PieceId, PieceKind, Position, Rules, Side, Topology};
 
@@ -95,6 +96,11 @@ pub struct Beliefs {
     all: KindSet,
     /// The kinds that can move.
     mobile: KindSet,
+    /// What each piece (in `pieces` order) has been seen to do.
+    activity: Vec<Activity>,
+    /// If set, each piece's kind chances are weighted by how likely its activity is for each
+    /// kind ([`Beliefs::marginals`]).
+    move_model: Option<MoveModel>,
 }
 
 impl Beliefs {
@@ -114,6 +120,34 @@ impl Beliefs {
                     .filter(|(k, _, _)| rules.kind_moves(*k))
                     .fold(0, |m, (k, _, _)| m | bit(*k)),
             ),
+            activity: Vec::new(),
+            move_model: None,
+        }
+    }
+
+    /// Weights the kind chances by `model`'s likelihood of each piece's activity (`None`: by
+    /// the constraints and the counts alone).
+    pub fn set_move_model(&mut self, model: Option<MoveModel>) {
+        self.move_model = model;
+    }
+
+    /// What piece `id` has been seen to do, if it is an opponent piece.
+    pub fn activity(&self, id: PieceId) -> Option<Activity> {
+        self.index[id.0 as usize].map(|i| self.activity[i as usize])
+    }
+
+    /// One turn of the opponent: piece `mover` moved (an attack if `attacked`). Every opponent
+    /// piece on the board saw the turn; the mover is counted before any fight removes it.
+    pub fn saw_turn(&mut self, mover: PieceId, attacked: bool) {
+        for (piece, activity) in self.pieces.iter().zip(self.activity.iter_mut()) {
+            if piece.alive {
+                activity.turns = activity.turns.saturating_add(1);
+            }
+        }
+        if let Some(i) = self.index[mover.0 as usize] {
+            let activity = &mut self.activity[i as usize];
+            activity.moves = activity.moves.saturating_add(1);
+            activity.attacks = activity.attacks.saturating_add(u16::from(attacked));
         }
     }
 
@@ -144,6 +178,7 @@ impl Beliefs {
     pub fn start(&mut self, side: Side, pieces: &[(Node, PieceId)]) {
         let topo = self.rules.topology();
         self.pieces.clear();
+        self.activity.clear();
         self.index = [None; 256];
         for &(node, id) in pieces {
             if self.index[id.0 as usize].is_some() {
@@ -157,6 +192,7 @@ impl Beliefs {
                 moved: false,
                 alive: true,
             });
+            self.activity.push(Activity::default());
         }
         self.complete = self.pieces.len() == self.rules.pieces_per_side();
         self.propagate();
@@ -374,16 +410,30 @@ impl Beliefs {
 
     /// For every opponent piece (in [`Beliefs::pieces`] order), the chance of each kind
     /// (indexed by kind number), spreading each kind's copies over the pieces that can be it
-    /// (a few rounds of matrix scaling: rows sum to 1, columns to the kind's count).
+    /// (a few rounds of matrix scaling: rows sum to 1, columns to the kind's count). With a
+    /// [`MoveModel`], each piece's row starts from the copies weighted by the likelihood of its
+    /// activity for each kind.
     pub fn marginals(&self) -> Vec<[f64; KIND_SLOTS]> {
         let mut m: Vec<[f64; KIND_SLOTS]> = self
             .pieces
             .iter()
-            .map(|p| {
+            .zip(&self.activity)
+            .map(|(p, &activity)| {
                 let mut row = [0.0; KIND_SLOTS];
+                let mut logs = [0.0; KIND_SLOTS];
+                let mut top = f64::NEG_INFINITY;
+                for &(k, _, _) in self.rules.kinds() {
+                    if p.possible.contains(k) {
+                        let l = self
+                            .move_model
+                            .map_or(0.0, |model| model.log_likelihood(k, activity));
+                        logs[k.0 as usize] = l;
+                        top = top.max(l);
+                    }
+                }
                 for &(k, _, n) in self.rules.kinds() {
                     if p.possible.contains(k) {
-                        row[k.0 as usize] = f64::from(n);
+                        row[k.0 as usize] = f64::from(n) * (logs[k.0 as usize] - top).exp();
                     }
                 }
                 row
@@ -461,7 +511,7 @@ fn consistent(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn node(name: &str) -> Node {
@@ -519,15 +569,20 @@ mod tests {
         assert_eq!(p.iter().map(|k| k.0).collect::<Vec<_>>(), vec![7, 8, 9]);
     }
 
+    /// A whole army of `side` by start square, ids from 0.
+    pub(crate) fn whole_army(rules: &Rules, side: Side) -> Vec<(Node, PieceId)> {
+        rules
+            .topology()
+            .deployment_squares(side)
+            .enumerate()
+            .map(|(i, n)| (n, PieceId(i as u8)))
+            .collect()
+    }
+
     #[test]
     fn marginals_sum_to_one_and_respect_counts() {
         let rules = Rules::default();
-        let topo = rules.topology();
-        let pieces: Vec<(Node, PieceId)> = topo
-            .deployment_squares(Side::North)
-            .enumerate()
-            .map(|(i, n)| (n, PieceId(i as u8)))
-            .collect();
+        let pieces = whole_army(&rules, Side::North);
         let mut b = Beliefs::new(rules);
         b.start(Side::North, &pieces);
         let m = b.marginals();

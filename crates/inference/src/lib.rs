@@ -15,10 +15,12 @@
 //! unit cases per rule, and many seeded random refereed games of both families in which the true
 //! kind of every opponent piece is always among its possible kinds.
 
+pub mod activity;
 pub mod belief;
 pub mod sample;
 mod tracker;
 
+pub use activity::{Activity, MoveModel};
 pub use belief::{Beliefs, EnemyPiece, KIND_SLOTS, KindSet, flag_kind};
 pub use sample::{Layout, Sampler};
 pub use tracker::{Occupant, Tracker};

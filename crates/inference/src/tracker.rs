@@ -78,6 +78,12 @@ impl Tracker {
         &self.beliefs
     }
 
+    /// Weights the kind chances by how likely each piece's activity is for each kind (see
+    /// [`Beliefs::set_move_model`]).
+    pub fn set_move_model(&mut self, model: Option<crate::MoveModel>) {
+        self.beliefs.set_move_model(model);
+    }
+
     /// The board by node index (`None`: empty), as far as the events told it.
     pub fn board(&self) -> &[Option<Occupant>; 64] {
         &self.board
@@ -181,6 +187,7 @@ impl Tracker {
         }
         let gunjin = self.rules.family == Family::GunjinShogi;
         if side != self.side {
+            self.beliefs.saw_turn(piece, combat.is_some());
             if gunjin {
                 let movers = self.kinds_that_move(mv);
                 self.beliefs.saw_move_of(piece, movers);

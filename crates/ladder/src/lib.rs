@@ -18,12 +18,16 @@
 //!
 //! `hidden-front bot ladder` prints it; `docs/bot.md` holds the measured tables.
 
+mod belief_fit;
 mod puzzles;
 mod referee;
 mod sprt;
 mod stats;
 mod table;
 
+pub use belief_fit::{
+    ActivityCounts, BeliefReport, LogLoss, activity_counts, belief_report, game_log_loss, log_loss,
+};
 pub use puzzles::{PUZZLE_SEEDS, PuzzleScore, score_puzzles};
 pub use referee::{GameRecord, play_game, play_twin};
 pub use sprt::{
@@ -138,6 +142,8 @@ pub struct Ladder {
     pub levels: Vec<LevelStats>,
     /// Each puzzle of the family at each level (empty when no seeds were asked for).
     pub puzzles: Vec<PuzzleScore>,
+    /// The belief's log-loss on the true kinds over the games.
+    pub belief: BeliefReport,
     /// The games the figures come from, pair by pair in game order (not in the JSON).
     #[serde(skip)]
     pub records: Vec<GameRecord>,
@@ -195,9 +201,11 @@ pub fn run(config: &LadderConfig) -> Result<Ladder, LadderError> {
     };
     let puzzles = score_puzzles(&config.rules, levels, config.puzzle_seeds, config.budget)?;
     if config.duplicate {
+        let ladder = run_duplicate(config, &pairs);
         return Ok(Ladder {
             puzzles,
-            ..run_duplicate(config, &pairs)
+            belief: belief_report(config.rules, &ladder.records),
+            ..ladder
         });
     }
     let games: Vec<(usize, u32)> = (0..pairs.len())
@@ -239,6 +247,7 @@ pub fn run(config: &LadderConfig) -> Result<Ladder, LadderError> {
             .map(|&l| LevelStats::of(l, &records))
             .collect(),
         puzzles,
+        belief: belief_report(config.rules, &records),
         duplicate: false,
         twins_per_pair: None,
         sprt: None,
@@ -348,6 +357,7 @@ fn run_duplicate(config: &LadderConfig, pairs: &[(Level, Level)]) -> Ladder {
             .map(|&l| LevelStats::of(l, &records))
             .collect(),
         puzzles: Vec::new(),
+        belief: BeliefReport::default(),
         duplicate: true,
         twins_per_pair: Some(config.games),
         sprt: config.sprt,

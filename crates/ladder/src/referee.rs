@@ -53,6 +53,9 @@ pub struct GameRecord {
     /// Junqi: whether each level lost its flag to an enemy engineer, `[a, b]` (the engineer
     /// flying along the rails to the flag's side is the known way to lose it).
     pub flag_lost_to_engineer: [bool; 2],
+    /// Every event of the game as the referee logged it (full kinds): the belief's log-loss
+    /// and the move model's rates are computed from it afterwards.
+    pub events: Vec<Event>,
 }
 
 impl GameRecord {
@@ -75,6 +78,7 @@ impl GameRecord {
             hq_freezes: [0, 0],
             hq_decoys: [0, 0],
             flag_lost_to_engineer: [false, false],
+            events: Vec::new(),
         }
     }
 
@@ -223,6 +227,7 @@ fn referee(
     });
     let (mut game, events) = Game::create(rules, first, &mut rng);
     feed(&mut players, &events, &game)?;
+    record.events.extend(events);
     let mut played = Vec::with_capacity(2);
     for side in Side::BOTH {
         let deployment = match deal {
@@ -242,6 +247,7 @@ fn referee(
             .handle(&Command::SetDeployment { deployment }, &mut rng)
             .map_err(|e| format!("the engine refused a valid deployment: {e}"))?;
         feed(&mut players, &events, &game)?;
+        record.events.extend(events);
     }
     record.deployments = <[Deployment; 2]>::try_from(played).ok();
     for side in Side::BOTH {
@@ -249,6 +255,7 @@ fn referee(
             .handle(&Command::Confirm { side }, &mut rng)
             .map_err(|e| format!("the engine refused a confirmation: {e}"))?;
         feed(&mut players, &events, &game)?;
+        record.events.extend(events);
     }
     // Every fight removes a piece and at most `no_combat_draw_plies` pass between fights.
     let bound = 80 * (u32::from(rules.no_combat_draw_plies) + 1);
@@ -278,6 +285,7 @@ fn referee(
             count_mishaps(&rules, &events, slot, record);
         }
         feed(&mut players, &events, &game)?;
+        record.events.extend(events);
         record.plies = game.plies();
     }
     game.outcome()

@@ -4,6 +4,7 @@
 use crate::referee::GameRecord;
 use crate::sprt::{SprtResult, TWIN_SCORES, pentanomial_index, pentanomial_mean_variance};
 use hidden_front_bot::Level;
+use hidden_front_rules::EndReason;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -223,6 +224,9 @@ pub struct LevelStats {
     pub hq_decoy_games: u32,
     /// Junqi: games in which it lost its flag to an enemy engineer.
     pub flag_to_engineer_games: u32,
+    /// Games it lost with no legal move left (every piece it had left a mine, the flag or
+    /// frozen in an HQ, or walled in).
+    pub no_move_lost_games: u32,
 }
 
 impl LevelStats {
@@ -231,6 +235,7 @@ impl LevelStats {
         let mut times: Vec<u32> = Vec::new();
         let mut illegal = 0;
         let (mut games, mut bombed, mut frozen, mut decoys, mut engineered) = (0, 0, 0, 0, 0);
+        let mut stuck = 0;
         for r in records {
             for (i, l) in [r.a, r.b].into_iter().enumerate() {
                 if l == level {
@@ -241,6 +246,10 @@ impl LevelStats {
                     frozen += u32::from(r.hq_freezes[i] > 0);
                     decoys += u32::from(r.hq_decoys[i] > 0);
                     engineered += u32::from(r.flag_lost_to_engineer[i]);
+                    let side = if i == 0 { r.a_side } else { r.a_side.other() };
+                    stuck += u32::from(r.outcome.is_some_and(|o| {
+                        o.reason == EndReason::NoLegalMoves && o.winner == Some(side.other())
+                    }));
                 }
             }
         }
@@ -264,6 +273,7 @@ impl LevelStats {
             hq_freeze_games: frozen,
             hq_decoy_games: decoys,
             flag_to_engineer_games: engineered,
+            no_move_lost_games: stuck,
         }
     }
 }
@@ -278,6 +288,22 @@ mod tests {
         assert!((elo_from_score(0.75) - 190.85).abs() < 0.1);
         assert!((elo_from_score(0.25) + 190.85).abs() < 0.1);
         assert_eq!(elo_from_score(1.0), elo_from_score(0.9995));
+    }
+
+    #[test]
+    fn a_game_lost_with_no_move_left_counts_for_the_loser_only() {
+        use hidden_front_rules::{Outcome, Side};
+        let mut stuck = GameRecord::new(Level::Greedy, Level::Expert, Side::South);
+        stuck.outcome = Some(Outcome::win(Side::North, EndReason::NoLegalMoves));
+        let mut flag = GameRecord::new(Level::Greedy, Level::Expert, Side::North);
+        flag.outcome = Some(Outcome::win(Side::South, EndReason::FlagCaptured));
+        let mut won_stuck = GameRecord::new(Level::Greedy, Level::Expert, Side::North);
+        won_stuck.outcome = Some(Outcome::win(Side::North, EndReason::NoLegalMoves));
+        let records = [stuck, flag, won_stuck];
+        let greedy = LevelStats::of(Level::Greedy, &records);
+        let expert = LevelStats::of(Level::Expert, &records);
+        assert_eq!((greedy.games, greedy.no_move_lost_games), (3, 1));
+        assert_eq!((expert.games, expert.no_move_lost_games), (3, 1));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl fmt::Display for Ladder {
         self.fmt_paired(f)?;
         writeln!(
             f,
-            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10}",
+            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8}",
             "level",
             "moves",
             "p50 ms",
@@ -65,12 +65,13 @@ impl fmt::Display for Ladder {
             "9 bombed",
             "HQ freeze",
             "HQ decoy",
-            "flag to 1"
+            "flag to 1",
+            "no move"
         )?;
         for l in &self.levels {
             writeln!(
                 f,
-                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10}",
+                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8}",
                 l.level.name(),
                 l.moves,
                 l.think_p50_ms,
@@ -81,9 +82,19 @@ impl fmt::Display for Ladder {
                 l.commander_bombed_games,
                 l.hq_freeze_games,
                 l.hq_decoy_games,
-                l.flag_to_engineer_games
+                l.flag_to_engineer_games,
+                l.no_move_lost_games
             )?;
         }
+        writeln!(
+            f,
+            "belief log-loss (nats per opponent piece on the board, over {} seat-plies): {:.4} \
+             with the constraints alone, {:.4} with the move model (strength {})",
+            self.belief.constraints_only.observations,
+            self.belief.constraints_only.mean(),
+            self.belief.move_model.mean(),
+            self.belief.move_model_strength
+        )?;
         self.fmt_puzzles(f)?;
         write!(
             f,
