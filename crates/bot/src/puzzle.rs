@@ -620,6 +620,25 @@ pub const SUITE: &[Puzzle] = &[
         required_from: Some(Level::Greedy),
     },
     Puzzle {
+        name: "gunjin-spy-takes-the-known-general",
+        what: "the enemy piece on d3 beat the lieutenant general, so it is the general: the spy \
+               beside it takes it",
+        rules: "gunjin-shogi",
+        side: South,
+        pieces: &[
+            ("a1", South, "FLG", 1),
+            ("d3", South, "LTG", 2),
+            ("c3", South, "SPY", 3),
+            ("h1", South, "CPT", 4),
+            ("a8", North, "FLG", 20),
+            ("d4", North, "GEN", 21),
+            ("h8", North, "CPT", 22),
+        ],
+        history: &[("d4", "d3")],
+        answer: Answer::Play("c3", "d3"),
+        required_from: Some(Level::Greedy),
+    },
+    Puzzle {
         name: "gunjin-strike-next-to-the-hq",
         what: "an enemy piece steps next to the HQ (an officer there wins by entering): the \
                general beside it strikes",
