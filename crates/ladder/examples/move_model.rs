@@ -71,19 +71,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("attack_share: [{}],", rounded(fitted.attack_share));
     let test = hidden_front_ladder::run(&config(seed + 1)?)?;
     let plain = log_loss(rules, &test.records, None);
+    let plain_mean = plain.mean().ok_or("no test game gave a log-loss")?;
     println!(
         "test: {} games, seed {}: constraints alone {:.4} nats per piece over {} seat-plies",
         test.records.len(),
         seed + 1,
-        plain.mean(),
+        plain_mean,
         plain.observations
     );
     for strength in [0.1, 0.25, 0.5, 0.75, 1.0] {
-        let with = log_loss(rules, &test.records, Some(model(strength)));
+        let with = log_loss(rules, &test.records, Some(model(strength)))
+            .mean()
+            .ok_or("no test game gave a log-loss")?;
         println!(
-            "  move model, strength {strength}: {:.4} ({:+.4})",
-            with.mean(),
-            with.mean() - plain.mean()
+            "  move model, strength {strength}: {with:.4} ({:+.4})",
+            with - plain_mean
         );
     }
     Ok(())

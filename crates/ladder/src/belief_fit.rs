@@ -106,13 +106,10 @@ pub struct LogLoss {
 }
 
 impl LogLoss {
-    /// The mean log-loss per piece and observation, in nats (0 without observations).
-    pub fn mean(&self) -> f64 {
-        if self.observations == 0 {
-            0.0
-        } else {
-            self.nats / self.observations as f64
-        }
+    /// The mean log-loss per piece and observation, in nats; `None` without observations (no
+    /// figure, rather than a perfect one).
+    pub fn mean(&self) -> Option<f64> {
+        (self.observations > 0).then(|| self.nats / self.observations as f64)
     }
 
     fn add(&mut self, other: LogLoss) {

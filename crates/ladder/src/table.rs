@@ -86,13 +86,14 @@ impl fmt::Display for Ladder {
                 l.no_move_lost_games
             )?;
         }
+        let nats = |loss: &crate::LogLoss| loss.mean().map_or("n/a".into(), |m| format!("{m:.4}"));
         writeln!(
             f,
-            "belief log-loss (nats per opponent piece on the board, over {} seat-plies): {:.4} \
-             with the constraints alone, {:.4} with the move model (strength {})",
+            "belief log-loss (nats per opponent piece on the board, over {} seat-plies): {} \
+             with the constraints alone, {} with the move model (strength {})",
             self.belief.constraints_only.observations,
-            self.belief.constraints_only.mean(),
-            self.belief.move_model.mean(),
+            nats(&self.belief.constraints_only),
+            nats(&self.belief.move_model),
             self.belief.move_model_strength
         )?;
         self.fmt_puzzles(f)?;

@@ -72,10 +72,10 @@ fn the_log_loss_is_over_every_ply_and_seat_and_beats_a_uniform_guess() {
             "{rules}"
         );
         let uniform = (rules.kinds().len() as f64).ln();
+        let mean = loss.mean().expect("observations");
         assert!(
-            loss.mean() > 0.0 && loss.mean() < uniform,
-            "{rules}: {} against a uniform {uniform}",
-            loss.mean()
+            mean > 0.0 && mean < uniform,
+            "{rules}: {mean} against a uniform {uniform}"
         );
         // A model of strength 0 changes nothing; the fitted one is applied.
         let fitted = MoveModel::fitted(&rules);
@@ -84,12 +84,20 @@ fn the_log_loss_is_over_every_ply_and_seat_and_beats_a_uniform_guess() {
             ..fitted
         };
         let same = game_log_loss(rules, &record.events, Some(none));
-        assert!((same.mean() - loss.mean()).abs() < 1e-12, "{rules}");
+        assert!((same.nats - loss.nats).abs() < 1e-9, "{rules}");
         let with = game_log_loss(rules, &record.events, Some(fitted));
         assert_eq!(with.observations, loss.observations);
         assert!(
-            (with.mean() - loss.mean()).abs() > 1e-6,
+            (with.nats - loss.nats).abs() > 1e-6,
             "{rules}: the model did nothing"
         );
     }
+}
+
+#[test]
+fn no_game_gives_no_log_loss_rather_than_a_perfect_one() {
+    let rules = Rules::default();
+    let loss = game_log_loss(rules, &[], None);
+    assert_eq!((loss.observations, loss.mean()), (0, None));
+    assert_eq!(hidden_front_ladder::log_loss(rules, &[], None).mean(), None);
 }
