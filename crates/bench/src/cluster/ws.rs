@@ -272,6 +272,10 @@ impl WsSeat {
                         return Delivered::Broken;
                     }
                 }
+                // The follow's answer may have brought events (the gateway's hub held them):
+                // those first. Waiting on the socket instead left a seat whose turn had come
+                // with its opponent's move in the buffer, quiet until the silence ran out.
+                continue;
             }
             let Some(link) = self.link.as_mut() else {
                 continue;
@@ -321,4 +325,135 @@ fn refused(refusal: pb::Refusal) -> Status {
 /// An answer of another kind than the request's: the server broke the protocol.
 fn unexpected(response: &pb::answer::Response) -> Status {
     hidden_front_api_error::internal(format!("an answer of the wrong kind: {response:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connections::Pool;
+    use futures_util::{SinkExt, StreamExt};
+    use parking_lot::Mutex;
+    use prost::Message as _;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::handshake::server::{
+        Callback, ErrorResponse, Request as Upgrade, Response,
+    };
+    use tokio_util::sync::CancellationToken;
+
+    const GAME: &str = "01a24f8e-6e05-723c-8914-739bda5c5293";
+
+    fn run(out_dir: std::path::PathBuf) -> Run {
+        let config = super::super::ClusterConfig {
+            ingress: "127.0.0.1:1".parse().expect("an address"),
+            ws_ingress: None,
+            ws_percent: 100,
+            ws_from_file: None,
+            connections: 1,
+            games: 1,
+            spectate_percent: 0,
+            think: Duration::ZERO,
+            plies: (10, 10),
+            stop_file: out_dir.join("stop"),
+            max_duration: Duration::from_secs(60),
+            finish_timeout: Duration::from_secs(60),
+            out_dir: out_dir.clone(),
+            jwt_secret: "secret".into(),
+            seed: 1,
+            time_control: "online".into(),
+            stall_percent: 0,
+        };
+        Run {
+            config,
+            pool: Pool::none(),
+            run_id: "test".into(),
+            stop: CancellationToken::new(),
+            games_seq: AtomicU64::new(0),
+            out: Mutex::new(super::super::Outputs::create(&out_dir).expect("outputs")),
+            summary: Mutex::new(super::super::ClusterSummary::default()),
+            open_games: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Accepts the `Connect` subprotocol on the upgrade, as the gateway does.
+    struct ConnectProtocol;
+
+    impl Callback for ConnectProtocol {
+        fn on_request(
+            self,
+            _: &Upgrade,
+            mut response: Response,
+        ) -> Result<Response, ErrorResponse> {
+            response.headers_mut().insert(
+                "sec-websocket-protocol",
+                "hiddenfront.connect.v1".parse().expect("a header value"),
+            );
+            Ok(response)
+        }
+    }
+
+    /// A gateway that answers the first `follow` with its answer and the game's event `seq` in
+    /// one response (its hub held the event already), then says nothing more.
+    async fn gateway_answering_with_an_event(seq: u64) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let addr = listener.local_addr().expect("its address");
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.expect("a connection");
+            let mut socket = tokio_tungstenite::accept_hdr_async(stream, ConnectProtocol)
+                .await
+                .expect("an upgrade");
+            let Some(Ok(Message::Binary(bytes))) = socket.next().await else {
+                panic!("no follow request");
+            };
+            let request = pb::ConnectRequest::decode(bytes).expect("a ConnectRequest");
+            assert!(matches!(request.request, Some(Request::Follow(_))));
+            let answer = pb::ServerMessage {
+                item: Some(Item::Answer(pb::Answer {
+                    request_id: request.request_id,
+                    response: Some(pb::answer::Response::Followed(pb::Followed {
+                        game_id: GAME.into(),
+                    })),
+                })),
+            };
+            let event = pb::ServerMessage {
+                item: Some(Item::Event(pb::GameEvent {
+                    game_id: GAME.into(),
+                    seq,
+                    ..pb::GameEvent::default()
+                })),
+            };
+            let response = pb::ConnectResponse::of(&[answer, event]);
+            socket
+                .send(Message::Binary(response.encode_to_vec().into()))
+                .await
+                .expect("sent");
+            // Quiet from here on, the connection kept open.
+            while socket.next().await.is_some() {}
+        });
+        addr
+    }
+
+    /// The events that come with a follow's answer are the seat's next events: a seat that
+    /// waited on the socket instead sat on its opponent's move until the silence ran out (10 s,
+    /// then a reconnect), which cost WebSocket seats a third of their move clock after each
+    /// gateway loss and once let a clock run out in the cluster test.
+    #[tokio::test]
+    async fn events_that_come_with_the_follow_answer_are_delivered_first() {
+        let dir = std::env::temp_dir().join(format!("hf-ws-seat-{}", std::process::id()));
+        let run = run(dir.clone());
+        let addr = gateway_answering_with_an_event(23).await;
+        let mut seat = WsSeat::new(addr, "token".into(), GAME.into(), "north");
+        let mut rng = SeatRng::new(1);
+        let delivered = seat.next(&run, &mut rng, 23).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        match delivered {
+            Delivered::Event(event) => assert_eq!(event.seq, 23),
+            Delivered::Silent => panic!("the event that came with the answer was not delivered"),
+            Delivered::Broken => panic!("the follow failed"),
+        }
+    }
 }
