@@ -16,6 +16,9 @@
 //!   the previous release's at the start, both at once during the upgrade, all this one's after.
 //! - `availability_is_bounded_in_every_window`: a seat 11 s unable to move, a stream 10.5 s away
 //!   and a rate under half the steady one each fail their window.
+//! - `a_seat_that_sees_its_turn_late_fails_its_window`: 21 s from the opponent's acknowledged
+//!   move to the seat's own first send fails the window, by transport; the same wait after a
+//!   clock let run out on purpose does not count.
 //! - `grpc_and_websocket_players_must_both_play_in_every_window`: a window (and a run) whose moves
 //!   all went over one transport fails naming the other.
 
@@ -378,6 +381,55 @@ async fn availability_is_bounded_in_every_window() {
             "a stream was away for 10500 ms",
             "moves/s 1.0 under 0.5 x the steady 10.0",
         ],
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A seat that took 21 s to see its turn fails the window it came in, named by transport; a seat
+/// that let its clock run out at that version on purpose is not counted.
+#[tokio::test]
+async fn a_seat_that_sees_its_turn_late_fails_its_window() {
+    let db = migrated_database().await;
+    let work = work_dir("turn-seen");
+    header_only_records(&work);
+    std::fs::write(
+        work.join("load/games.csv"),
+        "started_unix_ms,ended_unix_ms,game,end_reason,transport\n0,90000,a,RESIGNED,websocket\n0,90000,b,RESIGNED,grpc\n",
+    )
+    .expect("games");
+    let header = "first_sent_unix_ms,last_sent_unix_ms,acked_unix_ms,latency_us,attempts,game,side,version,replayed";
+    let moves = [
+        // a: north's move 10 acknowledged in the window, south's 11 first sent 21 s later.
+        "1400,1400,1500,1000,1,a,north,10,false",
+        "22500,22500,22600,1000,1,a,south,11,false",
+        // b: the same wait, but south let its clock run out at 10 (its timer fired late).
+        "1400,1400,1500,1000,1,b,north,10,false",
+        "40000,40000,40100,1000,1,b,south,11,false",
+        // b: then a quick answer, 300 ms.
+        "40500,40500,40600,1000,1,b,north,12,false",
+        "40900,40900,41000,1000,1,b,south,13,false",
+    ];
+    std::fs::write(
+        work.join("load/moves.csv"),
+        format!("{header}\n{}\n", moves.join("\n")),
+    )
+    .expect("moves");
+    std::fs::write(
+        work.join("load/stalls.csv"),
+        "unix_ms,game,side,version,outcome,waited_ms\n1500,b,south,10,fired,30000\n",
+    )
+    .expect("stalls");
+    let (code, report) = judge(&work, &db);
+    assert_eq!(code, Some(1), "{report}");
+    let window = &report["scenarios"]["rolling_upgrade"];
+    assert_eq!(
+        window["longest_to_see_turn_ms"],
+        serde_json::json!({"websocket": 21_000}),
+        "{window}"
+    );
+    assert_named(
+        &strings(&window["failures"]),
+        &["a websocket seat took 21000 ms to see its turn (bound 20000)"],
     );
     let _ = std::fs::remove_dir_all(&work);
 }
