@@ -345,6 +345,17 @@ macro_rules! framed {
     };
 }
 
+/// Two of South's pieces next to the enemy's empty HQ D12, with two enemy pieces on the board:
+/// the position of the empty-HQ puzzles, which differ in the enemy's last move.
+const EMPTY_HQ: &[Placement] = framed![
+    ("D11", South, "3", 1),
+    ("E11", South, "2", 2),
+    ("C6", South, "9", 3),
+    ("A5", South, "4", 4),
+    ("E7", North, "5", 20),
+    ("A9", North, "3", 21),
+];
+
 /// The puzzles, Junqi first. Each is also a test of the levels named by its `required_from`.
 pub const SUITE: &[Puzzle] = &[
     Puzzle {
@@ -503,14 +514,7 @@ pub const SUITE: &[Puzzle] = &[
         what: "the enemy's HQ D12 is empty: a piece that steps in is frozen there for good",
         rules: "hidden-front",
         side: South,
-        pieces: framed![
-            ("D11", South, "3", 1),
-            ("E11", South, "2", 2),
-            ("C6", South, "9", 3),
-            ("A5", South, "4", 4),
-            ("E7", North, "5", 20),
-            ("A9", North, "3", 21),
-        ],
+        pieces: EMPTY_HQ,
         history: &[("A9", "A8")],
         answer: Answer::NotInto("D12"),
         required_from: Some(Level::Belief),
@@ -520,14 +524,7 @@ pub const SUITE: &[Puzzle] = &[
         what: "the same empty HQ after another quiet enemy move",
         rules: "hidden-front",
         side: South,
-        pieces: framed![
-            ("D11", South, "3", 1),
-            ("E11", South, "2", 2),
-            ("C6", South, "9", 3),
-            ("A5", South, "4", 4),
-            ("E7", North, "5", 20),
-            ("A9", North, "3", 21),
-        ],
+        pieces: EMPTY_HQ,
         history: &[("E7", "E8")],
         answer: Answer::NotInto("D12"),
         required_from: Some(Level::Belief),
