@@ -24,6 +24,7 @@
 use crate::player::{ComputerPlayer, Style};
 use crate::values::{self, WIN, worth};
 use hidden_front_inference::{KIND_SLOTS, KindSet, Layout};
+use hidden_front_rules::piece::junqi;
 use hidden_front_rules::{
     Family, Move, MoveList, Node, Nodes, Piece, PieceKind, PlyReport, Position, Side,
 };
@@ -41,6 +42,15 @@ const DEFEND: f64 = 30.0;
 /// Worth of each step (up to three) the nearest own piece that wins by reaching the enemy's
 /// goal (the layout's flag; Gunjin Shogi: the HQ) comes closer to it.
 const PRESS: f64 = 3.0;
+
+/// The expert's [`Terms::commander_reveal`]: a commander's death shows its flag, which is worth
+/// about a strong piece more. Measured (200 twins against `search`, two seeds) with
+/// [`COMMANDER_HUNT`]: see docs/bot.md.
+const COMMANDER_REVEAL: f64 = 12.0;
+/// The expert's [`Terms::commander_hunt`]. Three in four of the expert's commanders lost to a
+/// bomb were attacked by it, not attacking: a commander that has shown itself draws the
+/// opponent's bombs, more often than the belief's bomb share of the piece next to it says.
+const COMMANDER_HUNT: f64 = 4.0;
 
 /// What a level's search counts beyond the plain search: the differences between `search` and
 /// `expert`, as data, so both run the same code.
@@ -61,6 +71,14 @@ pub(crate) struct Terms {
     /// attack truly does. So a piece that showed its strength draws the bomb, and a hidden one
     /// is left alone (or attacked at the attacker's cost).
     pub opponent_belief: bool,
+    /// What losing a Junqi commander costs beyond its worth (its death shows the flag to the
+    /// opponent); gained when the opponent's dies. 0 for `search`.
+    pub commander_reveal: f64,
+    /// How many times a Junqi bomb's attack on the own commander counts among the opponent's
+    /// answers in a layout (1 for `search`): the opponent aims its bombs at the piece that
+    /// showed itself strongest, so the layouts that put a bomb next to the commander weigh
+    /// more than their share.
+    pub commander_hunt: f64,
 }
 
 impl Terms {
@@ -68,11 +86,15 @@ impl Terms {
     pub(crate) const SEARCH: Terms = Terms {
         goal_lookahead: false,
         opponent_belief: false,
+        commander_reveal: 0.0,
+        commander_hunt: 1.0,
     };
     /// The `expert` level's terms.
     pub(crate) const EXPERT: Terms = Terms {
         goal_lookahead: true,
         opponent_belief: true,
+        commander_reveal: COMMANDER_REVEAL,
+        commander_hunt: COMMANDER_HUNT,
     };
 }
 
@@ -232,15 +254,22 @@ fn determinize(base: &Position, layout: &Layout, side: Side) -> Position {
 }
 
 /// Material `side` gains by one ply (what it removes minus what it loses).
-fn material(world: &Position, report: &PlyReport, side: Side) -> f64 {
+fn material(world: &Position, report: &PlyReport, side: Side, reveal: f64) -> f64 {
     let rules = world.rules();
     let Some(c) = report.combat else { return 0.0 };
+    let extra = |kind: PieceKind| {
+        if rules.family == Family::Junqi && kind == junqi::COMMANDER {
+            reveal
+        } else {
+            0.0
+        }
+    };
     let mut gain = 0.0;
     if !c.defender_survives {
-        gain += worth(rules, c.defender.kind);
+        gain += worth(rules, c.defender.kind) + extra(c.defender.kind);
     }
     if !c.attacker_survives {
-        gain -= worth(rules, report.mover.kind);
+        gain -= worth(rules, report.mover.kind) + extra(report.mover.kind);
     }
     if report.mover.side == side {
         gain
@@ -278,7 +307,7 @@ fn pressure(pos: &Position, side: Side, distance: &[[u8; 64]]) -> f64 {
 }
 
 /// The best that `side` (to move in `pos`) gains by one capture (or a win), 0 if none.
-fn best_capture(pos: &Position, side: Side, moves: &mut MoveList) -> f64 {
+fn best_capture(pos: &Position, side: Side, moves: &mut MoveList, reveal: f64) -> f64 {
     let enemy = pos.occupied(side.other());
     let hq = if pos.rules().family == Family::GunjinShogi {
         pos.topology().hq[side.other().index()]
@@ -293,7 +322,7 @@ fn best_capture(pos: &Position, side: Side, moves: &mut MoveList) -> f64 {
         }
         let mut next = *pos;
         let report = next.play_legal(mv);
-        let gain = material(pos, &report, side) + ended(&report, side).unwrap_or(0.0);
+        let gain = material(pos, &report, side, reveal) + ended(&report, side).unwrap_or(0.0);
         best = best.max(gain);
     }
     best
@@ -349,7 +378,8 @@ fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratc
         // opinion beyond the prior.
         return 0.0;
     };
-    let mut gained = material(world, &report, side);
+    let reveal = terms.commander_reveal;
+    let mut gained = material(world, &report, side, reveal);
     if let Some(end) = ended(&report, side) {
         return gained + end;
     }
@@ -384,7 +414,16 @@ fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratc
         let mut next = after;
         let answer = next.play_legal(reply);
         let taken = ended(&answer, side).unwrap_or(0.0);
-        let mut lost = -material(&after, &answer, side) - taken;
+        let mut lost = -material(&after, &answer, side, reveal) - taken;
+        if terms.commander_hunt != 1.0
+            && rules.family == Family::Junqi
+            && answer.mover.kind == junqi::BOMB
+            && answer
+                .combat
+                .is_some_and(|c| c.defender.kind == junqi::COMMANDER)
+        {
+            lost *= terms.commander_hunt;
+        }
         let threatens_goal = taken == 0.0
             && guard & reply.to.bit() != 0
             && answer.combat.is_none_or(|c| c.attacker_survives)
@@ -412,14 +451,14 @@ fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratc
             );
             if expected > 0.0 && chosen.is_none_or(|(e, _)| expected > e) {
                 if lost > 0.0 {
-                    lost -= RECAPTURE * best_capture(&next, side, replies2);
+                    lost -= RECAPTURE * best_capture(&next, side, replies2, reveal);
                 }
                 chosen = Some((expected, lost));
             }
             continue;
         }
         if taken == 0.0 && lost > best {
-            lost -= RECAPTURE * best_capture(&next, side, replies2);
+            lost -= RECAPTURE * best_capture(&next, side, replies2, reveal);
         }
         best = best.max(lost);
     }
@@ -436,7 +475,6 @@ fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hidden_front_rules::piece::junqi;
     use hidden_front_rules::{Event, GameRng, PieceId, Rules, Viewer, project};
 
     const COMMANDER: PieceId = PieceId(3);
@@ -587,6 +625,66 @@ mod tests {
         let gain = expected_gain(&pos, junqi::BOMB, KindSet::only(junqi::COMMANDER), &copies);
         assert!(
             (gain - (worth(&rules, junqi::COMMANDER) - worth(&rules, junqi::BOMB))).abs() < 1e-9
+        );
+    }
+
+    /// A South commander on C6 facing a North bomb on C7, a South 2 on E3 (the quiet mover),
+    /// South to move; the value of the 2's first legal move under `terms`.
+    fn quiet_move_beside_a_bomb(terms: Terms) -> f64 {
+        let rules = Rules::default();
+        let topo = rules.topology();
+        let node = |square: &str| topo.node(square).unwrap();
+        let mut world = Position::empty(rules, Side::South);
+        for (square, side, kind, id) in [
+            ("C6", Side::South, junqi::COMMANDER, 3),
+            ("E3", Side::South, PieceKind(2), 4),
+            ("C7", Side::North, junqi::BOMB, 20),
+        ] {
+            assert!(world.put(
+                node(square),
+                Piece {
+                    side,
+                    kind,
+                    id: PieceId(id)
+                }
+            ));
+        }
+        let player = ComputerPlayer::with_level(Side::South, rules, crate::Level::Expert, 7);
+        let quiet = world
+            .legal_moves()
+            .iter()
+            .find(|mv| mv.from == node("E3"))
+            .expect("the 2 can move");
+        let context = Context {
+            side: Side::South,
+            distance: &player.distance,
+            terms,
+            their_view: None,
+            copies: &army_copies(&rules),
+        };
+        value(&world, quiet, &context, &mut Scratch::default())
+    }
+
+    #[test]
+    fn a_bombs_answer_on_the_commander_costs_the_reveal_and_weighs_the_hunt() {
+        let plain = Terms {
+            opponent_belief: false,
+            ..Terms::SEARCH
+        };
+        let expert = Terms {
+            commander_reveal: COMMANDER_REVEAL,
+            commander_hunt: COMMANDER_HUNT,
+            ..plain
+        };
+        // The bomb's answer trades itself for the commander: 12 - 6 without the terms, and
+        // (12 + the reveal - 6) times the hunt with them, each counted at REPLY.
+        let trade =
+            worth(&Rules::default(), junqi::COMMANDER) - worth(&Rules::default(), junqi::BOMB);
+        let difference = quiet_move_beside_a_bomb(plain) - quiet_move_beside_a_bomb(expert);
+        let expected = REPLY * ((trade + COMMANDER_REVEAL) * COMMANDER_HUNT - trade);
+        assert!(
+            (difference - expected).abs() < 1e-9,
+            "{difference} against {expected}"
         );
     }
 }
