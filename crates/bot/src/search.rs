@@ -44,8 +44,8 @@ const DEFEND: f64 = 30.0;
 const PRESS: f64 = 3.0;
 
 /// The expert's [`Terms::commander_reveal`]: a commander's death shows its flag, which is worth
-/// about a strong piece more. Measured (200 twins against `search`, two seeds) with
-/// [`COMMANDER_HUNT`]: see docs/bot.md.
+/// about a strong piece more. Chosen with [`COMMANDER_HUNT`] on the duplicate ladder against
+/// search and greedy (docs/bot.md, "The commander's two terms").
 const COMMANDER_REVEAL: f64 = 12.0;
 /// The expert's [`Terms::commander_hunt`]. Three in four of the expert's commanders lost to a
 /// bomb were attacked by it, not attacking: a commander that has shown itself draws the
