@@ -994,6 +994,11 @@ pub fn play_table(report: &PlayReport) -> String {
         timer.not_fired
     );
     let _ = writeln!(out, "  {:<34} {}", "errors", errors_line(&p.errors));
+    let _ = writeln!(
+        out,
+        "  {:<34} {}",
+        "moves refused by the game's end", p.moves_refused_by_the_end
+    );
     let m = &p.memory;
     let _ = writeln!(
         out,

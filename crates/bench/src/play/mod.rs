@@ -261,6 +261,10 @@ pub struct PlayFigures {
     pub timer: TimerFigures,
     /// Failed calls by gRPC code.
     pub errors: BTreeMap<String, u64>,
+    /// Moves refused as out of date because the opponent's move had just ended the game: the
+    /// seat's stream had delivered that move and not yet the end. Not errors: every client can
+    /// race a game's end this way, and the server's refusal is the right answer.
+    pub moves_refused_by_the_end: u64,
     /// Server memory.
     pub memory: MemoryFigures,
     /// CPU time of the server and of the bench within the run's window.
@@ -315,6 +319,7 @@ struct Recorder {
     timer_early_max: Duration,
     timer_not_fired: u64,
     errors: BTreeMap<String, u64>,
+    moves_refused_by_the_end: u64,
     games_started: u64,
     games_finished: u64,
     games_abandoned: u64,
@@ -501,6 +506,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             timer_early_max: Duration::ZERO,
             timer_not_fired: 0,
             errors: BTreeMap::new(),
+            moves_refused_by_the_end: 0,
             games_started: 0,
             games_finished: 0,
             games_abandoned: 0,
@@ -584,6 +590,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
             not_fired: recorder.timer_not_fired,
         },
         errors: recorder.errors.clone(),
+        moves_refused_by_the_end: recorder.moves_refused_by_the_end,
         memory: MemoryFigures {
             server_pid: pid,
             rss_before_bytes: rss_before,

@@ -50,6 +50,9 @@ pub(super) struct Seat {
     /// Set while the server has refused a move as out of date: the seat waits for an event
     /// before it tries again.
     stale: bool,
+    /// That refusal, not yet counted: when the next event ends the game, the move only raced
+    /// the game's end (see [`Seat::settle_refusal`]).
+    refused: Option<String>,
     /// The game's version after the seat's last acknowledged command: its stream must reach it
     /// before the seat acts again (the answer is the acknowledgment; the view follows the
     /// stream alone, which delivers the seat's events complete and in order).
@@ -110,6 +113,7 @@ impl Seat {
             view: None,
             next_seq: 1,
             stale: false,
+            refused: None,
             known_version: 0,
             stalled_since: None,
         }
@@ -127,6 +131,10 @@ impl Seat {
         };
         if outcome == SeatEnd::Failed {
             abandon.cancel();
+        }
+        // A refusal that no event explained is an error after all.
+        if let Some(code) = self.refused.take() {
+            run.error(&code);
         }
         outcome
     }
@@ -178,6 +186,7 @@ impl Seat {
         }
         self.next_seq = event.seq + 1;
         self.stale = false;
+        self.settle_refusal(matches!(&event.event, Some(Event::Ended(_))));
         let own = wire::side_to_proto(self.side) as i32;
         match &event.event {
             Some(Event::PlayStarted(_)) => self.game.turn_started(event.seq, seen_at),
@@ -200,6 +209,28 @@ impl Seat {
             _ => {}
         }
         Ok(Seen::Nothing)
+    }
+
+    /// A move refused as out of date (`code`): the seat waits for the event that moved the game
+    /// on. The refusal is counted when that event comes, unless it is the game's end.
+    fn refused_as_stale(&mut self, code: String) {
+        self.stale = true;
+        if let Some(earlier) = self.refused.replace(code) {
+            self.run.error(&earlier);
+        }
+    }
+
+    /// Counts the refusal waiting for an event, now that one came: an error, unless the event
+    /// ends the game. A move that ends a game reaches the opponent as two events, the move and
+    /// the end; a seat whose stream has delivered the move alone sees its turn and plays, and
+    /// the server rightly refuses that move as stale. That race belongs to every client and is
+    /// no fault of the server, so it is counted apart (`moves_refused_by_the_end`).
+    fn settle_refusal(&mut self, ends_the_game: bool) {
+        match settle(self.refused.take(), ends_the_game) {
+            Settled::Nothing => {}
+            Settled::ByTheEnd => self.run.record(|r| r.moves_refused_by_the_end += 1),
+            Settled::Error(code) => self.run.error(&code),
+        }
     }
 
     /// Records a `TimedOut` event seen at `seen_at`, once per game (the first seat to see it).
@@ -448,28 +479,36 @@ impl Seat {
                     Some(Item::Refusal(refusal)) => {
                         // The stable reason beside the code: ABORTED alone does not say
                         // whether a timer moved the game on or two commands raced.
-                        run.error(&match refusal.reason.as_str() {
+                        let code = match refusal.reason.as_str() {
                             "" => code_name(refusal.code),
                             reason => format!("{}/{reason}", code_name(refusal.code)),
-                        });
+                        };
                         match pending.remove(&refusal.request_id) {
                             Some(Pending::Play { version, .. }) => {
                                 moving = false;
                                 self.game.lock().submitted.remove(&(version + 1));
                                 match tonic::Code::from(refusal.code) {
-                                    // The game moved on (a timer): wait for its event.
+                                    // The game moved on (a timer, or its end): wait for its
+                                    // event.
                                     tonic::Code::Aborted | tonic::Code::FailedPrecondition => {
-                                        self.stale = true;
+                                        self.refused_as_stale(code);
                                         Ok(Seen::Nothing)
                                     }
                                     tonic::Code::ResourceExhausted => {
+                                        run.error(&code);
                                         tokio::time::sleep(Duration::from_millis(100)).await;
                                         Ok(Seen::Nothing)
                                     }
-                                    _ => Err(""),
+                                    _ => {
+                                        run.error(&code);
+                                        Err("")
+                                    }
                                 }
                             }
-                            _ => Err(""),
+                            _ => {
+                                run.error(&code);
+                                Err("")
+                            }
                         }
                     }
                     Some(Item::Reconnect(hint)) => {
@@ -648,24 +687,64 @@ impl Seat {
             }
             Err(status) => {
                 self.game.lock().submitted.remove(&(version + 1));
-                run.status(&status);
                 match status.code() {
                     tonic::Code::Aborted | tonic::Code::FailedPrecondition => {
-                        self.stale = true;
+                        self.refused_as_stale(crate::connections::code_name(&status));
                         Ok(())
                     }
                     tonic::Code::ResourceExhausted => {
+                        run.status(&status);
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         Ok(())
                     }
-                    _ => Err(()),
+                    _ => {
+                        run.status(&status);
+                        Err(())
+                    }
                 }
             }
         }
     }
 }
 
+/// What a refusal waiting for an event came to, once an event came.
+#[derive(Debug, PartialEq, Eq)]
+enum Settled {
+    /// No refusal was waiting.
+    Nothing,
+    /// The event ended the game: the move raced the end.
+    ByTheEnd,
+    /// Anything else moved the game on (a timer): the refusal counts, by its code.
+    Error(String),
+}
+
+/// See [`Seat::settle_refusal`].
+fn settle(refused: Option<String>, ends_the_game: bool) -> Settled {
+    match refused {
+        None => Settled::Nothing,
+        Some(_) if ends_the_game => Settled::ByTheEnd,
+        Some(code) => Settled::Error(code),
+    }
+}
+
 /// The name of gRPC status code `code`, as the run's error counts name it.
 fn code_name(code: i32) -> String {
     crate::connections::code_name(&Status::new(tonic::Code::from(code), ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_refusal_counts_unless_the_next_event_ends_the_game() {
+        let stale = || Some("ABORTED/STALE_VERSION".to_string());
+        assert_eq!(settle(stale(), true), Settled::ByTheEnd);
+        assert_eq!(
+            settle(stale(), false),
+            Settled::Error("ABORTED/STALE_VERSION".into())
+        );
+        assert_eq!(settle(None, true), Settled::Nothing);
+        assert_eq!(settle(None, false), Settled::Nothing);
+    }
 }

@@ -109,6 +109,7 @@ async fn play_on_memory_plays_moves_without_errors_and_reports_every_figure() {
         "/play/confirm_to_answer/p99_ms",
         "/play/timer/lateness/p50_ms",
         "/play/errors",
+        "/play/moves_refused_by_the_end",
         "/play/memory/bytes_per_stream",
         "/pgbench/tps",
         "/echo/calls_per_second",
