@@ -107,6 +107,22 @@ fn missing(report: &Value) -> Vec<String> {
 }
 
 /// Each of `expected` starts one of `found`.
+/// Judges `work`, which must fail: its `rolling_upgrade` window reports `field` as `value` and
+/// names each of `failures`. The whole report, for more checks.
+fn assert_window_fails(
+    work: &Path,
+    db: &TestDatabase,
+    (field, value): (&str, Value),
+    failures: &[&str],
+) -> Value {
+    let (code, report) = judge(work, db);
+    assert_eq!(code, Some(1), "{report}");
+    let window = &report["scenarios"]["rolling_upgrade"];
+    assert_eq!(window[field], value, "{window}");
+    assert_named(&strings(&window["failures"]), failures);
+    report
+}
+
 fn assert_named(found: &[String], expected: &[&str]) {
     for name in expected {
         assert!(
@@ -419,16 +435,13 @@ async fn a_seat_that_sees_its_turn_late_fails_its_window() {
         "unix_ms,game,side,version,outcome,waited_ms\n1500,b,south,10,fired,30000\n",
     )
     .expect("stalls");
-    let (code, report) = judge(&work, &db);
-    assert_eq!(code, Some(1), "{report}");
-    let window = &report["scenarios"]["rolling_upgrade"];
-    assert_eq!(
-        window["longest_to_see_turn_ms"],
-        serde_json::json!({"websocket": 21_000}),
-        "{window}"
-    );
-    assert_named(
-        &strings(&window["failures"]),
+    assert_window_fails(
+        &work,
+        &db,
+        (
+            "longest_to_see_turn_ms",
+            serde_json::json!({"websocket": 21_000}),
+        ),
         &["a websocket seat took 21000 ms to see its turn (bound 20000)"],
     );
     let _ = std::fs::remove_dir_all(&work);
@@ -455,18 +468,16 @@ async fn grpc_and_websocket_players_must_both_play_in_every_window() {
         format!("{header}\n1500,1500,1600,1000,1,a,south,5,false\n"),
     )
     .expect("moves");
-    let (code, report) = judge(&work, &db);
-    assert_eq!(code, Some(1), "{report}");
-    let window = &report["scenarios"]["rolling_upgrade"];
-    assert_eq!(
-        window["acknowledged_moves_by_transport"],
-        serde_json::json!({"grpc": 1}),
-        "{window}"
-    );
-    assert_named(
-        &strings(&window["failures"]),
+    let report = assert_window_fails(
+        &work,
+        &db,
+        (
+            "acknowledged_moves_by_transport",
+            serde_json::json!({"grpc": 1}),
+        ),
         &["no move acknowledged over websocket during the event"],
     );
+    let window = &report["scenarios"]["rolling_upgrade"];
     assert!(
         !strings(&window["failures"])
             .iter()
