@@ -157,10 +157,12 @@ impl ComputerPlayer {
     }
 
     /// The deployment it wants (its own pieces only), valid under `rules`: a uniform random one
-    /// at [`Level::Random`], the planned formation at every other level.
+    /// at [`Level::Random`], the forward formation at [`Level::Expert`], the planned formation at
+    /// the other levels.
     pub fn deployment(&mut self) -> Deployment {
         match self.level {
             Level::Random => Deployment::random(&self.rules, self.side, &mut self.rng),
+            Level::Expert => formation::plan_forward(&self.rules, self.side, &mut self.rng),
             _ => formation::plan(&self.rules, self.side, &mut self.rng),
         }
     }

@@ -157,3 +157,65 @@ fn the_same_seed_gives_the_same_game_at_every_level() {
         }
     }
 }
+
+/// How many ranks `node` stands in front of `side`'s back rank, by the board's own links.
+fn ranks_from_back(rules: &Rules, node: hidden_front_rules::Node, side: Side) -> usize {
+    let topo = rules.topology();
+    std::iter::successors(Some(node), |at| {
+        hidden_front_rules::Nodes(topo.behind[at.index()][side.index()]).next()
+    })
+    .count()
+        - 1
+}
+
+/// The expert's Gunjin Shogi formation: the HQ held by a major general with the flag in front of
+/// it (either of the two squares), every general, lieutenant general, tank, cavalry and engineer on a rank at least as far
+/// forward as every company officer, and a different layout for every seed.
+#[test]
+fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
+    use hidden_front_rules::piece::gunjin::*;
+    for rules in gunjin_rule_sets() {
+        let topo = rules.topology();
+        for side in Side::BOTH {
+            let hq = hidden_front_rules::Nodes(topo.hq[side.index()])
+                .next()
+                .expect("an HQ");
+            let mut seen = std::collections::HashSet::new();
+            let mut flags = std::collections::HashSet::new();
+            for seed in 0..40 {
+                let d = ComputerPlayer::with_level(side, rules, Level::Expert, seed).deployment();
+                assert_eq!(d.validate(&rules), Ok(()), "{rules} {side} {seed}");
+                assert_eq!(d.kind_at(hq), Some(MAJOR_GENERAL), "{rules} {side} {seed}");
+                let flag = d
+                    .placements
+                    .iter()
+                    .find(|(_, k)| *k == FLAG)
+                    .expect("a flag")
+                    .0;
+                assert_eq!(
+                    topo.behind[flag.index()][side.index()],
+                    hq.bit(),
+                    "{rules} {side} {seed}: the flag stands in front of the HQ"
+                );
+                flags.insert(flag);
+                let ranks = |kinds: &[hidden_front_rules::PieceKind]| -> Vec<usize> {
+                    d.placements
+                        .iter()
+                        .filter(|(_, k)| kinds.contains(k))
+                        .map(|(n, _)| ranks_from_back(&rules, *n, side))
+                        .collect()
+                };
+                let strong = ranks(&[GENERAL, LIEUTENANT_GENERAL, TANK, CAVALRY, ENGINEER]);
+                let weak = ranks(&[CAPTAIN, FIRST_LIEUTENANT, SECOND_LIEUTENANT]);
+                assert!(
+                    strong.iter().min() >= weak.iter().max(),
+                    "{rules} {side} {seed}: strong pieces on ranks {strong:?}, company officers on {weak:?}"
+                );
+                assert!(strong.iter().max() > weak.iter().min());
+                seen.insert(format!("{:?}", d.placements));
+            }
+            assert_eq!(seen.len(), 40, "{rules} {side}: every seed its own layout");
+            assert_eq!(flags.len(), 2, "{rules} {side}: the flag on either square");
+        }
+    }
+}
