@@ -2,7 +2,8 @@
 //! middle of the half, a weak piece in the other HQ, the rest shuffled with the strongest pieces
 //! forward. Gunjin Shogi: a strong general-officer holding the HQ, the flag just in front of it
 //! (so it fights as that piece), mines beside the HQ, the rest random ([`plan`]); or, for the
-//! strongest level, the rest by groups with the strong mobile pieces in front ([`plan_forward`]).
+//! strongest level, the HQ sealed by the flag and the mines and the rest by groups with the strong
+//! mobile pieces in front ([`plan_forward`]).
 
 use hidden_front_rules::piece::{gunjin, junqi};
 use hidden_front_rules::{Deployment, Family, GameRng, Node, Nodes, PieceKind, Rules, Side};
@@ -22,13 +23,14 @@ pub fn plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
 
 /// The formation of the strongest level. Junqi: [`plan`]'s. Gunjin Shogi: a major general holds
 /// the HQ, the flag stands on one of the two squares in front of it (drawn at random; it fights
-/// as the major general), mines stand beside the HQ, and the other pieces go by groups, in random
-/// order within each: the general, the lieutenant general, the tanks, the cavalry and the
-/// engineers take the front ranks, then the other field officers, then the company officers and
-/// the spy; the planes (which fly along their file over any piece) and a mine left over stand at
-/// the back. [`plan`]'s random army buries strong one-step pieces behind weak ones, where they
-/// reach the fighting late; this layout took the expert from about 0.53 to about 0.66 against
-/// `search` deploying as ever (docs/bot.md, "The expert's Gunjin Shogi formation").
+/// as the major general), and the mines seal the HQ's other ways in: the other square in front
+/// first, then the squares beside it. The other pieces go by groups, in random order within
+/// each: the general, the lieutenant general, the tanks, the cavalry and the engineers take the
+/// front ranks, then the other field officers, then the company officers and the spy; the planes
+/// (which fly along their file over any piece) stand at the back. [`plan`]'s random army buries
+/// strong one-step pieces behind weak ones, where they reach the fighting late, and leaves a way
+/// into its HQ open. Against `search` deploying as ever this layout took the expert from about
+/// 0.53 to about 0.7 (docs/bot.md, "The expert's Gunjin Shogi formation").
 pub fn plan_forward(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
     if rules.family != Family::GunjinShogi {
         return plan(rules, side, rng);
@@ -53,13 +55,19 @@ pub fn plan_forward(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment 
         }
     };
     fix(hq, gunjin::MAJOR_GENERAL, &mut kinds, &mut free);
-    let in_front = topo.half[s] & !hq.bit();
-    let in_front = Nodes(in_front).filter(|n| topo.behind[n.index()][s] == hq.bit());
-    if let Some(front) = pick(in_front.fold(0, |bits, n| bits | n.bit()), rng) {
+    let in_front = Nodes(topo.half[s] & !hq.bit())
+        .filter(|n| topo.behind[n.index()][s] == hq.bit())
+        .fold(0, |bits, n| bits | n.bit());
+    if let Some(front) = pick(in_front, rng) {
         fix(front, gunjin::FLAG, &mut kinds, &mut free);
     }
-    for beside in Nodes(topo.neighbors[hq.index()] & topo.back_rows[s] & free) {
-        fix(beside, gunjin::MINE, &mut kinds, &mut free);
+    // The mines seal the HQ's other ways in: the other square in front first, then beside it.
+    for sealed in Nodes(in_front & free).chain(Nodes(
+        topo.neighbors[hq.index()] & topo.back_rows[s] & !hq.bit(),
+    )) {
+        if free & sealed.bit() != 0 {
+            fix(sealed, gunjin::MINE, &mut kinds, &mut free);
+        }
     }
     rng.shuffle(&mut kinds);
     kinds.sort_by_key(|kind| std::cmp::Reverse(forwardness(*kind)));

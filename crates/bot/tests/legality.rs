@@ -169,7 +169,7 @@ fn ranks_from_back(rules: &Rules, node: hidden_front_rules::Node, side: Side) ->
 }
 
 /// The expert's Gunjin Shogi formation: the HQ held by a major general with the flag in front of
-/// it (either of the two squares), every general, lieutenant general, tank, cavalry and engineer on a rank at least as far
+/// it (either of the two squares) and mines on its other ways in, every general, lieutenant general, tank, cavalry and engineer on a rank at least as far
 /// forward as every company officer, and a different layout for every seed.
 #[test]
 fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
@@ -198,6 +198,25 @@ fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
                     "{rules} {side} {seed}: the flag stands in front of the HQ"
                 );
                 flags.insert(flag);
+                // Every way into the HQ holds the flag or a mine while mines last (three in the
+                // 31-piece edition, two in the 23-piece one: then one square beside stays open).
+                let ways_in: Vec<_> =
+                    hidden_front_rules::Nodes(topo.neighbors[hq.index()] & topo.half[side.index()])
+                        .collect();
+                let sealed = ways_in
+                    .iter()
+                    .filter(|n| matches!(d.kind_at(**n), Some(MINE | FLAG)))
+                    .count();
+                let mines = rules
+                    .kinds()
+                    .iter()
+                    .find(|(k, _, _)| *k == MINE)
+                    .map_or(0, |(_, _, n)| usize::from(*n));
+                assert_eq!(
+                    sealed,
+                    ways_in.len().min(mines + 1),
+                    "{rules} {side} {seed}: the HQ's ways in {ways_in:?}"
+                );
                 let ranks = |kinds: &[hidden_front_rules::PieceKind]| -> Vec<usize> {
                     d.placements
                         .iter()
