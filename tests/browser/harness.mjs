@@ -267,10 +267,38 @@ export class Person {
   async signInAsGuest(url) {
     await this.page.goto(url);
     await this.page.locator('[data-action="guest"]').click();
+    return this.signedIn();
+  }
+
+  /**
+   * Waits until the header names the player signed in and returns that id. If it does not, the
+   * error says what the page showed instead (an error banner, the connection's state, the
+   * screen), so that a failure tells a lost click from a refused or unreachable sign-in.
+   */
+  async signedIn(timeout = 30_000) {
     const player = this.page.locator('[data-field="player"]');
-    await player.filter({ hasText: /\S/ }).first().waitFor();
+    try {
+      await player.filter({ hasText: /\S/ }).first().waitFor({ timeout });
+    } catch (error) {
+      throw new Error(`${this.name} is not signed in after ${timeout} ms; the page shows ${await this.shows()}`, { cause: error });
+    }
     this.player = (await player.first().textContent()).trim();
     return this.player;
+  }
+
+  /** What the page shows, in a line, for an error message. */
+  async shows() {
+    return this.page
+      .evaluate(() =>
+        JSON.stringify({
+          path: location.pathname,
+          engine: document.getElementById("app")?.dataset.engine ?? "not loaded",
+          connection: document.querySelector('[data-field="connection"]')?.getAttribute("data-state") ?? null,
+          error: document.querySelector('[data-field="error"]')?.getAttribute("data-reason") ?? null,
+          main: (document.querySelector("main")?.innerText ?? "").replace(/\s+/g, " ").slice(0, 300),
+        }),
+      )
+      .catch((error) => `nothing readable (${error.message})`);
   }
 
   game() {

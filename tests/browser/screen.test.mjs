@@ -6,6 +6,9 @@
 //
 // Against a screen that rebuilds its elements on each drawing (focus and scroll put back on new
 // elements) the identity checks fail.
+//
+// The sign-in screen, too, keeps its button when the engine (the wasm) finishes loading: a
+// rebuild at that moment, between the press and the release of a click, lost the click.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -91,6 +94,37 @@ async function moveAndReply(person, random, bot) {
   await nextFrames(person);
   return { move, rows };
 }
+
+test("the sign-in button is the same element before and after the engine loads, and a click on it signs in", async () => {
+  const erin = await Person.open(shared.browser, "erin");
+  try {
+    // The engine's wasm is held back until the sign-in screen has been seen without it.
+    let release = () => {};
+    const held = new Promise((resolve) => {
+      release = resolve;
+    });
+    await erin.page.route("**/*.wasm", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await erin.page.goto(shared.server.url);
+    await erin.page.locator('[data-action="guest"]').waitFor();
+    assert.equal(await erin.page.locator("#app").getAttribute("data-engine"), null, "the engine is still held back");
+    await erin.page.evaluate(() => {
+      window.hfProbe = { guest: document.querySelector('[data-action="guest"]') };
+    });
+    release();
+    await erin.page.locator('#app[data-engine="ready"]').waitFor({ state: "attached" });
+    await nextFrames(erin);
+    const same = await erin.page.evaluate(() => window.hfProbe.guest === document.querySelector('[data-action="guest"]'));
+    assert.ok(same, "the engine's load drew the sign-in screen again: a click in flight would be lost");
+    await erin.page.locator('[data-action="guest"]').click();
+    assert.match(await erin.signedIn(), /\S/);
+    assert.deepEqual(erin.errors, []);
+  } finally {
+    await erin.close();
+  }
+});
 
 test("a redraw keeps the focused square, the move list follows the newest row and keeps a reader's place", async () => {
   const random = rng(seed);

@@ -58,6 +58,8 @@ class App {
     void loadEngine().then(
       (e) => {
         this.engine = e;
+        // Tests and embedding pages can tell that the board screens no longer wait.
+        this.mount.dataset.engine = "ready";
         this.route();
       },
       (err) => {
@@ -201,7 +203,12 @@ class App {
     if (!conn) {
       this.screen?.destroy();
       this.screen = null;
-      this.lastRoute = "";
+      // The sign-in screen is drawn again only when what it shows changed: a rebuild when the
+      // engine loads could land between the press and the release of a click on its button,
+      // and the click would be lost.
+      const key = `sign-in|${this.signInError?.reason ?? ""}`;
+      if (!force && key === this.lastRoute) return;
+      this.lastRoute = key;
       this.renderSignIn();
       return;
     }
