@@ -35,7 +35,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -70,11 +70,27 @@ pub struct Application {
     serving: Serving,
 }
 
-/// Binds `addr`, naming the flag in the error.
+/// The kernel's queue of connections a port holds before the process accepts them (capped by
+/// `net.core.somaxconn`). tokio's default is 1,024: a burst of thousands of connects (players
+/// coming back after a network blip, or a flood) overflows it while the accept loop catches up,
+/// and with SYN cookies the kernel then drops connections its clients believe open, which no
+/// deadline of the process can ever close.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` with [`LISTEN_BACKLOG`], naming the flag in the error.
 async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr} ({flag})"))
+    let listen = || {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        // As `TcpListener::bind` does: a restarted process binds its port again at once.
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(LISTEN_BACKLOG)
+    };
+    listen().with_context(|| format!("binding {addr} ({flag})"))
 }
 
 impl Application {
