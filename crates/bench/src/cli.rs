@@ -179,6 +179,10 @@ pub struct PlayArgs {
     /// Seconds to play.
     #[arg(long, default_value_t = 10)]
     pub duration: u64,
+    /// End the run as soon as N games have been played to their end (or at --duration,
+    /// whichever comes first).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub until_games: Option<u64>,
     /// Milliseconds a seat thinks before each move.
     #[arg(long, default_value_t = 0)]
     pub think_ms: u64,
@@ -539,6 +543,7 @@ pub async fn run_play(args: &PlayArgs) -> Result<PlayReport, BenchError> {
         http: target.http,
         games: args.games,
         duration: Duration::from_secs(args.duration),
+        until_games: args.until_games,
         think: Duration::from_millis(args.think_ms),
         think_spread_percent: args.think_spread_percent,
         time_control,

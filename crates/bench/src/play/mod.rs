@@ -76,6 +76,10 @@ pub struct PlayConfig {
     pub games: usize,
     /// How long to play.
     pub duration: Duration,
+    /// Ends the run as soon as this many games have been played to their end, before
+    /// `duration` if they are: so a check that needs whole games waits for them, not for a
+    /// number of seconds that a slower or busier machine may not fill.
+    pub until_games: Option<u64>,
     /// How long a seat thinks before each move, on average.
     pub think: Duration,
     /// How far each think strays from `think`, in percent either way (uniformly drawn).
@@ -299,6 +303,11 @@ struct Run {
     session: Channel,
     start: Instant,
     end: Instant,
+    /// Cancelled when [`PlayConfig::until_games`] games have ended: the run is over before
+    /// `end`.
+    stop: CancellationToken,
+    /// When `stop` was cancelled.
+    stopped_at: Mutex<Option<Instant>>,
     run_id: String,
     open_streams: AtomicUsize,
     moves: AtomicU64,
@@ -347,6 +356,32 @@ impl Run {
 
     fn status(&self, status: &Status) {
         self.error(&code_name(status));
+    }
+
+    /// Whether the run is over: its duration passed, or its games ended.
+    fn over(&self) -> bool {
+        Instant::now() >= self.end || self.stop.is_cancelled()
+    }
+
+    /// Resolves when the run is over.
+    async fn ended(&self) {
+        tokio::select! {
+            () = tokio::time::sleep_until(self.end) => {}
+            () = self.stop.cancelled() => {}
+        }
+    }
+
+    /// Counts a game played to its end, and ends the run at [`PlayConfig::until_games`].
+    fn game_finished(&self) {
+        let mut finished = 0;
+        self.record(|r| {
+            r.games_finished += 1;
+            finished = r.games_finished;
+        });
+        if self.config.until_games.is_some_and(|n| finished >= n) && !self.stop.is_cancelled() {
+            self.stopped_at.lock().get_or_insert_with(Instant::now);
+            self.stop.cancel();
+        }
     }
 
     fn move_clock(&self) -> Option<Duration> {
@@ -477,14 +512,21 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     );
     let start = Instant::now();
     let end = start + config.duration;
+    let stop = CancellationToken::new();
     // The CPU times at the window's end, read on time whatever the games are doing then.
-    let cpu_after = tokio::spawn(async move {
-        tokio::time::sleep_until(end).await;
-        (
-            pid.and_then(cpu_seconds),
-            own_cpu_seconds(),
-            postgres_cpu_seconds(),
-        )
+    let cpu_after = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            tokio::select! {
+                () = tokio::time::sleep_until(end) => {}
+                () = stop.cancelled() => {}
+            }
+            (
+                pid.and_then(cpu_seconds),
+                own_cpu_seconds(),
+                postgres_cpu_seconds(),
+            )
+        }
     });
     let run = Arc::new(Run {
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
@@ -492,6 +534,8 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
         session,
         start,
         end,
+        stop,
+        stopped_at: Mutex::new(None),
         open_streams: AtomicUsize::new(0),
         moves: AtomicU64::new(0),
         recorder: Mutex::new(Recorder {
@@ -522,7 +566,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
         tokio::spawn(async move {
             let mut peak: (usize, Option<u64>) = (0, None);
             let mut tick = tokio::time::interval(Duration::from_millis(250));
-            while Instant::now() < run.end {
+            while !run.over() {
                 tick.tick().await;
                 let streams = run.open_streams.load(Ordering::Relaxed);
                 if streams >= peak.0 {
@@ -543,7 +587,8 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
     for slot in slots {
         let _ = slot.await;
     }
-    let elapsed = end.saturating_duration_since(start).min(start.elapsed());
+    let over = run.stopped_at.lock().unwrap_or(end);
+    let elapsed = over.saturating_duration_since(start).min(start.elapsed());
     let (streams_at_peak, rss_at_peak) = sampler.await.unwrap_or((0, None));
     let moves = run.moves.load(Ordering::Relaxed);
     let cpu_after = cpu_after.await.unwrap_or((None, None, None));
@@ -609,7 +654,7 @@ pub async fn run(config: PlayConfig) -> Result<PlayFigures, BenchError> {
 async fn game_slot(run: Arc<Run>, slot: usize) {
     let mut session = SessionServiceClient::new(run.session.clone());
     let mut number: u64 = 0;
-    while Instant::now() < run.end {
+    while !run.over() {
         number += 1;
         let south = format!("bench-{}-{slot}-{number}-s", run.run_id);
         let north = format!("bench-{}-{slot}-{number}-n", run.run_id);
@@ -674,7 +719,7 @@ async fn game_slot(run: Arc<Run>, slot: usize) {
         if ends.contains(&SeatEnd::Failed) || ends.len() < 2 {
             run.record(|r| r.games_abandoned += 1);
         } else if ends.iter().all(|e| *e == SeatEnd::Finished) {
-            run.record(|r| r.games_finished += 1);
+            run.game_finished();
         }
     }
 }

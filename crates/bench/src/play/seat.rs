@@ -262,7 +262,7 @@ impl Seat {
 
     /// Thinks (or decides to stall) before a move. `None` when the run ended meanwhile.
     async fn think(&mut self) -> Option<bool> {
-        if Instant::now() >= self.run.end {
+        if self.run.over() {
             return None;
         }
         let run = Arc::clone(&self.run);
@@ -274,7 +274,7 @@ impl Seat {
             );
             tokio::select! {
                 () = tokio::time::sleep(think) => {}
-                () = tokio::time::sleep_until(run.end) => return None,
+                () = run.ended() => return None,
             }
         }
         if run.config.stall_percent > 0 && self.rng.percent(run.config.stall_percent) {
@@ -428,7 +428,7 @@ impl Seat {
                     }
                     let wait = self.wait();
                     let waited = tokio::select! {
-                        () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
+                        () = run.ended() => return SeatEnd::Deadline,
                         () = abandon.cancelled() => return SeatEnd::Failed,
                         received = tokio::time::timeout(wait, link.receive()) => received,
                     };
@@ -613,7 +613,7 @@ impl Seat {
                     }
                     let wait = self.wait();
                     let waited = tokio::select! {
-                        () = tokio::time::sleep_until(run.end) => return SeatEnd::Deadline,
+                        () = run.ended() => return SeatEnd::Deadline,
                         () = abandon.cancelled() => return SeatEnd::Failed,
                         item = tokio::time::timeout(wait, stream.message()) => item,
                     };

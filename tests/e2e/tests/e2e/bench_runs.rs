@@ -46,6 +46,7 @@ fn play_args(store: StoreKind, compare_seconds: u64) -> PlayArgs {
         transport: Transport::Connect,
         games: 3,
         duration: 2,
+        until_games: None,
         think_ms: 0,
         think_spread_percent: 0,
         move_seconds: None,
@@ -133,9 +134,11 @@ async fn play_through_every_transport_plays_whole_games() {
         let mut args = play_args(StoreKind::Memory, 0);
         args.transport = transport;
         args.games = 4;
-        // Unary calls are the slowest transport: with the CI's other tests beside it, 3 s once
-        // gave each of the four seeded games 233 plies (310 moves a second) and ended none.
-        args.duration = if transport == Transport::Unary { 10 } else { 3 };
+        // Until two games have ended, however long the machine takes (random moves end a game
+        // in a few hundred plies; unary calls with the CI's other tests beside them once
+        // played 310 moves a second). The duration is only the test's bound.
+        args.until_games = Some(2);
+        args.duration = 300;
         let report = run_play(&args).await.expect("the bench runs");
         let play = &report.play;
         assert_eq!(play.transport, transport);
@@ -150,8 +153,12 @@ async fn play_through_every_transport_plays_whole_games() {
         );
         assert_eq!(play.games_abandoned, 0, "{transport:?}: {play:?}");
         assert!(
-            play.games_finished > 0,
-            "{transport:?}: no game ended: {play:?}"
+            play.games_finished >= 2,
+            "{transport:?}: fewer than two games ended: {play:?}"
+        );
+        assert!(
+            play.elapsed_seconds < 300.0,
+            "{transport:?}: the run did not end at its second game's end: {play:?}"
         );
         assert!(
             play.submit_to_opponent_sees.count > 0,
