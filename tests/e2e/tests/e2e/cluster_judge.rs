@@ -401,6 +401,49 @@ async fn availability_is_bounded_in_every_window() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Writes `moves.csv` with 50 moves acknowledged in the steady 5 s before the windows, each
+/// `latency_ms` from submit to acknowledgement, and one move in the windows.
+fn steady_moves(work: &Path, latency_ms: u64) {
+    let mut moves = vec![
+        "first_sent_unix_ms,last_sent_unix_ms,acked_unix_ms,latency_us,attempts,game,side,version,replayed"
+            .to_owned(),
+    ];
+    for i in 0..50 {
+        let at = 1_000 - 5_000 + i * 100;
+        moves.push(format!(
+            "{at},{at},{at},{},1,g,south,{i},false",
+            latency_ms * 1000
+        ));
+    }
+    moves.push("1000,1500,1500,1000,1,g,south,99,false".to_owned());
+    std::fs::write(work.join("load/moves.csv"), moves.join("\n") + "\n").expect("moves");
+}
+
+/// A run whose steady stretches were slow before every fault is flagged as run on a machine
+/// too slow for the load, and still fails; a fast one is not flagged.
+#[tokio::test]
+async fn a_load_slow_before_every_fault_is_flagged_and_still_fails() {
+    let db = migrated_database().await;
+    for (latency_ms, slow) in [(800, true), (200, false)] {
+        let work = work_dir("slow-steady");
+        header_only_records(&work);
+        steady_moves(&work, latency_ms);
+        let (code, report) = judge(&work, &db);
+        assert_eq!(code, Some(1), "{report}");
+        assert_eq!(report["passed"], false, "{report}");
+        assert_eq!(
+            report["slow_steady_load"], slow,
+            "{latency_ms} ms: {report}"
+        );
+        assert_eq!(
+            report["steady_p50_ms_range"],
+            serde_json::json!([latency_ms as f64, latency_ms as f64]),
+            "{report}"
+        );
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
 /// A seat that took 21 s to see its turn fails the window it came in, named by transport; a seat
 /// that let its clock run out at that version on purpose is not counted.
 #[tokio::test]
