@@ -9,7 +9,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     /// Opponent layouts drawn from the belief and searched, per move (0: the level does not
-    /// sample).
+    /// sample; the expert's Gunjin Shogi search draws at most [`EXPERT_DEEP_SAMPLES`]).
     pub samples: u32,
     /// Wall-clock time after which the search stops drawing layouts (it always finishes the
     /// first). Calibrated never to cut in on this project's machine at the default level; if
@@ -31,7 +31,8 @@ pub enum Level {
     Search,
     /// The search over twice the layouts, with threats to the own goal judged at their worst
     /// case: an answer that puts a piece next to the flag (Gunjin Shogi: the HQ) from where it
-    /// wins next is a lost game in every layout where the seat cannot then remove it.
+    /// wins next is a lost game in every layout where the seat cannot then remove it. In
+    /// Gunjin Shogi it searches three plies deep in each of fewer layouts instead.
     Expert,
 }
 
@@ -39,6 +40,10 @@ pub enum Level {
 pub const SEARCH_SAMPLES: u32 = 64;
 /// Layouts the expert level draws per move.
 pub const EXPERT_SAMPLES: u32 = 128;
+/// Layouts the expert level draws per move in Gunjin Shogi, where it searches three plies deep
+/// in each (about a hundred times the one-reply search's cost a layout): at most this many of
+/// its [`Budget::samples`]. 48 scored no better than 16 (docs/bot.md).
+pub const EXPERT_DEEP_SAMPLES: u32 = 16;
 
 impl Level {
     /// Every level, weakest first.
@@ -50,8 +55,8 @@ impl Level {
         Level::Expert,
     ];
 
-    /// The level a game gets when the player names none: the strongest, and fast (a few
-    /// milliseconds a move; see docs/bot.md).
+    /// The level a game gets when the player names none: the strongest, and well inside its
+    /// budget (p95 tens of milliseconds a move; see docs/bot.md).
     pub const DEFAULT: Level = Level::Expert;
 
     /// What a move may cost at this level (see [`Budget`]).

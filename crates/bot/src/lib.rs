@@ -90,5 +90,5 @@ pub mod puzzle;
 mod search;
 mod values;
 
-pub use level::{Budget, EXPERT_SAMPLES, Level, SEARCH_SAMPLES, UnknownLevel};
+pub use level::{Budget, EXPERT_DEEP_SAMPLES, EXPERT_SAMPLES, Level, SEARCH_SAMPLES, UnknownLevel};
 pub use player::ComputerPlayer;

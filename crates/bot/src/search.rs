@@ -30,6 +30,8 @@ use hidden_front_rules::{
 };
 use std::time::Instant;
 
+mod deep;
+
 /// Weight of the belief player's score beside the searched value.
 const PRIOR: f64 = 0.5;
 /// Share of the opponent's best answer counted: it does not see the seat's kinds, so it does
@@ -92,6 +94,9 @@ pub(crate) struct Terms {
     /// The reply and the goal lookahead see one move ahead; a race sees the officer two to
     /// four moves from the HQ through what it beats, and the one coming the other way.
     pub race: f64,
+    /// Gunjin Shogi: search three plies deep in each layout ([`deep`]) instead of the one
+    /// reply, over at most [`crate::EXPERT_DEEP_SAMPLES`] layouts.
+    pub deep: bool,
 }
 
 impl Terms {
@@ -102,6 +107,7 @@ impl Terms {
         commander_reveal: 0.0,
         commander_hunt: 1.0,
         race: 0.0,
+        deep: false,
     };
     /// The `expert` level's terms.
     pub(crate) const EXPERT: Terms = Terms {
@@ -110,6 +116,7 @@ impl Terms {
         commander_reveal: COMMANDER_REVEAL,
         commander_hunt: COMMANDER_HUNT,
         race: RACE,
+        deep: true,
     };
 }
 
@@ -125,7 +132,14 @@ pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move], terms: Te
     let mut drawn = 0u32;
     let mut scratch = Scratch::default();
     let copies = army_copies(&player.rules);
-    for n in 0..budget.samples {
+    let deep = terms.deep && player.rules.family == Family::GunjinShogi;
+    let samples = if deep {
+        budget.samples.min(crate::EXPERT_DEEP_SAMPLES)
+    } else {
+        budget.samples
+    };
+    let mut lists = deep::Lists::default();
+    for n in 0..samples {
         if n > 0 && started.elapsed() > budget.max_think {
             break;
         }
@@ -142,7 +156,11 @@ pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move], terms: Te
             copies: &copies,
         };
         for (total, &mv) in totals.iter_mut().zip(legal) {
-            *total += value(&world, mv, &context, &mut scratch);
+            *total += if deep {
+                deep::value(&world, mv, &context, &mut lists)
+            } else {
+                value(&world, mv, &context, &mut scratch)
+            };
         }
         drawn += 1;
     }
