@@ -1,16 +1,15 @@
-//! The expert's Gunjin Shogi search three plies deep in each layout ([`Terms::deep`]): the
-//! seat's move, every answer the opponent may choose, and the seat's best move after it, each
-//! leaf judged by its material and the race to an HQ.
+//! The expert's Gunjin Shogi search three plies deep in each layout ([`super::Terms::deep`]):
+//! the seat's move, every answer the opponent may choose, and the seat's best move after it,
+//! each leaf judged by the race to an HQ, material counted on the way.
 //!
-//! The one-reply search ([`super::value`]) and the race see past one answer only with nobody
-//! answering, so a race the seat wins on the board can be blocked by a move it does not see,
-//! and a move that both threatens the HQ and a piece is worth no more than either. Here the
-//! opponent answers with every quiet move at its best for it (it sees the board it would see
-//! with full knowledge of where the seat's pieces stand, which it does), and with the one
-//! capture its own view of the seat's pieces chooses ([`Terms::opponent_belief`]): it attacks
-//! what it can know to be weaker, not what the layout's truth says. The seat's third ply is
-//! every legal move, cut off as soon as one reaches what the opponent's earlier answers
-//! already hold it to (alpha-beta on the one bound that matters).
+//! The one-reply search ([`super::value`]) and the race look past one answer only with nobody
+//! answering, so a race the seat wins on the board can be blocked by a quiet move it does not
+//! see. Here the opponent answers with every quiet move, at its best for it in the layout (as
+//! if it knew the seat's kinds: the cautious side of the truth), and with the one capture its
+//! own view of the seat's pieces chooses ([`super::Terms::opponent_belief`]): it attacks what
+//! it can know to be weaker, not what the layout's truth says. The seat's third ply is every
+//! legal move, cut off as soon as one reaches what the opponent's earlier answers already hold
+//! it to (alpha-beta on the one bound that matters).
 
 use super::{Context, ended, expected_gain, material, race_lead};
 use crate::values::{self, WIN};
