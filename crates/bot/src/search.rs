@@ -401,6 +401,20 @@ fn race_lead(after: &Position, side: Side) -> f64 {
     }
 }
 
+/// What freezing a piece costs when `mv` (played, giving `after` and `report`) ends in an HQ
+/// without winning: it stays there for good (in the layouts where that HQ holds the flag, the
+/// move won instead); 0 for any other move or where pieces may leave an HQ.
+fn frozen_cost(after: &Position, mv: Move, report: &PlyReport) -> f64 {
+    let rules = after.rules();
+    let topo = after.topology();
+    let frozen = !rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
+    if frozen && report.combat.is_none_or(|c| c.attacker_survives) {
+        values::freeze_cost(rules, report.mover.kind)
+    } else {
+        0.0
+    }
+}
+
 /// The best that `side` (to move in `pos`) gains by one capture (or a win), 0 if none.
 fn best_capture(pos: &Position, side: Side, moves: &mut MoveList, reveal: f64) -> f64 {
     let enemy = pos.occupied(side.other());
@@ -480,12 +494,7 @@ fn value(world: &Position, mv: Move, context: &Context<'_>, scratch: &mut Scratc
     }
     let rules = *after.rules();
     let topo = after.topology();
-    // A piece that ends in an HQ without winning is frozen there for good (in the layouts where
-    // that HQ holds the flag, the move won above instead).
-    let frozen = !rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
-    if frozen && report.combat.is_none_or(|c| c.attacker_survives) {
-        gained -= values::freeze_cost(&rules, report.mover.kind);
-    }
+    gained -= frozen_cost(&after, mv, &report);
     let near = |goal: u64| Nodes(goal).fold(0u64, |m, g| m | topo.neighbors[g.index()]) & !goal;
     gained += PRESS * pressure(&after, side, distance);
     if terms.race != 0.0 && rules.family == Family::GunjinShogi {

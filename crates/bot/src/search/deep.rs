@@ -11,8 +11,8 @@
 //! legal move, cut off as soon as one reaches what the opponent's earlier answers already hold
 //! it to (alpha-beta on the one bound that matters).
 
-use super::{Context, ended, expected_gain, material, race_lead};
-use crate::values::{self, WIN};
+use super::{Context, ended, expected_gain, frozen_cost, material, race_lead};
+use crate::values::WIN;
 use hidden_front_rules::{Family, Move, MoveList, Position, Side};
 
 /// The value of `mv` for the seat (to move in `world`) three plies deep: what it gains, less
@@ -38,19 +38,6 @@ pub(super) fn value(world: &Position, mv: Move, context: &Context<'_>, lists: &m
 pub(super) struct Lists {
     replies: MoveList,
     follow: MoveList,
-}
-
-/// What freezing a piece in an HQ without winning costs (Gunjin Shogi's pieces in an HQ never
-/// move again), 0 otherwise.
-fn frozen_cost(after: &Position, mv: Move, report: &hidden_front_rules::PlyReport) -> f64 {
-    let rules = after.rules();
-    let topo = after.topology();
-    let frozen = !rules.hq_pieces_may_move && (topo.hq[0] | topo.hq[1]) & mv.to.bit() != 0;
-    if frozen && report.combat.is_none_or(|c| c.attacker_survives) {
-        values::freeze_cost(rules, report.mover.kind)
-    } else {
-        0.0
-    }
 }
 
 /// The seat's value of `after` (the opponent to move): the least, over the opponent's answers
