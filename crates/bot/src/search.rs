@@ -735,8 +735,9 @@ mod tests {
         );
     }
 
-    /// A Gunjin Shogi position of `pieces` (square, side, code), South to move.
-    fn gunjin(pieces: &[(&str, Side, &str)]) -> Position {
+    /// The Gunjin Shogi position of `pieces` (square, side, code), South to move; ids from 1
+    /// in order. Also the three-ply search's tests' board.
+    pub(super) fn gunjin(pieces: &[(&str, Side, &str)]) -> Position {
         let rules = Rules::parse("gunjin-shogi").unwrap();
         let topo = rules.topology();
         let mut pos = Position::empty(rules, Side::South);

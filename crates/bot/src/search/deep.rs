@@ -145,26 +145,10 @@ fn leaf(pos: &Position, side: Side, context: &Context<'_>) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::gunjin;
     use super::super::{Context, Scratch, Terms, army_copies};
     use super::*;
     use crate::{ComputerPlayer, Level};
-    use hidden_front_rules::{Piece, PieceId, Rules};
-
-    /// The Gunjin Shogi position of `pieces` (square, side, code), South to move.
-    fn gunjin(pieces: &[(&str, Side, &str)]) -> Position {
-        let rules = Rules::parse("gunjin-shogi").unwrap();
-        let topo = rules.topology();
-        let mut pos = Position::empty(rules, Side::South);
-        for (id, &(square, side, code)) in pieces.iter().enumerate() {
-            let piece = Piece {
-                side,
-                kind: rules.parse_kind(code).unwrap(),
-                id: PieceId(id as u8 + 1),
-            };
-            assert!(pos.put(topo.node(square).unwrap(), piece), "{square}");
-        }
-        pos
-    }
 
     /// South's general steps from d6 to d7, next to North's HQ: (the one-reply value, the
     /// three-ply value) of that step, with the expert's terms and no opponent view.
