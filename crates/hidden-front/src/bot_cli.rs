@@ -199,6 +199,7 @@ mod tests {
         }
         for level in json["levels"].as_array().unwrap() {
             assert!(level["no_move_lost_games"].is_u64());
+            assert!(level["undone_moves"].is_u64());
         }
         // The belief's log-loss over the games, with and without the move model.
         let belief = &json["belief"];

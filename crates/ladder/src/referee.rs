@@ -53,6 +53,10 @@ pub struct GameRecord {
     /// Junqi: whether each level lost its flag to an enemy engineer, `[a, b]` (the engineer
     /// flying along the rails to the flag's side is the known way to lose it).
     pub flag_lost_to_engineer: [bool; 2],
+    /// Moves of each level that took a piece straight back to the square its previous move
+    /// left, neither move a fight, `[a, b]` (a player with no plan shuffles a piece to and
+    /// fro, and the no-combat draw comes nearer).
+    pub undone: [u32; 2],
     /// Every event of the game as the referee logged it (full kinds): the belief's log-loss
     /// and the move model's rates are computed from it afterwards.
     pub events: Vec<Event>,
@@ -78,6 +82,7 @@ impl GameRecord {
             hq_freezes: [0, 0],
             hq_decoys: [0, 0],
             flag_lost_to_engineer: [false, false],
+            undone: [0, 0],
             events: Vec::new(),
         }
     }
@@ -259,6 +264,7 @@ fn referee(
     }
     // Every fight removes a piece and at most `no_combat_draw_plies` pass between fights.
     let bound = 80 * (u32::from(rules.no_combat_draw_plies) + 1);
+    let mut undone = UndoneMoves::default();
     while game.phase() == Phase::Play {
         if game.plies() >= bound {
             return Err(format!("no end after {bound} plies"));
@@ -284,12 +290,43 @@ fn referee(
         if rules.family == Family::Junqi {
             count_mishaps(&rules, &events, slot, record);
         }
+        record.undone[slot(side)] += u32::from(undone.undoes(side, mv, &events));
         feed(&mut players, &events, &game)?;
         record.events.extend(events);
         record.plies = game.plies();
     }
     game.outcome()
         .ok_or_else(|| "an ended game without an outcome".to_string())
+}
+
+/// Each side's previous move, if it was no fight: what the side's next move would undo by
+/// stepping straight back.
+#[derive(Debug, Default)]
+struct UndoneMoves {
+    last_quiet: [Option<Move>; 2],
+}
+
+impl UndoneMoves {
+    /// Whether `side`'s move `mv`, which gave `events`, took a piece straight back to the
+    /// square the side's previous move left, neither move a fight.
+    fn undoes(&mut self, side: Side, mv: Move, events: &[Event]) -> bool {
+        let quiet = !events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Moved {
+                    combat: Some(_),
+                    ..
+                }
+            )
+        });
+        let back = Move {
+            from: mv.to,
+            to: mv.from,
+        };
+        let undoes = quiet && self.last_quiet[side.index()] == Some(back);
+        self.last_quiet[side.index()] = quiet.then_some(mv);
+        undoes
+    }
 }
 
 /// Junqi: the known weaknesses of a player, counted from the full events (the referee's view,
@@ -423,5 +460,46 @@ mod tests {
         let mobile = Rules::parse("hidden-front+hq-mobile").unwrap();
         count_mishaps(&mobile, &events, slot, &mut r);
         assert_eq!((r.hq_freezes, r.hq_decoys), ([0, 0], [0, 0]));
+    }
+
+    #[test]
+    fn a_step_straight_back_after_a_quiet_move_is_undone_and_nothing_else() {
+        let rules = Rules::default();
+        let topo = rules.topology();
+        let mv = |from: &str, to: &str| Move {
+            from: topo.node(from).unwrap(),
+            to: topo.node(to).unwrap(),
+        };
+        let quiet = |from: &str, to: &str, side: Side| {
+            [moved(&rules, from, to, piece(side, PieceKind(5)), None)]
+        };
+        let fight = |from: &str, to: &str, side: Side| {
+            [moved(
+                &rules,
+                from,
+                to,
+                piece(side, PieceKind(5)),
+                Some(Combat {
+                    defender: piece(side.other(), PieceKind(3)),
+                    attacker_survives: true,
+                    defender_survives: false,
+                    flag_captured: false,
+                }),
+            )]
+        };
+        let mut watch = UndoneMoves::default();
+        let (s, n) = (Side::South, Side::North);
+        assert!(!watch.undoes(s, mv("C5", "C4"), &quiet("C5", "C4", s)));
+        // The opponent's moves in between change nothing; its own back step is its own.
+        assert!(!watch.undoes(n, mv("C8", "C9"), &quiet("C8", "C9", n)));
+        assert!(watch.undoes(s, mv("C4", "C5"), &quiet("C4", "C5", s)));
+        assert!(watch.undoes(n, mv("C9", "C8"), &quiet("C9", "C8", n)));
+        // A step on, a step that does not go back the way it came, and a step back that is a
+        // fight or comes after one are not undoing.
+        assert!(!watch.undoes(s, mv("C5", "D5"), &quiet("C5", "D5", s)));
+        assert!(!watch.undoes(s, mv("D5", "D4"), &quiet("D5", "D4", s)));
+        assert!(!watch.undoes(s, mv("D4", "D5"), &fight("D4", "D5", s)));
+        assert!(!watch.undoes(s, mv("D5", "D4"), &quiet("D5", "D4", s)));
+        assert!(!watch.undoes(s, mv("D4", "D5"), &fight("D4", "D5", s)));
     }
 }

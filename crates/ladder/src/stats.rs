@@ -227,6 +227,9 @@ pub struct LevelStats {
     /// Games it lost with no legal move left (every piece it had left a mine, the flag or
     /// frozen in an HQ, or walled in).
     pub no_move_lost_games: u32,
+    /// Moves that took a piece straight back to the square its previous move left (neither
+    /// a fight).
+    pub undone_moves: u64,
 }
 
 impl LevelStats {
@@ -236,6 +239,7 @@ impl LevelStats {
         let mut illegal = 0;
         let (mut games, mut bombed, mut frozen, mut decoys, mut engineered) = (0, 0, 0, 0, 0);
         let mut stuck = 0;
+        let mut undone = 0u64;
         for r in records {
             for (i, l) in [r.a, r.b].into_iter().enumerate() {
                 if l == level {
@@ -246,6 +250,7 @@ impl LevelStats {
                     frozen += u32::from(r.hq_freezes[i] > 0);
                     decoys += u32::from(r.hq_decoys[i] > 0);
                     engineered += u32::from(r.flag_lost_to_engineer[i]);
+                    undone += u64::from(r.undone[i]);
                     let side = if i == 0 { r.a_side } else { r.a_side.other() };
                     stuck += u32::from(r.outcome.is_some_and(|o| {
                         o.reason == EndReason::NoLegalMoves && o.winner == Some(side.other())
@@ -274,6 +279,7 @@ impl LevelStats {
             hq_decoy_games: decoys,
             flag_to_engineer_games: engineered,
             no_move_lost_games: stuck,
+            undone_moves: undone,
         }
     }
 }

@@ -54,7 +54,7 @@ impl fmt::Display for Ladder {
         self.fmt_paired(f)?;
         writeln!(
             f,
-            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8}",
+            "{:<8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>7}",
             "level",
             "moves",
             "p50 ms",
@@ -66,12 +66,13 @@ impl fmt::Display for Ladder {
             "HQ freeze",
             "HQ decoy",
             "flag to 1",
-            "no move"
+            "no move",
+            "undone"
         )?;
         for l in &self.levels {
             writeln!(
                 f,
-                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8}",
+                "{:<8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>7}",
                 l.level.name(),
                 l.moves,
                 l.think_p50_ms,
@@ -83,7 +84,8 @@ impl fmt::Display for Ladder {
                 l.hq_freeze_games,
                 l.hq_decoy_games,
                 l.flag_to_engineer_games,
-                l.no_move_lost_games
+                l.no_move_lost_games,
+                l.undone_moves
             )?;
         }
         let nats = |loss: &crate::LogLoss| loss.mean().map_or("n/a".into(), |m| format!("{m:.4}"));
