@@ -44,6 +44,8 @@ pub struct ComputerPlayer {
     pub(crate) opponent_view: Tracker,
     /// Every fight an own piece had, in order.
     pub(crate) fights: Vec<OwnFight>,
+    /// The seat's previous move, if it was no fight (what stepping straight back would undo).
+    pub(crate) previous_quiet: Option<Move>,
 }
 
 /// One fight between an own piece and an enemy piece, as public.
@@ -130,6 +132,7 @@ impl ComputerPlayer {
             distance,
             opponent_view: Tracker::new(rules, side.other()),
             fights: Vec::new(),
+            previous_quiet: None,
         }
     }
 
@@ -177,6 +180,13 @@ impl ComputerPlayer {
     /// Events it cannot place in its model (a move from an empty node, an unknown id) are
     /// absorbed without panicking; the model then trusts later events.
     pub fn observe(&mut self, event: &ViewEvent) {
+        if let ViewEvent::Moved {
+            side, mv, combat, ..
+        } = event
+            && *side == self.side
+        {
+            self.previous_quiet = combat.is_none().then_some(*mv);
+        }
         if let ViewEvent::Moved {
             side,
             mv,

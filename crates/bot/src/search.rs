@@ -50,6 +50,10 @@ const PRESS: f64 = 3.0;
 /// (docs/bot.md, "The race to the HQ"): 3, 8, 20 and 50 scored 0.566, 0.574, 0.589 and 0.590
 /// over 200 Gunjin Shogi twins, against 0.530 without it.
 const RACE: f64 = 20.0;
+/// The expert's [`Terms::undo`] in Junqi: a quarter of the commander's worth.
+const UNDO_JUNQI: f64 = 3.0;
+/// The expert's [`Terms::undo`] in Gunjin Shogi, where a move of the race counts [`RACE`].
+const UNDO_GUNJIN: f64 = 10.0;
 /// Races longer than this many moves are not counted: the opponent has time to answer them.
 const RACE_LIMIT: u8 = 4;
 
@@ -97,6 +101,11 @@ pub(crate) struct Terms {
     /// Gunjin Shogi: search three plies deep in each layout ([`deep`]) instead of the one
     /// reply, over at most [`crate::EXPERT_DEEP_SAMPLES`] layouts.
     pub deep: bool,
+    /// Charge a move that takes a piece straight back to the square its previous move left
+    /// (neither move a fight): [`UNDO_JUNQI`], [`UNDO_GUNJIN`]. Among quiet moves of
+    /// near-equal worth the search steps to and fro (about one move in nine without it), which
+    /// brings nothing and the no-combat draw nearer; a retreat that saves a piece is worth more.
+    pub undo: bool,
 }
 
 impl Terms {
@@ -108,6 +117,7 @@ impl Terms {
         commander_hunt: 1.0,
         race: 0.0,
         deep: false,
+        undo: false,
     };
     /// The `expert` level's terms.
     pub(crate) const EXPERT: Terms = Terms {
@@ -117,6 +127,7 @@ impl Terms {
         commander_hunt: COMMANDER_HUNT,
         race: RACE,
         deep: true,
+        undo: true,
     };
 }
 
@@ -165,10 +176,23 @@ pub(crate) fn score_moves(player: &mut ComputerPlayer, legal: &[Move], terms: Te
         drawn += 1;
     }
     let drawn = f64::from(drawn.max(1));
+    let back = player.previous_quiet.map(|mv| Move {
+        from: mv.to,
+        to: mv.from,
+    });
+    let undo = match (terms.undo, player.rules.family) {
+        (false, _) => 0.0,
+        (true, Family::Junqi) => UNDO_JUNQI,
+        (true, Family::GunjinShogi) => UNDO_GUNJIN,
+    };
     belief
         .iter()
         .zip(totals)
-        .map(|(p, t)| PRIOR * p + t / drawn)
+        .zip(legal)
+        .map(|((p, t), &mv)| {
+            let undone = if Some(mv) == back { undo } else { 0.0 };
+            PRIOR * p + t / drawn - undone
+        })
         .collect()
 }
 
@@ -653,6 +677,88 @@ mod tests {
             ("C5", "C6"),
             (true, false),
         )
+    }
+
+    #[test]
+    fn a_step_straight_back_costs_the_expert_its_undo_charge_and_nothing_else() {
+        let rules = Rules::default();
+        let node = |square: &str| rules.topology().node(square).unwrap();
+        let budget = crate::Budget {
+            samples: 4,
+            max_think: std::time::Duration::from_secs(3600),
+        };
+        let mut player = after_a_commander_win().with_budget(budget);
+        let shown = |event: &Event| project(event, Viewer::player(Side::South), None).unwrap();
+        let two = Piece {
+            side: Side::South,
+            kind: PieceKind(2),
+            id: PieceId(4),
+        };
+        // The commander's win was a fight: nothing to undo.
+        assert_eq!(player.previous_quiet, None);
+        let step = Move {
+            from: node("E3"),
+            to: node("E4"),
+        };
+        player.observe(&shown(&Event::Moved {
+            mv: step,
+            piece: two,
+            combat: None,
+            flag_reveal: Vec::new(),
+        }));
+        assert_eq!(player.previous_quiet, Some(step));
+        let mut position = player.model_position();
+        position.set_to_move(Side::South);
+        let legal: Vec<Move> = position.legal_moves().iter().collect();
+        let back = Move {
+            from: step.to,
+            to: step.from,
+        };
+        assert!(legal.contains(&back));
+        // The same player, layouts and all, without the previous move.
+        let mut forgetful = player.clone();
+        forgetful.previous_quiet = None;
+        let charged = player.level_scores(&legal);
+        let free = forgetful.level_scores(&legal);
+        for ((&mv, with), without) in legal.iter().zip(charged).zip(free) {
+            let charge = if mv == back { UNDO_JUNQI } else { 0.0 };
+            assert!(
+                (without - with - charge).abs() < 1e-9,
+                "{mv:?}: {with} {without}"
+            );
+        }
+        // An opponent's move leaves it (north's 3 slides down the rail to E5); the seat's next
+        // move, a fight (the 2 attacks it and dies), clears it.
+        let three = Piece {
+            side: Side::North,
+            kind: PieceKind(3),
+            id: PieceId(22),
+        };
+        player.observe(&shown(&Event::Moved {
+            mv: Move {
+                from: node("E10"),
+                to: node("E5"),
+            },
+            piece: three,
+            combat: None,
+            flag_reveal: Vec::new(),
+        }));
+        assert_eq!(player.previous_quiet, Some(step));
+        player.observe(&shown(&Event::Moved {
+            mv: Move {
+                from: node("E4"),
+                to: node("E5"),
+            },
+            piece: two,
+            combat: Some(hidden_front_rules::position::Combat {
+                defender: three,
+                attacker_survives: false,
+                defender_survives: true,
+                flag_captured: false,
+            }),
+            flag_reveal: Vec::new(),
+        }));
+        assert_eq!(player.previous_quiet, None);
     }
 
     #[test]
