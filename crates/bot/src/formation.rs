@@ -21,9 +21,9 @@ pub fn plan(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment {
     }
 }
 
-/// The formation of the strongest level. Junqi: [`plan`]'s. Gunjin Shogi: a major general holds
-/// the HQ, the flag stands on one of the two squares in front of it (drawn at random; it fights
-/// as the major general), and the mines seal the HQ's other ways in: the other square in front
+/// The formation of the strongest level. Junqi: [`plan`]'s. Gunjin Shogi: one of
+/// [`HQ_KEEPERS`] holds the HQ, the flag stands on one of the two squares in front of it (each
+/// drawn at random; the flag fights as the keeper), and the mines seal the HQ's other ways in: the other square in front
 /// first, then the squares beside it. The other pieces go by groups, in random order within
 /// each: the general, the lieutenant general, the tanks, the cavalry and the engineers take the
 /// front ranks, then the other field officers, then the company officers and the spy; the planes
@@ -54,7 +54,8 @@ pub fn plan_forward(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment 
             *free &= !node.bit();
         }
     };
-    fix(hq, gunjin::MAJOR_GENERAL, &mut kinds, &mut free);
+    let keeper = HQ_KEEPERS[rng.below(HQ_KEEPERS.len() as u32) as usize];
+    fix(hq, keeper, &mut kinds, &mut free);
     let in_front = Nodes(topo.half[s] & !hq.bit())
         .filter(|n| topo.behind[n.index()][s] == hq.bit())
         .fold(0, |bits, n| bits | n.bit());
@@ -81,6 +82,11 @@ pub fn plan_forward(rules: &Rules, side: Side, rng: &mut GameRng) -> Deployment 
         Err(_) => plan(rules, side, rng),
     }
 }
+
+/// Gunjin Shogi: the pieces that may hold the expert's HQ, one drawn per game (the flag in front
+/// of it fights as that piece), so that a player cannot learn which of its officers can break
+/// in. Both scored alike on the ladder (docs/bot.md, "The expert's Gunjin Shogi formation").
+const HQ_KEEPERS: [PieceKind; 2] = [gunjin::MAJOR_GENERAL, gunjin::LIEUTENANT_GENERAL];
 
 /// Gunjin Shogi: how far forward [`plan_forward`] puts a kind (higher: nearer the front).
 fn forwardness(kind: PieceKind) -> u8 {

@@ -182,10 +182,16 @@ fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
                 .expect("an HQ");
             let mut seen = std::collections::HashSet::new();
             let mut flags = std::collections::HashSet::new();
+            let mut keepers = std::collections::HashSet::new();
             for seed in 0..40 {
                 let d = ComputerPlayer::with_level(side, rules, Level::Expert, seed).deployment();
                 assert_eq!(d.validate(&rules), Ok(()), "{rules} {side} {seed}");
-                assert_eq!(d.kind_at(hq), Some(MAJOR_GENERAL), "{rules} {side} {seed}");
+                let keeper = d.kind_at(hq);
+                assert!(
+                    matches!(keeper, Some(MAJOR_GENERAL | LIEUTENANT_GENERAL)),
+                    "{rules} {side} {seed}: {keeper:?} holds the HQ"
+                );
+                keepers.insert(keeper);
                 let flag = d
                     .placements
                     .iter()
@@ -217,10 +223,11 @@ fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
                     ways_in.len().min(mines + 1),
                     "{rules} {side} {seed}: the HQ's ways in {ways_in:?}"
                 );
+                // The pieces outside the HQ.
                 let ranks = |kinds: &[hidden_front_rules::PieceKind]| -> Vec<usize> {
                     d.placements
                         .iter()
-                        .filter(|(_, k)| kinds.contains(k))
+                        .filter(|(n, k)| kinds.contains(k) && *n != hq)
                         .map(|(n, _)| ranks_from_back(&rules, *n, side))
                         .collect()
                 };
@@ -235,6 +242,11 @@ fn the_expert_puts_its_strong_gunjin_pieces_in_front() {
             }
             assert_eq!(seen.len(), 40, "{rules} {side}: every seed its own layout");
             assert_eq!(flags.len(), 2, "{rules} {side}: the flag on either square");
+            assert_eq!(
+                keepers.len(),
+                2,
+                "{rules} {side}: either officer holds the HQ"
+            );
         }
     }
 }
