@@ -812,6 +812,13 @@ impl Game {
             .filter(|(_, (s, _))| seat(*s) == them)
             .map(|(sq, _)| sq.clone())
             .collect();
+        // In Gunjin Shogi a side can be left with no piece on the board for one ply: planes
+        // and engineers clear mines, a flag on the back rank falls to anything, and the last
+        // mover can die attacking; the game ends only when that side's turn starts. The probes
+        // need a piece on each side.
+        if mine.is_empty() || theirs.is_empty() {
+            return;
+        }
         let empty: Vec<String> = all
             .iter()
             .filter(|s| !truth.contains_key(*s))
