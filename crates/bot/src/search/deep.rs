@@ -133,12 +133,17 @@ fn best_follow(pos: &Position, context: &Context<'_>, moves: &mut MoveList, enou
     }
 }
 
-/// The seat's value of a leaf (the opponent to move): the race to an HQ and how close its
-/// winning pieces stand to the enemy's goal.
+/// The seat's value of a leaf (the opponent to move): the race to an HQ, how close its
+/// winning pieces stand to the enemy's goal, and the last pieces each side has to move
+/// ([`super::Terms::reserve`]).
 fn leaf(pos: &Position, side: Side, context: &Context<'_>) -> f64 {
     let mut v = super::PRESS * super::pressure(pos, side, context.distance);
     if pos.rules().family == Family::GunjinShogi && context.terms.race != 0.0 {
         v += context.terms.race * race_lead(pos, side);
+    }
+    if pos.rules().family == Family::GunjinShogi && context.terms.reserve != 0.0 {
+        v -= context.terms.reserve
+            * (super::short_of_reserve(pos, side) - super::short_of_reserve(pos, side.other()));
     }
     v
 }
@@ -146,9 +151,10 @@ fn leaf(pos: &Position, side: Side, context: &Context<'_>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::super::tests::gunjin;
-    use super::super::{Context, Scratch, Terms, army_copies};
+    use super::super::{Context, RESERVE, Scratch, Terms, army_copies};
     use super::*;
     use crate::{ComputerPlayer, Level};
+    use hidden_front_rules::Rules;
 
     /// South's general steps from d6 to d7, next to North's HQ: (the one-reply value, the
     /// three-ply value) of that step, with the expert's terms and no opponent view.
@@ -171,6 +177,62 @@ mod tests {
             super::super::value(world, step, &context, &mut Scratch::default()),
             value(world, step, &context, &mut Lists::default()),
         )
+    }
+
+    #[test]
+    fn the_leaf_counts_each_side_s_last_pieces_in_the_field_and_not_the_hq_keeper() {
+        let rules = Rules::parse("gunjin-shogi").unwrap();
+        let player = ComputerPlayer::with_level(Side::South, rules, Level::Expert, 1);
+        let copies = army_copies(&rules);
+        let leaf_with = |pos: &Position, reserve: f64| {
+            let context = Context {
+                side: Side::South,
+                distance: &player.distance,
+                terms: Terms {
+                    reserve,
+                    ..Terms::EXPERT
+                },
+                their_view: None,
+                copies: &copies,
+            };
+            leaf(pos, Side::South, &context)
+        };
+        // South: a general in its own HQ (walled in or not, it counts for none) and one
+        // captain in the field, two short; North: three captains, none short. Mines and flags
+        // never count.
+        let south_short = gunjin(&[
+            ("a1", Side::South, "FLG"),
+            ("b1", Side::South, "MIN"),
+            ("d1+e1", Side::South, "GEN"),
+            ("a3", Side::South, "CPT"),
+            ("h8", Side::North, "FLG"),
+            ("a6", Side::North, "CPT"),
+            ("b6", Side::North, "CPT"),
+            ("c6", Side::North, "CPT"),
+        ]);
+        let charged = leaf_with(&south_short, RESERVE) - leaf_with(&south_short, 0.0);
+        assert_eq!(charged, -2.0 * RESERVE);
+        // Both sides short by one: the terms cancel.
+        let even = gunjin(&[
+            ("a1", Side::South, "FLG"),
+            ("a3", Side::South, "CPT"),
+            ("b3", Side::South, "CPT"),
+            ("h8", Side::North, "FLG"),
+            ("a6", Side::North, "CPT"),
+            ("b6", Side::North, "CPT"),
+        ]);
+        assert_eq!(leaf_with(&even, RESERVE), leaf_with(&even, 0.0));
+        // North short by three (nothing in the field): counted for South.
+        let north_bare = gunjin(&[
+            ("a1", Side::South, "FLG"),
+            ("a3", Side::South, "CPT"),
+            ("b3", Side::South, "CPT"),
+            ("c3", Side::South, "CPT"),
+            ("h8", Side::North, "FLG"),
+            ("d8+e8", Side::North, "MJG"),
+        ]);
+        let gained = leaf_with(&north_bare, RESERVE) - leaf_with(&north_bare, 0.0);
+        assert_eq!(gained, 3.0 * RESERVE);
     }
 
     #[test]
